@@ -1,0 +1,63 @@
+package dev.pekkordma.cm;
+
+import dev.pekkordma.verbs.DeviceContext;
+import dev.pekkordma.verbs.ProtectionDomain;
+import dev.pekkordma.verbs.QpInitAttributes;
+import dev.pekkordma.verbs.QueuePair;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+
+/**
+ * A connection manager id ({@code rdma_cm_id}): the RDMA counterpart of a socket. Every outcome
+ * arrives as an event on its channel.
+ */
+public interface CmId extends AutoCloseable {
+  Object context();
+
+  CmEventChannel channel();
+
+  /** Binds to a local address and port (port 0 picks one) ({@code rdma_bind_addr}). */
+  void bind(InetSocketAddress local);
+
+  /** Listens for connection requests ({@code rdma_listen}). */
+  void listen(int backlog);
+
+  /** ADDR_RESOLVED or ADDR_ERROR follows ({@code rdma_resolve_addr}). */
+  void resolveAddress(InetSocketAddress source, InetSocketAddress destination, Duration timeout);
+
+  /** ROUTE_RESOLVED or ROUTE_ERROR follows ({@code rdma_resolve_route}). */
+  void resolveRoute(Duration timeout);
+
+  /** The device this id is bound to, once bound or resolved; null before. */
+  DeviceContext verbs();
+
+  int portNum();
+
+  InetSocketAddress localAddress();
+
+  InetSocketAddress remoteAddress();
+
+  /** Creates the connection's QP ({@code rdma_create_qp}); the CM moves it through its states. */
+  QueuePair createQp(ProtectionDomain pd, QpInitAttributes attributes);
+
+  QueuePair qp();
+
+  /** ESTABLISHED, REJECTED, UNREACHABLE or CONNECT_ERROR follows ({@code rdma_connect}). */
+  void connect(ConnectionParameters parameters);
+
+  /** Accepts a connection request; ESTABLISHED follows ({@code rdma_accept}). */
+  void accept(ConnectionParameters parameters);
+
+  /** Rejects a connection request with private data ({@code rdma_reject}). */
+  void reject(byte[] privateData);
+
+  /** DISCONNECTED follows on both sides ({@code rdma_disconnect}). */
+  void disconnect();
+
+  /** Destroys the id's QP ({@code rdma_destroy_qp}). */
+  void destroyQp();
+
+  /** Destroys the id ({@code rdma_destroy_id}); fails with EBUSY while its QP exists. */
+  @Override
+  void close();
+}

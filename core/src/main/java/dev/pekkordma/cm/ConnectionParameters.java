@@ -1,0 +1,24 @@
+package dev.pekkordma.cm;
+
+/** What {@code rdma_connect} and {@code rdma_accept} carry ({@code rdma_conn_param}). */
+public record ConnectionParameters(
+    byte[] privateData, int responderResources, int initiatorDepth, int retryCount,
+    int rnrRetryCount) {
+
+  /** librdmacm's limits on private data: 56 bytes in a connect request, 196 in an accept. */
+  public static final int MAX_CONNECT_PRIVATE_DATA = 56;
+  public static final int MAX_ACCEPT_PRIVATE_DATA = 196;
+  public static final int MAX_REJECT_PRIVATE_DATA = 148;
+
+  public static ConnectionParameters defaults() {
+    return new ConnectionParameters(new byte[0], 1, 1, 7, 7);
+  }
+
+  public static ConnectionParameters withPrivateData(byte[] data) {
+    return new ConnectionParameters(data, 1, 1, 7, 7);
+  }
+
+  public byte[] privateDataOrEmpty() {
+    return privateData == null ? new byte[0] : privateData;
+  }
+}

@@ -1,0 +1,121 @@
+package dev.pekkordma.config;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigException;
+import com.typesafe.config.ConfigFactory;
+import java.time.Duration;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * The library's settings under {@code pekko-rdma}, checked when read: a wrong value fails with a
+ * {@link ConfigException} naming its path.
+ */
+public final class RdmaSettings {
+  public static final String ROOT = "pekko-rdma";
+  private static final Set<String> PROVIDERS = Set.of("auto", "native", "soft");
+
+  private final String provider;
+  private final SoftSettings soft;
+  private final Duration cmConnectTimeout;
+
+  private RdmaSettings(Config c) {
+    provider = c.getString("provider");
+    if (!PROVIDERS.contains(provider)) {
+      throw new ConfigException.BadValue(ROOT + ".provider",
+          "must be auto, native or soft, was '" + provider + "'");
+    }
+    soft = new SoftSettings(c.getConfig("soft"));
+    cmConnectTimeout = positive(c, "cm.connect-timeout");
+  }
+
+  /** Reads and checks {@code pekko-rdma} in {@code config} (with reference.conf beneath it). */
+  public static RdmaSettings from(Config config) {
+    Config withDefaults = config.withFallback(ConfigFactory.defaultReference()).resolve();
+    withDefaults.checkValid(ConfigFactory.defaultReference(), ROOT);
+    return new RdmaSettings(withDefaults.getConfig(ROOT));
+  }
+
+  public String provider() { return provider; }
+
+  public SoftSettings soft() { return soft; }
+
+  public Duration cmConnectTimeout() { return cmConnectTimeout; }
+
+  static Duration positive(Config c, String path) {
+    Duration d = c.getDuration(path);
+    if (d.isNegative() || d.isZero()) {
+      throw new ConfigException.BadValue(ROOT + "." + path, "must be positive, was " + d);
+    }
+    return d;
+  }
+
+  /** The software provider's settings ({@code pekko-rdma.soft}). */
+  public static final class SoftSettings {
+    private static final String P = ROOT + ".soft.";
+    public final List<String> devices;
+    public final String fabricHost;
+    public final int fabricPort;
+    public final int maxQp, maxQpWr, maxSge, maxCq, maxCqe, maxMr, maxPd, maxMw, maxSrq,
+        maxSrqWr, maxInlineData, maxQpRdAtom;
+    public final long maxMrSize;
+    public final int mtu;
+    public final long maxMsgSize;
+
+    SoftSettings(Config c) {
+      devices = c.getStringList("devices");
+      if (devices.isEmpty()) {
+        throw new ConfigException.BadValue(P + "devices", "must name at least one device");
+      }
+      for (String d : devices) {
+        if (!d.matches("[A-Za-z0-9_.-]{1,63}")) {
+          throw new ConfigException.BadValue(P + "devices",
+              "'" + d + "' is not a device name (letters, digits, _ . -, at most 63)");
+        }
+      }
+      if (devices.stream().distinct().count() != devices.size()) {
+        throw new ConfigException.BadValue(P + "devices", "names repeat: " + devices);
+      }
+      fabricHost = c.getString("fabric.host");
+      fabricPort = c.getInt("fabric.port");
+      if (fabricPort < 0 || fabricPort > 65535) {
+        throw new ConfigException.BadValue(P + "fabric.port",
+            "must be in [0, 65535], was " + fabricPort);
+      }
+      maxQp = limit(c, "max-qp");
+      maxQpWr = limit(c, "max-qp-wr");
+      maxSge = limit(c, "max-sge");
+      maxCq = limit(c, "max-cq");
+      maxCqe = limit(c, "max-cqe");
+      maxMr = limit(c, "max-mr");
+      maxPd = limit(c, "max-pd");
+      maxMw = limit(c, "max-mw");
+      maxSrq = limit(c, "max-srq");
+      maxSrqWr = limit(c, "max-srq-wr");
+      maxInlineData = limit(c, "max-inline-data");
+      maxQpRdAtom = limit(c, "max-qp-rd-atom");
+      maxMrSize = c.getLong("limits.max-mr-size");
+      if (maxMrSize <= 0) {
+        throw new ConfigException.BadValue(P + "limits.max-mr-size", "must be positive");
+      }
+      mtu = c.getInt("mtu");
+      if (mtu != 256 && mtu != 512 && mtu != 1024 && mtu != 2048 && mtu != 4096) {
+        throw new ConfigException.BadValue(P + "mtu",
+            "must be 256, 512, 1024, 2048 or 4096, was " + mtu);
+      }
+      maxMsgSize = c.getLong("max-msg-size");
+      if (maxMsgSize < mtu || maxMsgSize > (1L << 31)) {
+        throw new ConfigException.BadValue(P + "max-msg-size",
+            "must be in [mtu, 2^31], was " + maxMsgSize);
+      }
+    }
+
+    private static int limit(Config c, String key) {
+      int v = c.getInt("limits." + key);
+      if (v <= 0) {
+        throw new ConfigException.BadValue(P + "limits." + key, "must be positive, was " + v);
+      }
+      return v;
+    }
+  }
+}

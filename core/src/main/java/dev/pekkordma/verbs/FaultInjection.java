@@ -1,0 +1,13 @@
+package dev.pekkordma.verbs;
+
+/** Events a test can provoke on a provider that models the hardware (the software provider). */
+public interface FaultInjection {
+  /** Takes a port down (PORT_ERR) or brings it up (PORT_ACTIVE). */
+  void setPortState(DeviceContext context, int port, boolean active);
+
+  /** The device dies: DEVICE_FATAL, every QP to the error state, CM ids see DEVICE_REMOVAL. */
+  void deviceFatal(DeviceContext context);
+
+  /** The QP hits an internal error: QP_FATAL and the error state. */
+  void qpFatal(QueuePair qp);
+}

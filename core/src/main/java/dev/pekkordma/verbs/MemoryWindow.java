@@ -1,0 +1,30 @@
+package dev.pekkordma.verbs;
+
+/**
+ * A memory window ({@code ibv_mw}): once bound to part of a region with narrower rights, its
+ * rkey grants only that range and those rights.
+ */
+public interface MemoryWindow extends AutoCloseable {
+  enum Type {
+    TYPE_1(1), TYPE_2(2);
+
+    public final int code;
+
+    Type(int code) {
+      this.code = code;
+    }
+  }
+
+  ProtectionDomain pd();
+
+  Type type();
+
+  /** The current rkey: 0 until bound; changes with each bind. */
+  int rkey();
+
+  /** The provider's handle ({@code struct ibv_mw *} on the native provider). */
+  long handle();
+
+  @Override
+  void close();
+}

@@ -1,0 +1,11 @@
+package dev.pekkordma.verbs;
+
+/** A port's state and addressing ({@code ibv_query_port}). */
+public record PortAttributes(
+    PortState state,
+    Mtu maxMtu,
+    Mtu activeMtu,
+    int gidTableLength,
+    int lid,
+    LinkLayer linkLayer,
+    int maxMsgSize) {}

@@ -1,0 +1,64 @@
+package dev.pekkordma.verbs;
+
+/**
+ * A verb failed. Carries the verb's name and, where the failure maps to one, the errno a C
+ * program would have seen (EINVAL, ENOMEM, ...), so messages read the same on both providers.
+ */
+public class RdmaException extends RuntimeException {
+  public static final int EPERM = 1;
+  public static final int ENOENT = 2;
+  public static final int EIO = 5;
+  public static final int EAGAIN = 11;
+  public static final int ENOMEM = 12;
+  public static final int EFAULT = 14;
+  public static final int EBUSY = 16;
+  public static final int ENODEV = 19;
+  public static final int EINVAL = 22;
+  public static final int ENOSPC = 28;
+  public static final int EOPNOTSUPP = 95;
+  public static final int EADDRINUSE = 98;
+  public static final int ECONNREFUSED = 111;
+  public static final int ETIMEDOUT = 110;
+
+  private final String verb;
+  private final int errno;
+
+  public RdmaException(String verb, int errno, String message) {
+    super(verb + ": " + message + (errno != 0 ? " (" + errnoName(errno) + ")" : ""));
+    this.verb = verb;
+    this.errno = errno;
+  }
+
+  public RdmaException(String verb, int errno, String message, Throwable cause) {
+    this(verb, errno, message);
+    initCause(cause);
+  }
+
+  public String verb() {
+    return verb;
+  }
+
+  public int errno() {
+    return errno;
+  }
+
+  public static String errnoName(int errno) {
+    switch (errno) {
+      case EPERM: return "EPERM";
+      case ENOENT: return "ENOENT";
+      case EIO: return "EIO";
+      case EAGAIN: return "EAGAIN";
+      case ENOMEM: return "ENOMEM";
+      case EFAULT: return "EFAULT";
+      case EBUSY: return "EBUSY";
+      case ENODEV: return "ENODEV";
+      case EINVAL: return "EINVAL";
+      case ENOSPC: return "ENOSPC";
+      case EOPNOTSUPP: return "EOPNOTSUPP";
+      case EADDRINUSE: return "EADDRINUSE";
+      case ECONNREFUSED: return "ECONNREFUSED";
+      case ETIMEDOUT: return "ETIMEDOUT";
+      default: return "errno " + errno;
+    }
+  }
+}

@@ -1,0 +1,2 @@
+/** native: see the README for what this module holds and what is still to come. */
+package dev.pekkordma.nativeverbs;
