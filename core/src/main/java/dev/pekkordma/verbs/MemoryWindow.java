@@ -17,6 +17,11 @@ public interface MemoryWindow extends AutoCloseable {
 
   ProtectionDomain pd();
 
+  /** The rkey to bind a type-2 window with next: same index, next key byte ({@code ibv_inc_rkey}). */
+  static int nextRkey(int rkey) {
+    return (rkey & 0xffffff00) | ((rkey + 1) & 0xff);
+  }
+
   Type type();
 
   /** The current rkey: 0 until bound; changes with each bind. */

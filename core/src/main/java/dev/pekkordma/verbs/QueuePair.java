@@ -30,6 +30,15 @@ public interface QueuePair extends AutoCloseable {
   /** Posts every receive in the batch ({@code ibv_post_recv}). */
   void postRecv(RecvRequests requests);
 
+  /**
+   * Binds a type-1 memory window to {@code [address, address+length)} of {@code mr} with {@code
+   * access} ({@code ibv_bind_mw}); a length of 0 unbinds it. Posted on the send queue: a BIND_MW
+   * completion follows when {@code sendFlags} has SIGNALED, or an error completion. Returns the
+   * window's new rkey.
+   */
+  int bindMemoryWindow(MemoryWindow mw, long wrId, int sendFlags, MemoryRegion mr, long address,
+      long length, int access);
+
   /** Destroys the QP ({@code ibv_destroy_qp}). */
   @Override
   void close();

@@ -1,0 +1,38 @@
+package dev.pekkordma.soft;
+
+import dev.pekkordma.verbs.DeviceContext;
+import dev.pekkordma.verbs.Gid;
+import java.net.InetAddress;
+import java.time.Duration;
+
+/**
+ * What the software connection manager needs from the software provider: device contexts shared
+ * by CM ids (as librdmacm shares one context per device), the GID peers route to, and counting.
+ */
+public interface SoftCmSupport {
+  /**
+   * A context of the software device serving {@code local} (any local address maps to the first
+   * configured device); shared and reference-counted: call {@link #releaseContext} once per call.
+   */
+  DeviceContext acquireContext(InetAddress local);
+
+  void releaseContext(DeviceContext context);
+
+  /** The GID (index 0, port 1) by which peers reach the QPs of {@code context}. */
+  Gid gid(DeviceContext context);
+
+  /** Whether port 1 of the context's device is active (route resolution needs it). */
+  boolean portActive(DeviceContext context);
+
+  /**
+   * Calls {@code onRemoval} if the context's device dies (DEVICE_FATAL), so ids on it can report
+   * DEVICE_REMOVAL; close the returned handle to stop listening.
+   */
+  AutoCloseable onDeviceRemoval(DeviceContext context, Runnable onRemoval);
+
+  /** Counts live CM ids for {@code liveResources()}: +1 on create, -1 on destroy. */
+  void countCmId(int delta);
+
+  /** How long a connect waits for the peer's answer before UNREACHABLE. */
+  Duration connectTimeout();
+}
