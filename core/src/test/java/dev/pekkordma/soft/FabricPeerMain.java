@@ -34,7 +34,7 @@ public final class FabricPeerMain {
       qp.modify(QpAttributes.toRts(0));
       try (RecvRequests r = new RecvRequests(1, 1); SendRequests s = new SendRequests(1, 1);
           WorkCompletions wc = new WorkCompletions(4)) {
-        r.add(1).sge(mr, 8192, 4096);
+        r.add(1).sge(mr, 800_000, 4096);
         qp.postRecv(r);
         System.out.println("ready");
         System.out.flush();
@@ -45,7 +45,7 @@ public final class FabricPeerMain {
           Thread.onSpinWait();
         }
         if (!wc.ok(0)) throw new IllegalStateException(wc.describe(0));
-        int len = (int) buf.getLong(8192);
+        int len = (int) buf.getLong(800_000);
         s.add(2, WrOpcode.SEND, SendRequests.SIGNALED).sge(mr, 0, len);
         qp.postSend(s);
         while (cq.poll(wc) == 0) Thread.onSpinWait();
