@@ -751,7 +751,8 @@ public final class SoftCmId implements CmId {
     synchronized (this) {
       if (state == State.DESTROYED || state == State.DEVICE_REMOVAL) return;
       setState(State.DEVICE_REMOVAL);
-      closeSocket(); // the peer sees the connection end
+      // a listener stops answering; a connection stays until the application destroys the id,
+      // as it must on DEVICE_REMOVAL, and the peer hears of it then (as with rdma_cm)
       closeQuietly(server);
       server = null;
       post(CmEventType.DEVICE_REMOVAL, 0, null, null);
