@@ -36,7 +36,6 @@ import java.net.SocketTimeoutException;
 import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.Arrays;
-import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 
 /**
@@ -801,10 +800,23 @@ public final class SoftCmId implements CmId {
         // the device is gone; nothing left to stop
       }
     }
-    if (context != null) support.releaseContext(context);
-    List<SoftCmId> unseen = channel.forget(this);
-    for (SoftCmId id : unseen) id.close();
+    // the id is gone even if giving back its context fails: report that after the bookkeeping
+    RuntimeException failure = null;
+    try {
+      if (context != null) support.releaseContext(context);
+    } catch (RuntimeException e) {
+      failure = e;
+    }
+    for (SoftCmId id : channel.forget(this)) {
+      try {
+        id.close();
+      } catch (RuntimeException e) {
+        if (failure == null) failure = e;
+        else failure.addSuppressed(e);
+      }
+    }
     support.countCmId(-1);
+    if (failure != null) throw failure;
   }
 
   // ---- helpers (callers hold the monitor where state is touched)

@@ -47,7 +47,7 @@ class SoftCmFailureTest extends CmFixture {
   }
 
   @Test
-  void connectionsWithoutQpsWorkAndTheQpNumberIsZero() {
+  void connectionsWithoutQpsWork() {
     CmEventChannel server = channel();
     CmEventChannel client = channel();
     CmId listener = listener(server);

@@ -2,6 +2,7 @@ package dev.pekkordma.soft.cm;
 
 import static org.junit.jupiter.api.Assertions.*;
 
+import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventChannel;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
@@ -71,6 +72,30 @@ class SoftCmUsageTest extends CmFixture {
     assertEquals(at, b.localAddress());
     b.close();
     assertEquals(0, provider.liveResources().cmIds());
+  }
+
+  @Test
+  void aWildcardListenerTakesLoopbackConnections() {
+    CmEventChannel ch = channel();
+    CmId listener = ch.createId(null);
+    listener.bind(new InetSocketAddress("0.0.0.0", 0));
+    listener.listen(0); // 0: the default backlog
+    assertNotNull(listener.verbs());
+    int port = listener.localAddress().getPort();
+    CmId client = resolved(ch, new InetSocketAddress("127.0.0.1", port));
+    client.connect(ConnectionParameters.defaults());
+    CmId request = expect(ch, CmEventType.CONNECT_REQUEST).id();
+    assertEquals(new InetSocketAddress("127.0.0.1", port), request.localAddress());
+    assertEquals(client.localAddress(), request.remoteAddress());
+    assertEquals(new InetSocketAddress("127.0.0.1", port), client.remoteAddress());
+    request.accept(ConnectionParameters.defaults());
+    expect(ch, CmEventType.ESTABLISHED);
+    expect(ch, CmEventType.ESTABLISHED);
+    client.close(); // destroying an established id disconnects its peer
+    CmEvent gone = expect(ch, CmEventType.DISCONNECTED);
+    assertSame(request, gone.id());
+    request.close();
+    listener.close();
   }
 
   @Test
