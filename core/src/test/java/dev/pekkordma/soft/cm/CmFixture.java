@@ -27,6 +27,7 @@ import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 
@@ -41,7 +42,11 @@ abstract class CmFixture {
 
   @BeforeEach
   void openProvider() {
-    provider = RdmaProviders.load(ConfigFactory.parseString("pekko-rdma.provider = soft\n"
+    provider = newProvider();
+  }
+
+  static RdmaProvider newProvider() {
+    return RdmaProviders.load(ConfigFactory.parseString("pekko-rdma.provider = soft\n"
         + "pekko-rdma.cm.connect-timeout = " + CONNECT_TIMEOUT.toMillis() + "ms")
         .withFallback(ConfigFactory.load()));
   }
@@ -58,15 +63,20 @@ abstract class CmFixture {
   }
 
   CmEventChannel channel() {
+    return channel(provider);
+  }
+
+  /** A channel of {@code p}; closed after the test (before {@code p} is, if the test made it). */
+  CmEventChannel channel(RdmaProvider p) {
     CmEventChannel c;
-    if (provider.supports(RdmaProvider.Feature.CONNECTION_MANAGER)) {
-      c = provider.createCmEventChannel();
+    if (p.supports(RdmaProvider.Feature.CONNECTION_MANAGER)) {
+      c = p.createCmEventChannel();
     } else {
       // until the provider hands out channels itself: its CM support, as it would pass it
       try {
-        Field f = provider.getClass().getDeclaredField("cm");
+        Field f = p.getClass().getDeclaredField("cm");
         f.setAccessible(true);
-        c = new SoftCmEventChannel((SoftCmSupport) f.get(provider));
+        c = new SoftCmEventChannel((SoftCmSupport) f.get(p));
       } catch (ReflectiveOperationException e) {
         throw new AssertionError("cannot reach the soft provider's CM support", e);
       }
@@ -138,7 +148,7 @@ abstract class CmFixture {
       while (got.size() < n && System.nanoTime() < deadline) {
         int k = cq.poll(wc);
         for (int i = 0; i < k; i++) got.add(wc.wrId(i) + ":" + wc.status(i));
-        if (k == 0) Thread.onSpinWait();
+        if (k == 0) LockSupport.parkNanos(100_000); // the machine is shared: do not spin
       }
       assertEquals(n, got.size(), "completions " + got);
       return got;

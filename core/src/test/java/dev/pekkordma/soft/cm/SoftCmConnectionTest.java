@@ -9,6 +9,8 @@ import dev.pekkordma.cm.CmId;
 import dev.pekkordma.cm.ConnectionParameters;
 import dev.pekkordma.verbs.QpAttributes;
 import dev.pekkordma.verbs.QpState;
+import dev.pekkordma.verbs.RdmaProvider;
+import dev.pekkordma.verbs.ResourceCounts;
 import dev.pekkordma.verbs.SendRequests;
 import dev.pekkordma.verbs.WrOpcode;
 import java.io.IOException;
@@ -108,6 +110,42 @@ class SoftCmConnectionTest extends CmFixture {
     expect(clientChannel, CmEventType.DISCONNECTED);
     expect(serverChannel, CmEventType.DISCONNECTED);
     closeAll();
+  }
+
+  @Test
+  void connectsAcrossTwoProviders() {
+    // two provider instances: two devices with their own GIDs, as two nodes would have
+    try (RdmaProvider other = newProvider()) {
+      serverChannel = channel();
+      clientChannel = channel(other);
+      listener = listener(serverChannel);
+      client = new Side(resolved(clientChannel, listener.localAddress()));
+      assertNotEquals(client.id.verbs().queryGid(1, 0), listener.verbs().queryGid(1, 0));
+      client.id.connect(ConnectionParameters.defaults());
+      server = new Side(expect(serverChannel, CmEventType.CONNECT_REQUEST).id());
+      server.postRecvs(100, 1);
+      server.id.accept(ConnectionParameters.defaults());
+      expect(clientChannel, CmEventType.ESTABLISHED);
+      expect(serverChannel, CmEventType.ESTABLISHED);
+
+      client.buffer.put(0, text("node to node"), 0, 12);
+      try (SendRequests s = new SendRequests(1, 1)) {
+        s.add(1, WrOpcode.SEND, SendRequests.SIGNALED).sge(client.mr, 0, 12);
+        client.qp.postSend(s);
+      }
+      assertEquals(List.of("1:SUCCESS"), client.completions(1));
+      assertEquals(List.of("100:SUCCESS"), server.completions(1));
+      byte[] got = new byte[12];
+      server.buffer.get(1024, got, 0, 12);
+      assertEquals("node to node", new String(got, StandardCharsets.US_ASCII));
+
+      server.id.disconnect();
+      expect(clientChannel, CmEventType.DISCONNECTED);
+      expect(serverChannel, CmEventType.DISCONNECTED);
+      closeAll();
+      clientChannel.close();
+      assertEquals(new ResourceCounts(0, 0, 0, 0, 0, 0, 0, 0, 0), other.liveResources());
+    }
   }
 
   @ParameterizedTest(name = "disconnect by the {0}")
