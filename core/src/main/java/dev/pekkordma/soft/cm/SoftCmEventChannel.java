@@ -94,6 +94,24 @@ public final class SoftCmEventChannel implements CmEventChannel {
     events.clear();
   }
 
+  public synchronized boolean isClosed() {
+    return closed;
+  }
+
+  /** The provider is closing: destroy every id (and its QP) as if the process ended. */
+  public void shutdown() {
+    List<SoftCmId> alive;
+    synchronized (this) {
+      alive = new ArrayList<>(ids);
+    }
+    for (SoftCmId id : alive) id.destroyForShutdown();
+    try {
+      close();
+    } catch (RdmaException e) {
+      // an id created meanwhile: the provider is going away regardless
+    }
+  }
+
   void post(CmEvent event) {
     events.add(event);
   }

@@ -758,6 +758,25 @@ public final class SoftCmId implements CmId {
     }
   }
 
+  /** Destroys the id and its QP, swallowing errors: the provider is closing. */
+  void destroyForShutdown() {
+    synchronized (this) {
+      if (qp != null) {
+        try {
+          qp.close();
+        } catch (RuntimeException e) {
+          // going away regardless
+        }
+        qp = null;
+      }
+    }
+    try {
+      close();
+    } catch (RuntimeException e) {
+      // going away regardless
+    }
+  }
+
   @Override
   public void close() {
     DeviceContext context;

@@ -22,7 +22,6 @@ import dev.pekkordma.verbs.RecvRequests;
 import dev.pekkordma.verbs.ResourceCounts;
 import dev.pekkordma.verbs.WcStatus;
 import dev.pekkordma.verbs.WorkCompletions;
-import java.lang.reflect.Field;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -68,19 +67,7 @@ abstract class CmFixture {
 
   /** A channel of {@code p}; closed after the test (before {@code p} is, if the test made it). */
   CmEventChannel channel(RdmaProvider p) {
-    CmEventChannel c;
-    if (p.supports(RdmaProvider.Feature.CONNECTION_MANAGER)) {
-      c = p.createCmEventChannel();
-    } else {
-      // until the provider hands out channels itself: its CM support, as it would pass it
-      try {
-        Field f = p.getClass().getDeclaredField("cm");
-        f.setAccessible(true);
-        c = new SoftCmEventChannel((SoftCmSupport) f.get(p));
-      } catch (ReflectiveOperationException e) {
-        throw new AssertionError("cannot reach the soft provider's CM support", e);
-      }
-    }
+    CmEventChannel c = p.createCmEventChannel();
     channels.add(c);
     return c;
   }
