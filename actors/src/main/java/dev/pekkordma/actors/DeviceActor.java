@@ -47,6 +47,17 @@ public final class DeviceActor {
   /** Treat the device as failed (the CM saw it removed, say). */
   record Fail(String reason) implements Command {}
 
+  /** Put a connection on this device, in its connections' PD (CM devices). */
+  record SpawnConnection(ConnectionActor.Spec spec) implements Command {}
+
+  /** The CM actor has forgotten this device: nothing more will be sent to it. */
+  record Retired() implements Command {}
+
+  /** The connections' PD has no connection left, after making {@code made} in all. */
+  record ConnectionsIdle(int made) implements Command {}
+
+  private record IdleTimeout(int made) implements Command {}
+
   private record Reopen(int attempt) implements Command {}
 
   private record ChildStopped(ActorRef<?> child) implements Command {}
@@ -74,9 +85,19 @@ public final class DeviceActor {
   public record ReopenFailed(String device, int attempt, String reason, Duration retryIn)
       implements DeviceEvent {}
 
+  /** A device opened by name, reopened with backoff after a failure. */
   static Behavior<Command> create(ContextSource source, RdmaActorsSettings settings) {
+    return create(source, settings, null);
+  }
+
+  /**
+   * With {@code cm}: a device context the CM handed out. It is not reopened after a failure (new
+   * ids bring their own context): once its actors stopped, the CM actor forgets it, then it stops.
+   */
+  static Behavior<Command> create(ContextSource source, RdmaActorsSettings settings,
+      ActorRef<CmActor.Command> cm) {
     return Behaviors.setup(ctx -> Behaviors.withTimers(
-        timers -> new State(ctx, timers, source, settings).start()));
+        timers -> new State(ctx, timers, source, settings, cm).start()));
   }
 
   private static final class State {
@@ -85,6 +106,10 @@ public final class DeviceActor {
     private final ContextSource source;
     private final RdmaActorsSettings settings;
     private final DispatcherSelector pinned;
+    private final ActorRef<CmActor.Command> cm;
+    private ActorRef<PdActor.Command> connectionsPd;
+    private int connectionsMade;
+    private int retiredAt = -1; // connectionsMade when the CM actor was asked to forget us
     private final Set<ActorRef<DeviceEvent>> subscribers = new LinkedHashSet<>();
     private final Set<ActorRef<?>> children = new LinkedHashSet<>();
     private DeviceSession session;
@@ -92,15 +117,17 @@ public final class DeviceActor {
     private ActorRef<?> poller;
     private ActorRef<?> reader;
     private String failure;
+    private boolean closing;
     private int generation;
     private int pds;
 
     State(ActorContext<Command> ctx, TimerScheduler<Command> timers, ContextSource source,
-        RdmaActorsSettings settings) {
+        RdmaActorsSettings settings, ActorRef<CmActor.Command> cm) {
       this.ctx = ctx;
       this.timers = timers;
       this.source = source;
       this.settings = settings;
+      this.cm = cm;
       this.pinned = DispatcherSelector.fromConfig(settings.pollerDispatcher);
     }
 
@@ -111,7 +138,7 @@ public final class DeviceActor {
       } catch (RuntimeException e) {
         failure = "opening failed: " + e.getMessage();
         ctx.getLog().error("{}: {}", source.name(), failure);
-        return retryLater(1, failure);
+        return cm != null ? retire() : retryLater(1, failure);
       }
     }
 
@@ -158,11 +185,22 @@ public final class DeviceActor {
     private Behavior<Command> opened() {
       return common()
           .onMessage(AllocatePd.class, this::allocatePd)
+          .onMessage(SpawnConnection.class, this::spawnConnection)
+          .onMessage(ConnectionsIdle.class, this::connectionsIdle)
+          .onMessage(IdleTimeout.class, t -> {
+            if (t.made() == connectionsMade && retiredAt < 0) {
+              retiredAt = connectionsMade;
+              cm.tell(new CmActor.Retire(ctx.getSelf()));
+            }
+            return Behaviors.same();
+          })
+          .onMessage(Retired.class, r -> retiredAt == connectionsMade ? close() : Behaviors.same())
           .onMessage(GetInfo.class, this::info)
           .onMessage(Raised.class, r -> raised(r.event()))
           .onMessage(Fail.class, f -> fail(f.reason()))
           .onMessage(ChildStopped.class, c -> {
             children.remove(c.child());
+            if (c.child().equals(connectionsPd)) connectionsPd = null;
             if (c.child().equals(poller) || c.child().equals(reader)) {
               return fail("its " + (c.child().equals(poller) ? "completion poller" : "event reader")
                   + " stopped");
@@ -177,27 +215,65 @@ public final class DeviceActor {
     }
 
     private Behavior<Command> allocatePd(AllocatePd a) {
-      ProtectionDomain pd = null;
       try {
-        pd = session.context.allocPd();
+        a.replyTo().tell(StatusReply.success(newPd()));
+      } catch (RuntimeException e) {
+        a.replyTo().tell(StatusReply.error("allocating a PD on " + source.name() + " failed: "
+            + e.getMessage()));
+      }
+      return Behaviors.same();
+    }
+
+    /** A PD, its buffer pool (registered now, once) and its actor. */
+    private ActorRef<PdActor.Command> newPd() {
+      ProtectionDomain pd = session.context.allocPd();
+      try {
         BufferPool pool = new BufferPool(source.name() + "/pd-" + (pds + 1), pd,
             settings.bufferSize, settings.slabSize, settings.slabs);
         ActorRef<PdActor.Command> ref =
             ctx.spawn(PdActor.create(session, pd, pool), "pd-" + (++pds));
         watch(ref);
-        a.replyTo().tell(StatusReply.success(ref));
+        return ref;
       } catch (RuntimeException e) {
-        if (pd != null) {
-          try {
-            pd.close();
-          } catch (RuntimeException ignored) {
-            // the failure below says what went wrong first
-          }
+        try {
+          pd.close();
+        } catch (RuntimeException suppressed) {
+          e.addSuppressed(suppressed);
         }
-        a.replyTo().tell(StatusReply.error("allocating a PD on " + source.name() + " failed: "
-            + e.getMessage()));
+        throw e;
       }
+    }
+
+    /** Connections share one PD (and its pool) per device. */
+    private Behavior<Command> spawnConnection(SpawnConnection s) {
+      try {
+        if (connectionsPd == null) connectionsPd = newPd();
+      } catch (RuntimeException e) {
+        s.spec().abandon("no PD on " + source.name() + ": " + e.getMessage(), ctx.getLog());
+        return Behaviors.same();
+      }
+      connectionsPd.tell(new PdActor.SpawnConnection(s.spec()));
+      connectionsMade++;
       return Behaviors.same();
+    }
+
+    /**
+     * A CM device without connections lets go of its context after the idle timeout, so that
+     * the CM can close it: the CM actor forgets the device first (spawns already on their way
+     * still arrive), and if none came meanwhile the device closes. Else it closes after them.
+     */
+    private Behavior<Command> connectionsIdle(ConnectionsIdle i) {
+      if (i.made() != connectionsMade) return Behaviors.same(); // one is on its way
+      if (retiredAt >= 0) return close();
+      timers.startSingleTimer(new IdleTimeout(connectionsMade), settings.cmDeviceIdleTimeout);
+      return Behaviors.same();
+    }
+
+    /** Stops the children, closes the session and stops, without reporting a failure. */
+    private Behavior<Command> close() {
+      closing = true;
+      for (ActorRef<?> c : children) ctx.stop(c);
+      return children.isEmpty() ? stopped() : stopping();
     }
 
     private Behavior<Command> info(GetInfo g) {
@@ -247,7 +323,20 @@ public final class DeviceActor {
     /** Every child is gone: close the context and try again after the backoff. */
     private Behavior<Command> stopped() {
       closeSession();
-      return retryLater(1, failure);
+      if (closing) return Behaviors.stopped();
+      return cm != null ? retire() : retryLater(1, failure);
+    }
+
+    /** A CM device is not reopened: wait until the CM actor forgot it, then stop. */
+    private Behavior<Command> retire() {
+      cm.tell(new CmActor.Retire(ctx.getSelf()));
+      return down()
+          .onMessage(Retired.class, r -> Behaviors.stopped())
+          .onMessage(ChildStopped.class, c -> {
+            children.remove(c.child());
+            return Behaviors.same();
+          })
+          .build();
     }
 
     private Behavior<Command> retryLater(int attempt, String reason) {
@@ -280,6 +369,10 @@ public final class DeviceActor {
     /** What a device that is not open answers. */
     private BehaviorBuilder<Command> down() {
       return common()
+          .onMessage(SpawnConnection.class, c -> {
+            c.spec().abandon(unavailable(), ctx.getLog());
+            return Behaviors.same();
+          })
           .onMessage(AllocatePd.class, a -> {
             a.replyTo().tell(StatusReply.error(unavailable()));
             return Behaviors.same();

@@ -37,6 +37,11 @@ public final class PdActor {
   public record Deregister(Registration registration, ActorRef<StatusReply<Done>> replyTo)
       implements Command {}
 
+  /** A CM connection in this PD. */
+  record SpawnConnection(ConnectionActor.Spec spec) implements Command {}
+
+  private enum ConnectionStopped implements Command { INSTANCE }
+
   /** Stop the PD actor: its QPs, registrations, pool and the PD itself go. */
   public enum Close implements Command { INSTANCE }
 
@@ -68,6 +73,8 @@ public final class PdActor {
     private final BufferPool pool;
     private final Set<Registration> registrations = new LinkedHashSet<>();
     private int qps;
+    private int connections;
+    private int live;
 
     State(ActorContext<Command> ctx, DeviceSession session, ProtectionDomain pd, BufferPool pool) {
       this.ctx = ctx;
@@ -79,6 +86,18 @@ public final class PdActor {
     Behavior<Command> behavior() {
       return Behaviors.receive(Command.class)
           .onMessage(CreateQp.class, this::createQp)
+          .onMessage(SpawnConnection.class, c -> {
+            ActorRef<ConnectionActor.Command> conn = ctx.spawn(
+                ConnectionActor.create(c.spec(), session, pd, pool),
+                "connection-" + (++connections));
+            ctx.watchWith(conn, ConnectionStopped.INSTANCE);
+            live++;
+            return Behaviors.same();
+          })
+          .onMessageEquals(ConnectionStopped.INSTANCE, () -> {
+            if (--live == 0) session.device.tell(new DeviceActor.ConnectionsIdle(connections));
+            return Behaviors.same();
+          })
           .onMessage(GetPool.class, g -> {
             g.replyTo().tell(pool);
             return Behaviors.same();

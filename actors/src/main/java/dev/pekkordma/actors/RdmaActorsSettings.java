@@ -41,6 +41,7 @@ public final class RdmaActorsSettings {
   public final Duration connectTimeout;
   public final Duration acceptTimeout;
   public final Duration disconnectTimeout;
+  public final Duration cmDeviceIdleTimeout;
   public final int backlog;
   public final Backoff connectRetry;
   public final int maxConnectAttempts;
@@ -90,6 +91,7 @@ public final class RdmaActorsSettings {
     }
     acceptTimeout = positive(c, p + "cm.accept-timeout");
     disconnectTimeout = positive(c, p + "cm.disconnect-timeout");
+    cmDeviceIdleTimeout = positive(c, p + "cm.device-idle-timeout");
     backlog = atLeast(c, p + "cm.backlog", 1);
     connectRetry = backoff(c, p + "cm.retry");
     maxConnectAttempts = atLeast(c, p + "cm.retry.max-attempts", 1);

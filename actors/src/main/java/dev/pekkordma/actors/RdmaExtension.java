@@ -25,6 +25,7 @@ public final class RdmaExtension implements Extension {
   private final RdmaProvider provider;
   private final RdmaActorsSettings settings;
   private final Map<String, ActorRef<DeviceActor.Command>> devices;
+  private final ActorRef<CmActor.Command> cm;
 
   private RdmaExtension(ActorSystem<?> system) {
     settings = RdmaActorsSettings.from(system.settings().config());
@@ -49,6 +50,10 @@ public final class RdmaExtension implements Extension {
             "pekko-rdma-device-" + name, Props.empty()));
       }
       devices = Collections.unmodifiableMap(refs);
+      cm = provider.supports(RdmaProvider.Feature.CONNECTION_MANAGER)
+          ? system.systemActorOf(CmActor.create(provider, settings), "pekko-rdma-cm",
+              Props.empty())
+          : null;
     } catch (RuntimeException e) {
       provider.close();
       throw e;
@@ -99,6 +104,15 @@ public final class RdmaExtension implements Extension {
   /** The first open device's actor. */
   public ActorRef<DeviceActor.Command> device() {
     return devices.values().iterator().next();
+  }
+
+  /** The connection manager's actor; fails if the provider has no connection manager. */
+  public ActorRef<CmActor.Command> cm() {
+    if (cm == null) {
+      throw new UnsupportedOperationException("the " + provider.name()
+          + " provider has no connection manager");
+    }
+    return cm;
   }
 
   public static final class Id extends ExtensionId<RdmaExtension> {
