@@ -133,6 +133,8 @@ public final class ConnectionActor {
     private ActorRef<Event> handler;
     private ActorRef<QpActor.Command> qp;
     private Phase phase = Phase.STARTING;
+    /** Whether the handler and connector heard how it ended; if not, PostStop tells them. */
+    private boolean told;
 
     private enum Phase { STARTING, CONNECTING, DECIDING, ACCEPTING, ESTABLISHED, DISCONNECTING }
 
@@ -197,6 +199,7 @@ public final class ConnectionActor {
             if (ev.type() == CmEventType.ESTABLISHED) return established(ev.privateData());
             if (ev.type() == CmEventType.REJECTED
                 && ev.status() == CmEvent.REJECT_CONSUMER_DEFINED) {
+              told = true;
               spec.connector().tell(new RejectedByPeer(ev.privateData()));
               return Behaviors.stopped();
             }
@@ -301,6 +304,7 @@ public final class ConnectionActor {
     /** The end of an established connection: tell the handler and connector, then stop. */
     private Behavior<Command> ended(boolean lost, boolean byPeer, String reason) {
       timers.cancelAll();
+      told = true;
       qp.tell(new QpActor.Sync(reason)); // the CM flushed the QP: its actor reports the flushes
       if (handler != null) {
         handler.tell(lost ? new ConnectionLost(ctx.getSelf(), reason)
@@ -328,6 +332,7 @@ public final class ConnectionActor {
 
     private Behavior<Command> failAttempt(String reason) {
       timers.cancelAll();
+      told = true;
       if (spec.active()) {
         spec.connector().tell(new AttemptFailed(reason, true));
       } else if (handler != null) {
@@ -335,6 +340,17 @@ public final class ConnectionActor {
       }
       ctx.getLog().debug("connection {} failed: {}", id, reason);
       return Behaviors.stopped();
+    }
+
+    private void tellStopped() {
+      String reason = "stopped with its device";
+      boolean up = phase == Phase.ESTABLISHED || phase == Phase.DISCONNECTING;
+      if (handler != null && (up || !spec.active())) {
+        handler.tell(new ConnectionLost(ctx.getSelf(), reason));
+      }
+      if (spec.active()) {
+        spec.connector().tell(up ? new Ended(reason, true) : new AttemptFailed(reason, true));
+      }
     }
 
     /** Every state starts with this: a failed QP ends the connection. */
@@ -349,6 +365,8 @@ public final class ConnectionActor {
             return Behaviors.same();
           })
           .onSignal(PostStop.class, s -> {
+            // stopped from above (its device failed, say) before it could say how it ended
+            if (!told) tellStopped();
             // the QP actor, a child, has destroyed the QP by now
             spec.router().destroy(id, ctx.getLog());
             return Behaviors.same();

@@ -300,8 +300,8 @@ public final class DeviceActor {
 
     private Behavior<Command> fail(String reason) {
       failure = reason;
-      ctx.getLog().warn("{} failed: {}; stopping its actors and opening it again", source.name(),
-          reason);
+      ctx.getLog().warn("{} failed: {}; stopping its actors{}", source.name(), reason,
+          cm == null ? " and opening it again" : "");
       publish(new DeviceFailed(source.name(), reason));
       for (ActorRef<?> c : children) ctx.stop(c);
       return children.isEmpty() ? stopped() : stopping();
