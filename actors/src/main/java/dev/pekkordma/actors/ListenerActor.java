@@ -11,8 +11,8 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
 /**
  * Listens on one bound address: each CONNECT_REQUEST becomes a {@link ConnectionActor}, which
- * asks the handler to accept or reject. Stopping it stops listening (requests nobody has seen
- * are rejected); the connections it made live on.
+ * asks the handler to accept or reject. Stopping it (Unbind, or its handler stopped) stops
+ * listening: requests nobody has seen are rejected; the connections it made live on.
  */
 public final class ListenerActor {
   private ListenerActor() {}
@@ -23,6 +23,8 @@ public final class ListenerActor {
   public enum Unbind implements Command { INSTANCE }
 
   record CmEventArrived(CmEvent event) implements Command {}
+
+  private enum HandlerGone implements Command { INSTANCE }
 
   /** What the listener's handler hears. */
   public sealed interface Event {}
@@ -59,9 +61,11 @@ public final class ListenerActor {
       }
       InetSocketAddress bound = id.localAddress();
       handler.tell(new Bound(ctx.getSelf(), bound));
+      ctx.watchWith(handler, HandlerGone.INSTANCE); // nobody to ask: stop listening
       String[] why = {"unbound"};
       return Behaviors.receive(Command.class)
           .onMessageEquals(Unbind.INSTANCE, Behaviors::stopped)
+          .onMessageEquals(HandlerGone.INSTANCE, Behaviors::stopped)
           .onMessage(CmEventArrived.class, e -> {
             CmEvent ev = e.event();
             if (ev.type() == CmEventType.CONNECT_REQUEST) {
