@@ -33,14 +33,14 @@ final class AsyncEventReader {
     if (e.qp() != null) {
       ActorRef<QpActor.Command> owner = session.qpOwner(e.qp().qpNum());
       if (owner != null) {
-        owner.tell(new QpActor.AsyncEventArrived(e.type()));
+        owner.tell(new QpActor.AsyncEventArrived(e.type(), e.qp().qpNum(), null));
       } else {
         log.debug("{}: {} for a QP no actor owns any more", session.name, e);
       }
     } else if (e.cq() != null) {
       CqEntry entry = session.cqs.get(e.cq());
       if (entry != null) {
-        entry.owner.tell(new QpActor.AsyncEventArrived(e.type()));
+        entry.owner.tell(new QpActor.AsyncEventArrived(e.type(), -1, entry));
       } else {
         log.debug("{}: {} for a CQ no actor owns any more", session.name, e);
       }

@@ -116,7 +116,7 @@ final class CqPoller {
         }
         if (n == 0) break;
         total += n;
-        e.owner.tell(new QpActor.Completions(CompletionBatch.copyOf(wcs, n)));
+        e.owner.tell(new QpActor.Completions(e, CompletionBatch.copyOf(wcs, n)));
         if (n < wcs.capacity()) break;
       }
     }
@@ -125,13 +125,15 @@ final class CqPoller {
 
   private void fail(CqEntry e, RuntimeException ex) {
     e.failed = true;
-    e.owner.tell(new QpActor.CqFailed(ex.getMessage()));
+    e.owner.tell(new QpActor.CqFailed(e, ex.getMessage()));
   }
 
   private Behavior<Command> close(Close c) {
     CqEntry e = c.entry();
     try {
-      session.drainChannel(); // its events must be acknowledged before it can be destroyed
+      // its events must be acknowledged before it can be destroyed; other CQs whose events
+      // went with them are not armed any more
+      if (session.drainChannel() > 0) armed = false;
       e.cq.close();
     } catch (RuntimeException ex) {
       ctx.getLog().error("{}: closing a CQ failed: {}", session.name, ex.getMessage());

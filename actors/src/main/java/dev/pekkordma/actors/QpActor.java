@@ -65,17 +65,23 @@ public final class QpActor {
 
   public record GetState(ActorRef<QpInfo> replyTo) implements Command {}
 
-  /** The poller's completions for this actor's CQ. */
-  record Completions(CompletionBatch batch) implements Command {}
+  // From the poller and the event reader. Each names its CQ or QP: after a restart, what the
+  // old ones left must not reach the new ones.
+
+  /** The poller's completions from a CQ of this actor. */
+  record Completions(CqEntry cq, CompletionBatch batch) implements Command {}
 
   /** The CQ could not be polled (it overran). */
-  record CqFailed(String reason) implements Command {}
+  record CqFailed(CqEntry cq, String reason) implements Command {}
 
-  /** An async event of this QP or its CQ. */
-  record AsyncEventArrived(AsyncEventType type) implements Command {}
+  /** An async event of a QP (by number, else -1) or a CQ (else null) of this actor. */
+  record AsyncEventArrived(AsyncEventType type, int qpNum, CqEntry cq) implements Command {}
 
   /** Something else (the CM) moved the QP: follow its state. */
   record Sync(String cause) implements Command {}
+
+  /** After an error completion: has the QP left its state yet? */
+  private record ErrorSync(WcStatus status, int tries) implements Command {}
 
   /** The verbs QP itself, for fault injection in tests. */
   record Inspect(ActorRef<QueuePair> replyTo) implements Command {}
@@ -218,6 +224,8 @@ public final class QpActor {
     private final int qpNum;
     private final SendRequests sendBatch;
     private final RecvRequests recvBatch;
+    private static final int ERROR_SYNC_TRIES = 20;
+    private static final java.time.Duration ERROR_SYNC_PAUSE = java.time.Duration.ofMillis(10);
     private final Map<Long, Pending> outstanding = new HashMap<>();
     private QpState state;
     private long nextWrId = 1;
@@ -358,10 +366,15 @@ public final class QpActor {
     private BehaviorBuilder<Command> common() {
       return Behaviors.receive(Command.class)
           .onMessage(Modify.class, this::modify)
-          .onMessage(Completions.class, c -> completions(c.batch()))
-          .onMessage(AsyncEventArrived.class, e -> asyncEvent(e.type()))
-          .onMessage(CqFailed.class, f -> cqFailed("CQ failed: " + f.reason()))
+          .onMessage(Completions.class, c -> c.cq() != cq ? Behaviors.same()
+              : completions(c.batch()))
+          .onMessage(AsyncEventArrived.class, e ->
+              (e.cq() != null ? e.cq() == cq : e.qpNum() == qpNum)
+                  ? asyncEvent(e.type()) : Behaviors.same())
+          .onMessage(CqFailed.class, f -> f.cq() != cq ? Behaviors.same()
+              : cqFailed("CQ failed: " + f.reason()))
           .onMessage(Sync.class, s -> follow(s.cause()))
+          .onMessage(ErrorSync.class, this::errorSync)
           .onMessage(Inspect.class, i -> {
             i.replyTo().tell(qp);
             return Behaviors.same();
@@ -673,8 +686,22 @@ public final class QpActor {
                 b.withImmediate[i] ? b.immediates[i] : null, handBack ? p.work.buffer() : null));
       }
       out.forEach((r, list) -> r.tell(new Completed(qpNum, list)));
-      if (firstError != null && qp.state() != state) {
-        enter(qp.state(), "a completion with " + firstError);
+      if (firstError != null) errorSync(new ErrorSync(firstError, 0));
+      return next(before);
+    }
+
+    /**
+     * An error completion moves the QP (RC to ERR, UC and UD to SQE), but the completion can be
+     * polled before the QP's state reads as moved: look again shortly, a bounded number of times.
+     */
+    private Behavior<Command> errorSync(ErrorSync e) {
+      QpState before = state;
+      QpState now = qp.state();
+      if (now != state) {
+        enter(now, "a completion with " + e.status());
+      } else if (e.tries() < ERROR_SYNC_TRIES && state != QpState.ERR && state != QpState.RESET) {
+        ctx.scheduleOnce(ERROR_SYNC_PAUSE, ctx.getSelf(),
+            new ErrorSync(e.status(), e.tries() + 1));
       }
       return next(before);
     }

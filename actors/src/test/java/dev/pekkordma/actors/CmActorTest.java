@@ -46,8 +46,12 @@ class CmActorTest {
    */
   @AfterEach
   void nothingLeaks() {
+    for (Bound b : listeners) b.listener().tell(Unbind.INSTANCE); // if a test failed early
+    listeners.clear();
     awaitResources(provider, counts(1, 0, 0, 0, 0, 0));
   }
+
+  private static final List<Bound> listeners = new java.util.ArrayList<>();
 
   static byte[] text(String s) {
     return s.getBytes(StandardCharsets.UTF_8);
@@ -59,7 +63,9 @@ class CmActorTest {
 
   private static Bound listen(TestProbe<ListenerActor.Event> server) {
     rdma.cm().tell(new CmActor.Listen(LOOPBACK, QpSpec.rc(), server.getRef()));
-    return server.expectMessageClass(Bound.class, WAIT);
+    Bound b = server.expectMessageClass(Bound.class, WAIT);
+    listeners.add(b);
+    return b;
   }
 
   private static void unbind(Bound bound, TestProbe<ListenerActor.Event> server) {
@@ -111,6 +117,7 @@ class CmActorTest {
 
     // an outstanding receive on the server is flushed when the connection goes
     c[1].qp().tell(Post.of(new Receive(3, c[1].pool().lease()), work.getRef()));
+    state(kit, c[1].qp()); // the post is in: a post to a stopped actor is lost like any message
     c[0].connection().tell(Disconnect.INSTANCE);
     assertEquals(new Disconnected(c[0].connection(), false),
         client.expectMessageClass(Disconnected.class, WAIT));
@@ -263,6 +270,42 @@ class CmActorTest {
     assertEquals(QpState.RTS, state(kit, second.qp()).state());
     second.connection().tell(Disconnect.INSTANCE);
     client.expectMessageClass(Disconnected.class, WAIT);
+    unbind(bound, server);
+  }
+
+  @Test
+  void aFailedConnectionStopsOnlyItself() {
+    TestProbe<ListenerActor.Event> server = kit.createTestProbe();
+    TestProbe<ConnectionActor.Event> client1 = kit.createTestProbe();
+    TestProbe<ConnectionActor.Event> client2 = kit.createTestProbe();
+    TestProbe<ConnectionActor.Event> serverSide1 = kit.createTestProbe();
+    TestProbe<ConnectionActor.Event> serverSide2 = kit.createTestProbe();
+    Bound bound = listen(server);
+    Connected[] one = connect(bound, server, client1, serverSide1);
+    Connected[] two = connect(bound, server, client2, serverSide2);
+    // the server side of the first connection fails: only it goes
+    provider.faults().orElseThrow().qpFatal(QpActorTest.verbsQp(kit, one[1].qp()));
+    assertTrue(serverSide1.expectMessageClass(ConnectionLost.class, WAIT).reason()
+        .contains("QP_FATAL"));
+    client1.expectMessageClass(Disconnected.class, WAIT);
+    // the second connection still carries data both ways
+    TestProbe<WorkResult> work = kit.createTestProbe();
+    two[0].qp().tell(Post.of(new Receive(1, two[0].pool().lease()), work.getRef()));
+    two[1].qp().tell(Post.of(new Receive(2, two[1].pool().lease()), work.getRef()));
+    two[0].qp().tell(Post.of(new Send(3, two[0].pool().lease(), 16), work.getRef()));
+    two[1].qp().tell(Post.of(new Send(4, two[1].pool().lease(), 16), work.getRef()));
+    int done = 0;
+    while (done < 4) {
+      for (Completion c : work.expectMessageClass(Completed.class, WAIT).completions()) {
+        assertEquals(WcStatus.SUCCESS, c.status(), c.toString());
+        if (c.buffer() != null) c.buffer().release();
+        done++;
+      }
+    }
+    assertEquals(QpState.RTS, state(kit, two[1].qp()).state());
+    two[0].connection().tell(Disconnect.INSTANCE);
+    client2.expectMessageClass(Disconnected.class, WAIT);
+    serverSide2.expectMessageClass(Disconnected.class, WAIT);
     unbind(bound, server);
   }
 

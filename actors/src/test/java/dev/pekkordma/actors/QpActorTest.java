@@ -21,6 +21,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.junit.jupiter.api.AfterAll;
@@ -210,6 +211,63 @@ class QpActorTest {
     rd.buffer().release();
     target.release();
     assertEquals(free, pool.available());
+  }
+
+  @Test
+  void aRemoteAccessErrorReachesBothOwners() {
+    TestProbe<Event> responderOwner = kit.createTestProbe();
+    ActorRef<Command> a = rc();
+    ActorRef<Command> b = createQp(kit, pd, QpSpec.rc(), responderOwner.getRef());
+    connectRc(kit, a, b, gid);
+    int qa = state(kit, a).qpNum();
+    int qb = state(kit, b).qpNum();
+    Buffer target = pool.lease();
+    TestProbe<WorkResult> requester = kit.createTestProbe();
+    a.tell(Post.of(new Write(1, pool.lease(), 8, target.address(), target.rkey() + 1, null),
+        requester.getRef()));
+    Completion c = requester.expectMessageClass(Completed.class, WAIT).completions().get(0);
+    assertEquals(WcStatus.REM_ACCESS_ERR, c.status());
+    assertNull(c.opcode(), "verbs define no opcode for an error");
+    // the requester's QP is in ERR; the responder's owner hears QP_ACCESS_ERR and ERR too
+    owner.fishForMessage(WAIT, m -> m instanceof StateChanged sc && sc.qpNum() == qa
+        && sc.to() == QpState.ERR ? FishingOutcomes.complete() : FishingOutcomes.continueAndIgnore());
+    List<Event> events = new ArrayList<>();
+    while (events.size() < 2 || events.stream().noneMatch(e -> e instanceof StateChanged)) {
+      Event e = responderOwner.receiveMessage(WAIT);
+      if (e instanceof AsyncEventReceived || e.toString().contains("to=ERR")) events.add(e);
+    }
+    assertTrue(events.contains(new AsyncEventReceived(qb, AsyncEventType.QP_ACCESS_ERR)),
+        "" + events);
+    assertEquals(QpState.ERR, state(kit, b).state());
+    target.release();
+  }
+
+  @Test
+  void commEstReachesTheOwnerOfAQpInRtr() {
+    TestProbe<Event> responderOwner = kit.createTestProbe();
+    ActorRef<Command> a = rc();
+    ActorRef<Command> b = createQp(kit, pd, QpSpec.rc(), responderOwner.getRef());
+    int qa = state(kit, a).qpNum();
+    int qb = state(kit, b).qpNum();
+    transition(kit, a, QpAttributes.toInit(1, ACCESS));
+    transition(kit, a, QpAttributes.toRtr(AddressVector.global(gid, 0, 1), qb, 0, Mtu.MTU_4096));
+    transition(kit, a, QpAttributes.toRts(0));
+    transition(kit, b, QpAttributes.toInit(1, ACCESS));
+    transition(kit, b, QpAttributes.toRtr(AddressVector.global(gid, 0, 1), qa, 0, Mtu.MTU_4096));
+    TestProbe<WorkResult> requester = kit.createTestProbe();
+    b.tell(Post.of(new Receive(1, pool.lease()), requester.getRef()));
+    a.tell(Post.of(new Send(2, pool.lease(), 4), requester.getRef()));
+    responderOwner.fishForMessage(WAIT, m ->
+        m.equals(new AsyncEventReceived(qb, AsyncEventType.COMM_EST))
+            ? FishingOutcomes.complete() : FishingOutcomes.continueAndIgnore());
+    int done = 0;
+    while (done < 2) {
+      for (Completion c : requester.expectMessageClass(Completed.class, WAIT).completions()) {
+        assertEquals(WcStatus.SUCCESS, c.status());
+        if (c.buffer() != null) c.buffer().release();
+        done++;
+      }
+    }
   }
 
   @Test
