@@ -1,10 +1,5 @@
 package dev.pekkordma.samples;
 
-import dev.pekkordma.cm.CmEvent;
-import dev.pekkordma.cm.CmEventChannel;
-import dev.pekkordma.cm.CmEventType;
-import dev.pekkordma.cm.CmId;
-import dev.pekkordma.cm.ConnectionParameters;
 import dev.pekkordma.memory.NativeMemory;
 import dev.pekkordma.memory.OffHeapBuffer;
 import dev.pekkordma.verbs.Access;
@@ -85,19 +80,17 @@ public final class BulkClient {
     }
   }
 
+  /** Connects with the connection manager and sends. */
   public Result run(InetSocketAddress server, Progress.Kind progressKind) {
+    return run(CmLink.connector(provider), server, progressKind);
+  }
+
+  Result run(Link.Connector connector, InetSocketAddress server, Progress.Kind progressKind) {
     Settings s = settings;
     try (Resources res = new Resources()) {
-      CmEventChannel cm = res.add(provider.createCmEventChannel());
-      CmId id = res.add(cm.createId("bulk-client"));
-      id.resolveAddress(null, server, Duration.ofSeconds(2));
-      CmEvents.expect(cm, CmEventType.ADDR_RESOLVED, Duration.ofSeconds(5),
-          "resolving " + server);
-      id.resolveRoute(Duration.ofSeconds(2));
-      CmEvents.expect(cm, CmEventType.ROUTE_RESOLVED, Duration.ofSeconds(5),
-          "resolving the route to " + server);
-      DeviceContext ctx = id.verbs();
-      long maxMsg = Integer.toUnsignedLong(ctx.queryPort(id.portNum()).maxMsgSize());
+      Link.Outgoing link = res.add(connector.open(server));
+      DeviceContext ctx = link.context();
+      long maxMsg = Integer.toUnsignedLong(ctx.queryPort(link.port()).maxMsgSize());
       if (s.chunkSize() > maxMsg) {
         throw new BadOption("--chunk " + ByteSize.format(s.chunkSize())
             + " is larger than the device's max message size " + ByteSize.format(maxMsg)
@@ -123,18 +116,14 @@ public final class BulkClient {
       MemoryRegion ctrlMr = res.add(pd.registerMemory(ctrl, Access.LOCAL_WRITE));
       RecvRequests recvs = res.add(new RecvRequests(rqDepth, 1));
       SendRequests sends = res.add(new SendRequests(s.depth() + 1, 1));
-      QueuePair qp = id.createQp(pd, QpInitAttributes.of(QpType.RC, poller.cq, poller.cq)
+      QueuePair qp = link.createQp(pd, QpInitAttributes.of(QpType.RC, poller.cq, poller.cq)
           .maxSendWr(sqDepth).maxRecvWr(rqDepth).maxSendSge(1).maxRecvSge(1));
-      res.onClose(id::destroyQp);
+      res.onClose(link::destroyQp);
 
       Wire.Hello hello = new Wire.Hello(s.mode(), s.totalBytes(), s.chunkSize(), s.depth(),
           s.seed());
-      id.connect(ConnectionParameters.withPrivateData(hello.encode()));
-      CmEvent est = CmEvents.expect(cm, CmEventType.ESTABLISHED, Duration.ofSeconds(10),
-          "connecting to " + server);
-      boolean connected = true;
+      Wire.RingInfo ring = link.connect(hello);
       try {
-        Wire.RingInfo ring = Wire.RingInfo.decode(est.privateData());
         if (ring.slotSize() < s.chunkSize()) {
           throw new TransferFailure("the server's slots have " + ring.slotSize()
               + " bytes, less than a chunk");
@@ -146,7 +135,7 @@ public final class BulkClient {
         int window = Math.min(srcSlots, ring.slots());
         if (verbose) {
           log.printf("client: connected to %s; ring of %d slots at 0x%x, rkey 0x%x; %d in flight%n",
-              id.remoteAddress(), ring.slots(), ring.address(), ring.rkey(), window);
+              link.peer(), ring.slots(), ring.address(), ring.rkey(), window);
         }
         for (int r = 0; r < rqDepth; r++) {
           recvs.add(r).sge(ctrlMr, (long) r * Wire.CONTROL_SIZE, Wire.CONTROL_SIZE);
@@ -157,21 +146,13 @@ public final class BulkClient {
           result = transfer(hello, ring, window, qp, poller, src, srcMr, ctrl, ctrlMr, recvs,
               sends, rqDepth, progress);
         }
-        id.disconnect();
-        CmEvent ev = CmEvents.next(cm, Duration.ofSeconds(5), () -> false);
-        connected = false;
-        if (verbose && (ev == null || ev.type() != CmEventType.DISCONNECTED)) {
-          log.println("client: expected DISCONNECTED, got " + (ev == null ? "nothing" : ev));
-        }
+        link.disconnect();
         return result;
       } finally {
-        if (connected) {
-          try {
-            id.disconnect();
-            CmEvents.next(cm, Duration.ofSeconds(2), () -> false);
-          } catch (RuntimeException e) {
-            if (verbose) log.println("client: disconnect: " + e.getMessage());
-          }
+        try {
+          link.disconnect();
+        } catch (RuntimeException e) {
+          if (verbose) log.println("client: disconnect: " + e.getMessage());
         }
       }
     }

@@ -1,10 +1,5 @@
 package dev.pekkordma.samples;
 
-import dev.pekkordma.cm.CmEvent;
-import dev.pekkordma.cm.CmEventChannel;
-import dev.pekkordma.cm.CmEventType;
-import dev.pekkordma.cm.CmId;
-import dev.pekkordma.cm.ConnectionParameters;
 import dev.pekkordma.memory.OffHeapBuffer;
 import dev.pekkordma.verbs.Access;
 import dev.pekkordma.verbs.DeviceAttributes;
@@ -47,38 +42,29 @@ public final class BulkServer implements AutoCloseable {
   private static final long CREDIT_WRID = -1L;
   private static final long VERDICT_WRID = -2L;
 
-  private final RdmaProvider provider;
+  private final Link.Listener listener;
   private final Options options;
   private final PrintStream log;
   private final boolean verbose;
-  private final CmEventChannel cmChannel;
-  private final CmId listenId;
   private volatile boolean stopping;
   private volatile boolean clientSeen;
 
-  /** Binds and listens on {@code bind} (port 0 picks one: see {@link #localAddress}). */
-  public BulkServer(RdmaProvider provider, InetSocketAddress bind, Options options,
-      PrintStream log, boolean verbose) {
-    this.provider = provider;
+  /** Serves the clients that come to {@code listener} (which it closes at the end). */
+  public BulkServer(Link.Listener listener, Options options, PrintStream log, boolean verbose) {
+    this.listener = listener;
     this.options = options;
     this.log = log;
     this.verbose = verbose;
-    this.cmChannel = provider.createCmEventChannel();
-    CmId id = null;
-    try {
-      id = cmChannel.createId("bulk-server");
-      id.bind(bind);
-      id.listen(4);
-    } catch (RuntimeException e) {
-      if (id != null) id.close();
-      cmChannel.close();
-      throw e;
-    }
-    this.listenId = id;
+  }
+
+  /** Listens with the connection manager on {@code bind} (port 0 picks one). */
+  public static BulkServer listen(RdmaProvider provider, InetSocketAddress bind, Options options,
+      PrintStream log, boolean verbose) {
+    return new BulkServer(CmLink.listen(provider, bind, log, verbose), options, log, verbose);
   }
 
   public InetSocketAddress localAddress() {
-    return listenId.localAddress();
+    return listener.localAddress();
   }
 
   /** Whether a client has asked to connect. */
@@ -91,33 +77,21 @@ public final class BulkServer implements AutoCloseable {
     stopping = true;
   }
 
-  /** Serves one client, waiting at most {@code acceptTimeout} for it, with {@code progress}. */
+  /** Serves one client, waiting at most {@code acceptTimeout} for it. */
   public Result serveOne(Duration acceptTimeout, Progress.Kind progressKind) {
-    CmEvent req;
-    while (true) {
-      req = CmEvents.next(cmChannel, acceptTimeout, () -> stopping);
-      if (req == null) {
-        throw new TransferFailure(stopping ? "server stopped before a client connected"
-            : "no client connected within " + acceptTimeout.toSeconds() + " s");
-      }
-      if (req.type() == CmEventType.CONNECT_REQUEST) break;
-      if (verbose) log.println("server: ignoring " + req + " while waiting for a client");
+    Link.Incoming in = listener.next(acceptTimeout, () -> stopping);
+    if (in == null) {
+      throw new TransferFailure(stopping ? "server stopped before a client connected"
+          : "no client connected within " + acceptTimeout.toSeconds() + " s");
     }
     clientSeen = true;
-    CmId id = req.id();
-    Wire.Hello hello;
-    try {
-      hello = Wire.Hello.decode(req.privateData());
-    } catch (Wire.ProtocolException e) {
-      rejectAndClose(id, e.getMessage());
-      throw new TransferFailure("rejected a client: " + e.getMessage());
-    }
-    DeviceContext ctx = id.verbs();
-    long maxMsg = Integer.toUnsignedLong(ctx.queryPort(id.portNum()).maxMsgSize());
+    Wire.Hello hello = in.hello();
+    DeviceContext ctx = in.context();
+    long maxMsg = Integer.toUnsignedLong(ctx.queryPort(in.port()).maxMsgSize());
     if (hello.chunkSize() > maxMsg) {
       String why = "chunk size " + hello.chunkSize() + " is larger than the server device's max"
           + " message size " + maxMsg;
-      rejectAndClose(id, why);
+      in.reject(why);
       throw new TransferFailure("rejected a client: " + why);
     }
     DeviceAttributes dev = ctx.queryDevice();
@@ -125,17 +99,17 @@ public final class BulkServer implements AutoCloseable {
     slots = (int) Math.min(slots, Integer.MAX_VALUE / hello.chunkSize());
     slots = Math.min(slots, Math.min(dev.maxQpWr() - 4, dev.maxCqe() / 2 - 8));
     if (slots < 1) {
-      rejectAndClose(id, "the server device's queues are too small");
+      in.reject("the server device's queues are too small");
       throw new TransferFailure("device limits too small: " + dev);
     }
     try (Resources res = new Resources()) {
-      res.onClose(id);
-      return serve(id, ctx, hello, slots, res, progressKind);
+      res.onClose(in);
+      return serve(in, ctx, hello, slots, res, progressKind);
     }
   }
 
-  private Result serve(CmId id, DeviceContext ctx, Wire.Hello hello, int slots, Resources res,
-      Progress.Kind progressKind) {
+  private Result serve(Link.Incoming in, DeviceContext ctx, Wire.Hello hello, int slots,
+      Resources res, Progress.Kind progressKind) {
     int slotSize = hello.chunkSize();
     ProtectionDomain pd = res.add(ctx.allocPd());
     int sqDepth = slots + 4;
@@ -148,9 +122,9 @@ public final class BulkServer implements AutoCloseable {
     MemoryRegion ctrlMr = res.add(pd.registerMemory(ctrl, Access.LOCAL_WRITE));
     RecvRequests recvs = res.add(new RecvRequests(rqDepth, 1));
     SendRequests sends = res.add(new SendRequests(2, 1));
-    QueuePair qp = id.createQp(pd, QpInitAttributes.of(QpType.RC, poller.cq, poller.cq)
+    QueuePair qp = in.createQp(pd, QpInitAttributes.of(QpType.RC, poller.cq, poller.cq)
         .maxSendWr(sqDepth).maxRecvWr(rqDepth).maxSendSge(1).maxRecvSge(1));
-    res.onClose(id::destroyQp);
+    res.onClose(in::destroyQp);
     ByteBuffer[] slotViews = new ByteBuffer[slots];
     for (int s = 0; s < slots; s++) {
       slotViews[s] = ring.view(s * slotSize, slotSize);
@@ -162,15 +136,13 @@ public final class BulkServer implements AutoCloseable {
     }
     qp.postRecv(recvs);
     Wire.RingInfo ringInfo = new Wire.RingInfo(ringMr.address(), ringMr.rkey(), slots, slotSize);
-    id.accept(ConnectionParameters.withPrivateData(ringInfo.encode()));
-    CmEvents.expect(cmChannel, CmEventType.ESTABLISHED, Duration.ofSeconds(10), "accept");
+    in.accept(ringInfo);
     if (verbose) {
       log.printf("server: connected to %s; %s in %d-byte chunks by %s, ring of %d slots%n",
-          id.remoteAddress(), ByteSize.format(hello.totalBytes()), slotSize,
+          in.peer(), ByteSize.format(hello.totalBytes()), slotSize,
           hello.mode().name().toLowerCase(), slots);
     }
 
-    boolean connected = true;
     try (Progress progress = Progress.create(progressKind, "received", hello.totalBytes(), log)) {
       long start = System.nanoTime();
       CRC32C crc = new CRC32C();
@@ -273,16 +245,16 @@ public final class BulkServer implements AutoCloseable {
         }
       }
       // the client disconnects once it has the verdict
-      CmEvent ev = CmEvents.next(cmChannel, Duration.ofSeconds(10), () -> false);
-      if (ev != null && ev.type() == CmEventType.DISCONNECTED) {
-        connected = false;
-      } else if (verbose) {
-        log.println("server: expected DISCONNECTED from the client, got "
-            + (ev == null ? "nothing in 10 s" : ev) + "; disconnecting");
+      if (!in.awaitPeerDisconnect(Duration.ofSeconds(10)) && verbose) {
+        log.println("server: the client did not disconnect in 10 s; disconnecting");
       }
       return new Result(hello, slots, bytes, expected, ourCrc, fin.crc(), check, seconds);
     } finally {
-      if (connected) disconnectQuietly(id);
+      try {
+        in.disconnect();
+      } catch (RuntimeException e) {
+        if (verbose) log.println("server: disconnect: " + e.getMessage());
+      }
     }
   }
 
@@ -305,37 +277,8 @@ public final class BulkServer implements AutoCloseable {
     return sends;
   }
 
-  private void disconnectQuietly(CmId id) {
-    try {
-      id.disconnect();
-      // the DISCONNECTED of our own disconnect; waited for so the id closes cleanly
-      CmEvent ev = CmEvents.next(cmChannel, Duration.ofSeconds(2), () -> false);
-      if (verbose && ev != null && ev.type() != CmEventType.DISCONNECTED) {
-        log.println("server: after disconnect got " + ev);
-      }
-    } catch (RuntimeException e) {
-      if (verbose) log.println("server: disconnect: " + e.getMessage());
-    }
-  }
-
-  private void rejectAndClose(CmId id, String reason) {
-    try {
-      id.reject(Wire.encodeReject(reason));
-    } finally {
-      id.close();
-    }
-  }
-
-  RdmaProvider provider() {
-    return provider;
-  }
-
   @Override
   public void close() {
-    try {
-      listenId.close();
-    } finally {
-      cmChannel.close();
-    }
+    listener.close();
   }
 }

@@ -226,7 +226,8 @@ public final class BulkTransfer implements Callable<Integer> {
       try (RdmaProvider provider = common.loadProvider()) {
         ResourceCounts before = provider.liveResources();
         BulkServer.Result r;
-        try (BulkServer server = new BulkServer(provider, bind, new BulkServer.Options(
+        requireCm(provider);
+        try (BulkServer server = BulkServer.listen(provider, bind, new BulkServer.Options(
             common.ringLimit, Duration.ofSeconds(timeoutSeconds), 200), out, common.verbose)) {
           out.println("server: listening on " + format(server.localAddress()) + " ("
               + provider.name() + " provider)");
@@ -267,6 +268,7 @@ public final class BulkTransfer implements Callable<Integer> {
     public Integer call() {
       BulkClient.Settings settings = transfer.settings(common.ringLimit);
       try (RdmaProvider provider = common.loadProvider()) {
+        requireCm(provider);
         ResourceCounts before = provider.liveResources();
         BulkClient.Result r = new BulkClient(provider, settings, out, common.verbose)
             .run(connect, common.progress);
@@ -302,11 +304,17 @@ public final class BulkTransfer implements Callable<Integer> {
         new BulkServer.Options(common.ringLimit, settings.timeout(), settings.spins());
     BulkClient.Result client;
     BulkServer.Result server;
-    try (BulkServer srv = new BulkServer(provider, new InetSocketAddress("127.0.0.1", 0),
-        serverOptions, out, common.verbose)) {
+    boolean cm = provider.supports(RdmaProvider.Feature.CONNECTION_MANAGER);
+    HandLink hand = cm ? null : new HandLink(provider);
+    Link.Listener listener = cm
+        ? CmLink.listen(provider, new InetSocketAddress("127.0.0.1", 0), out, common.verbose)
+        : hand;
+    Link.Connector connector = cm ? CmLink.connector(provider) : hand;
+    try (BulkServer srv = new BulkServer(listener, serverOptions, out, common.verbose)) {
       if (common.verbose) {
-        out.println("demo: " + provider.name() + " provider, server on "
-            + format(srv.localAddress()));
+        out.println("demo: " + provider.name() + " provider, " + (cm
+            ? "connection manager, server on " + format(srv.localAddress())
+            : "no connection manager: QPs connected by hand"));
       }
       CompletableFuture<BulkServer.Result> serverRun = new CompletableFuture<>();
       Thread t = new Thread(() -> {
@@ -320,7 +328,7 @@ public final class BulkTransfer implements Callable<Integer> {
       t.start();
       try {
         client = new BulkClient(provider, settings, out, common.verbose)
-            .run(srv.localAddress(), common.progress);
+            .run(connector, srv.localAddress(), common.progress);
       } catch (RuntimeException clientFailure) {
         srv.stop();
         if (clientFailure instanceof BadOption || !srv.clientSeen()) throw clientFailure;
@@ -346,6 +354,13 @@ public final class BulkTransfer implements Callable<Integer> {
       }
     }
     return new DemoOutcome(client, server, provider.liveResources().minus(before));
+  }
+
+  static void requireCm(RdmaProvider provider) {
+    if (!provider.supports(RdmaProvider.Feature.CONNECTION_MANAGER)) {
+      throw new TransferFailure("the " + provider.name() + " provider has no connection manager"
+          + " (yet): server and client need one; the demo (no subcommand) works without");
+    }
   }
 
   static void printSummary(BulkClient.Result r, BulkClient.Settings s, String provider,
