@@ -258,6 +258,8 @@ public final class BulkClient {
       progress.update(Math.min(credited * chunk, s.totalBytes()));
     }
     double seconds = (System.nanoTime() - start) / 1e9;
+    // the last credit may never come (the server sends none once it has the FIN): the verdict counts
+    progress.update(verdict.bytes());
     int ourCrc = (int) crc.getValue();
     ChecksumVerifier.Result check = ChecksumVerifier.verify(s.totalBytes(), chunks, ourCrc,
         verdict.bytes(), verdict.chunks(), verdict.crc());

@@ -51,7 +51,7 @@ public interface Progress extends AutoCloseable {
     }
   }
 
-  /** me.tongfei:progressbar on the terminal, counting MiB, with speed. */
+  /** me.tongfei:progressbar on the terminal (stderr), counting MiB. */
   final class Bar implements Progress {
     private final ProgressBar bar;
     private final long total;
@@ -64,8 +64,7 @@ public interface Progress extends AutoCloseable {
           .setUnit(" MiB", 1L << 20)
           .setStyle(ProgressBarStyle.ASCII)
           .setUpdateIntervalMillis(200)
-          .showSpeed()
-          .build();
+          .build(); // no showSpeed(): 0.10.1 divides by whole elapsed seconds; the summary has it
     }
 
     @Override
