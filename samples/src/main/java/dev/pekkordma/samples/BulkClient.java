@@ -14,6 +14,7 @@ import dev.pekkordma.verbs.RdmaProvider;
 import dev.pekkordma.verbs.RecvRequests;
 import dev.pekkordma.verbs.SendRequests;
 import dev.pekkordma.verbs.WcOpcode;
+import dev.pekkordma.verbs.WcStatus;
 import dev.pekkordma.verbs.WorkCompletions;
 import dev.pekkordma.verbs.WrOpcode;
 import java.io.PrintStream;
@@ -36,7 +37,8 @@ public final class BulkClient {
 
   /** What happened, as the client saw it. */
   public record Result(long bytes, long chunks, double seconds, int clientCrc, int serverCrc,
-      boolean serverSaysOk, ChecksumVerifier.Result check, int serverSlots, int window) {
+      boolean serverSaysOk, ChecksumVerifier.Result check, int serverSlots, int window,
+      long loopAllocatedBytes) {
     public double mibPerSecond() {
       return bytes / (1024.0 * 1024.0) / seconds;
     }
@@ -158,6 +160,15 @@ public final class BulkClient {
     }
   }
 
+  /** A failed completion as the user should read it. */
+  static TransferFailure completionFailure(String side, WorkCompletions wcs, int i) {
+    if (wcs.status(i) == WcStatus.WR_FLUSH_ERR) {
+      return new TransferFailure(side + ": the connection went down (did the peer stop?): its"
+          + " requests were flushed: " + wcs.describe(i));
+    }
+    return new TransferFailure(side + ": work completion failed: " + wcs.describe(i));
+  }
+
   private Result transfer(Wire.Hello hello, Wire.RingInfo ring, int window, QueuePair qp,
       CompletionPoller poller, OffHeapBuffer src, MemoryRegion srcMr, OffHeapBuffer ctrl,
       MemoryRegion ctrlMr, RecvRequests recvs, SendRequests sends, int rqDepth, Progress progress) {
@@ -190,6 +201,7 @@ public final class BulkClient {
     boolean finDone = false;
     Wire.Verdict verdict = null;
     long start = System.nanoTime();
+    long allocatedBefore = Allocations.currentThread();
     while (verdict == null || !finDone) {
       sends.clear();
       while (posted < chunks && posted - completed < window && posted - credited < slots) {
@@ -229,7 +241,7 @@ public final class BulkClient {
       }
       recvs.clear();
       for (int i = 0; i < n; i++) {
-        if (!wcs.ok(i)) throw new TransferFailure("client: work completion failed: " + wcs.describe(i));
+        if (!wcs.ok(i)) throw completionFailure("client", wcs, i);
         WcOpcode op = wcs.opcode(i);
         if (op == WcOpcode.RECV) {
           int r = (int) wcs.wrId(i);
@@ -257,6 +269,7 @@ public final class BulkClient {
       if (recvs.size() > 0 && verdict == null) qp.postRecv(recvs);
       progress.update(Math.min(credited * chunk, s.totalBytes()));
     }
+    long allocated = Allocations.currentThread() - allocatedBefore;
     double seconds = (System.nanoTime() - start) / 1e9;
     // the last credit may never come (the server sends none once it has the FIN): the verdict counts
     progress.update(verdict.bytes());
@@ -264,6 +277,6 @@ public final class BulkClient {
     ChecksumVerifier.Result check = ChecksumVerifier.verify(s.totalBytes(), chunks, ourCrc,
         verdict.bytes(), verdict.chunks(), verdict.crc());
     return new Result(s.totalBytes(), chunks, seconds, ourCrc, verdict.crc(), verdict.ok(), check,
-        slots, window);
+        slots, window, allocatedBefore < 0 ? -1 : allocated);
   }
 }

@@ -37,7 +37,7 @@ public final class BulkServer implements AutoCloseable {
 
   /** What the server received and how it judged it. */
   public record Result(Wire.Hello hello, int slots, long bytes, long chunks, int crc,
-      int clientCrc, ChecksumVerifier.Result check, double seconds) {}
+      int clientCrc, ChecksumVerifier.Result check, double seconds, long loopAllocatedBytes) {}
 
   private static final long CREDIT_WRID = -1L;
   private static final long VERDICT_WRID = -2L;
@@ -154,6 +154,7 @@ public final class BulkServer implements AutoCloseable {
       long bytes = 0;
       Wire.Fin fin = null;
       long idleNanos = options.idleTimeout().toNanos();
+      long allocatedBefore = Allocations.currentThread();
       WcOpcode dataOpcode =
           hello.mode() == TransferMode.WRITE ? WcOpcode.RECV_RDMA_WITH_IMM : WcOpcode.RECV;
       while (fin == null) {
@@ -165,7 +166,7 @@ public final class BulkServer implements AutoCloseable {
         }
         recvs.clear();
         for (int i = 0; i < n; i++) {
-          if (!wcs.ok(i)) throw new TransferFailure("server: work completion failed: " + wcs.describe(i));
+          if (!wcs.ok(i)) throw BulkClient.completionFailure("server", wcs, i);
           WcOpcode op = wcs.opcode(i);
           if (op == WcOpcode.SEND) {
             sendsOutstanding--;
@@ -216,6 +217,7 @@ public final class BulkServer implements AutoCloseable {
         }
         progress.update(bytes);
       }
+      long allocated = Allocations.currentThread() - allocatedBefore;
       double seconds = (System.nanoTime() - start) / 1e9;
       int ourCrc = (int) crc.getValue();
       ChecksumVerifier.Result check =
@@ -240,7 +242,7 @@ public final class BulkServer implements AutoCloseable {
         int n = poller.await(idleNanos);
         if (n == 0) throw new TransferFailure("server: the verdict was never acknowledged");
         for (int i = 0; i < n; i++) {
-          if (!wcs.ok(i)) throw new TransferFailure("server: work completion failed: " + wcs.describe(i));
+          if (!wcs.ok(i)) throw BulkClient.completionFailure("server", wcs, i);
           if (wcs.wrId(i) == VERDICT_WRID) verdictSent = true;
         }
       }
@@ -248,7 +250,8 @@ public final class BulkServer implements AutoCloseable {
       if (!in.awaitPeerDisconnect(Duration.ofSeconds(10)) && verbose) {
         log.println("server: the client did not disconnect in 10 s; disconnecting");
       }
-      return new Result(hello, slots, bytes, expected, ourCrc, fin.crc(), check, seconds);
+      return new Result(hello, slots, bytes, expected, ourCrc, fin.crc(), check, seconds,
+          allocatedBefore < 0 ? -1 : allocated);
     } finally {
       try {
         in.disconnect();
@@ -269,9 +272,7 @@ public final class BulkServer implements AutoCloseable {
     if (n == 0) throw new TransferFailure("server: the client stopped taking credit messages");
     int sends = 0;
     for (int i = 0; i < n; i++) {
-      if (!poller.wcs.ok(i)) {
-        throw new TransferFailure("server: work completion failed: " + poller.wcs.describe(i));
-      }
+      if (!poller.wcs.ok(i)) throw BulkClient.completionFailure("server", poller.wcs, i);
       if (poller.wcs.opcode(i) == WcOpcode.SEND) sends++;
     }
     return sends;

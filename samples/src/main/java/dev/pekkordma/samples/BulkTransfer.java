@@ -290,6 +290,8 @@ public final class BulkTransfer implements Callable<Integer> {
       printSummary(o.client(), settings, provider.name(), out);
       if (common.verbose) {
         out.println("server saw   " + o.server().check().describe());
+        printAllocations("client", o.client().loopAllocatedBytes(), o.client().chunks(), out);
+        printAllocations("server", o.server().loopAllocatedBytes(), o.server().chunks(), out);
       }
       printResources(o.leaked(), common.verbose, out);
       return o.client().ok() && o.server().check().ok() ? 0 : 1;
@@ -379,6 +381,12 @@ public final class BulkTransfer implements Callable<Integer> {
       out.println("FAILED: " + (r.check().ok() ? "the server rejected the data"
           : r.check().describe()));
     }
+  }
+
+  static void printAllocations(String side, long bytes, long chunks, PrintStream out) {
+    if (bytes < 0) return;
+    out.printf(Locale.ROOT, "allocations  %s data path: %d bytes on the heap for %d chunks%n", side,
+        bytes, chunks);
   }
 
   static void reportResources(RdmaProvider provider, ResourceCounts before, boolean verbose,
