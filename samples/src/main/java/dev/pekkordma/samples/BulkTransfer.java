@@ -301,12 +301,18 @@ public final class BulkTransfer implements Callable<Integer> {
   /** Server on a thread, client here, both on {@code provider}; everything closed at the end. */
   static DemoOutcome demo(RdmaProvider provider, BulkClient.Settings settings,
       CommonOptions common, PrintStream out) {
+    return demo(provider, settings, common, out,
+        provider.supports(RdmaProvider.Feature.CONNECTION_MANAGER));
+  }
+
+  /** The demo through the connection manager ({@code cm}) or with QPs connected by hand. */
+  static DemoOutcome demo(RdmaProvider provider, BulkClient.Settings settings,
+      CommonOptions common, PrintStream out, boolean cm) {
     ResourceCounts before = provider.liveResources();
     BulkServer.Options serverOptions =
         new BulkServer.Options(common.ringLimit, settings.timeout(), settings.spins());
     BulkClient.Result client;
     BulkServer.Result server;
-    boolean cm = provider.supports(RdmaProvider.Feature.CONNECTION_MANAGER);
     HandLink hand = cm ? null : new HandLink(provider);
     Link.Listener listener = cm
         ? CmLink.listen(provider, new InetSocketAddress("127.0.0.1", 0), out, common.verbose)

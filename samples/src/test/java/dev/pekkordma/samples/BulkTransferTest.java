@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
@@ -13,7 +14,10 @@ import dev.pekkordma.verbs.ResourceCounts;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.net.ServerSocket;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -45,6 +49,70 @@ class BulkTransferTest {
 
   private BulkTransfer.DemoOutcome demo(RdmaProvider provider, BulkClient.Settings s) {
     return BulkTransfer.demo(provider, s, common(), out);
+  }
+
+  private static void assumeCm(RdmaProvider provider) {
+    assumeTrue(provider.supports(RdmaProvider.Feature.CONNECTION_MANAGER),
+        "the " + provider.name() + " provider has no connection manager yet");
+  }
+
+  @Test
+  void overQpsConnectedByHand() {
+    try (RdmaProvider provider = soft("")) {
+      BulkTransfer.DemoOutcome o = BulkTransfer.demo(provider,
+          settings(4 << 20, 64 << 10, 16, TransferMode.WRITE, -1), common(), out, false);
+      assertTrue(o.client().ok(), o.client().check().describe());
+      assertEquals(NONE, o.leaked());
+    }
+  }
+
+  @Test
+  void overTheConnectionManager() {
+    try (RdmaProvider provider = soft("")) {
+      assumeCm(provider);
+      for (TransferMode mode : TransferMode.values()) {
+        BulkTransfer.DemoOutcome o = BulkTransfer.demo(provider,
+            settings(4 << 20, 64 << 10, 16, mode, -1), common(), out, true);
+        assertTrue(o.client().ok(), mode + ": " + o.client().check().describe());
+        assertEquals(NONE, o.leaked(), mode.toString());
+      }
+    }
+  }
+
+  @Test
+  void serverAndClientSubcommands() throws Exception {
+    try (RdmaProvider provider = soft("")) {
+      assumeCm(provider);
+    }
+    int port;
+    try (ServerSocket s = new ServerSocket(0)) {
+      port = s.getLocalPort(); // a free port number, for the CM's port space
+    }
+    ByteArrayOutputStream serverOutput = new ByteArrayOutputStream();
+    PrintStream serverOut = new PrintStream(serverOutput, true, StandardCharsets.UTF_8);
+    String address = "127.0.0.1:" + port;
+    CompletableFuture<Integer> server = CompletableFuture.supplyAsync(() -> BulkTransfer.execute(
+        new String[] {"server", "--bind", address, "--provider", "soft", "--progress", "none",
+            "--accept-timeout", "30", "-v"}, serverOut, serverOut));
+    int client = -1;
+    for (int attempt = 0; attempt < 50; attempt++) {
+      output.reset();
+      client = BulkTransfer.execute(new String[] {"client", "--connect", address, "--size", "3m",
+          "--chunk", "100k", "--mode", "send", "--provider", "soft", "--progress", "none", "-v"},
+          out, out);
+      // until the server listens, the connect is rejected (nobody listens there)
+      if (client == 0 || !output.toString(StandardCharsets.UTF_8).contains("nobody listens")) {
+        break;
+      }
+      Thread.sleep(100);
+    }
+    String text = output.toString(StandardCharsets.UTF_8);
+    assertEquals(0, client, text);
+    assertTrue(text.contains("checksum OK") && text.contains("resources    all closed"), text);
+    assertEquals(0, server.get(60, TimeUnit.SECONDS), serverOutput.toString(StandardCharsets.UTF_8));
+    String serverText = serverOutput.toString(StandardCharsets.UTF_8);
+    assertTrue(serverText.contains("checksum OK"), serverText);
+    assertTrue(serverText.contains("resources    all closed"), serverText);
   }
 
   @Test
