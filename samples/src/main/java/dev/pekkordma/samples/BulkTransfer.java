@@ -33,6 +33,11 @@ import picocli.CommandLine.Option;
     version = "pekko-rdma bulk-transfer 0.1",
     description = "Moves data over RDMA, verifies CRC32C checksums and prints throughput. With no"
         + " subcommand, runs the demo: server and client in this JVM on 127.0.0.1.",
+    footer = {"", "Examples:",
+        "  bulk-transfer --size 1g                    demo in one JVM",
+        "  bulk-transfer server --bind 127.0.0.1:18515",
+        "  bulk-transfer client --connect 127.0.0.1:18515 --size 4g --mode send",
+        "", "Exit codes: 0 data verified, 1 transfer failed or checksums differ, 2 bad input."},
     subcommands = CommandLine.HelpCommand.class)
 public final class BulkTransfer implements Callable<Integer> {
   static final String DEFAULT_ADDRESS = "127.0.0.1:18515";
@@ -116,7 +121,7 @@ public final class BulkTransfer implements Callable<Integer> {
             + " (default: ${DEFAULT-VALUE}).")
     TransferMode mode;
 
-    @Option(names = "--seed", defaultValue = "1",
+    @Option(names = "--seed", paramLabel = "N", defaultValue = "1",
         description = "Seed of the generated data (default: ${DEFAULT-VALUE}).")
     long seed;
 
@@ -166,6 +171,9 @@ public final class BulkTransfer implements Callable<Integer> {
     RdmaProvider loadProvider() {
       Config config = ConfigFactory.load();
       if (provider != null) {
+        if (!provider.equals("auto") && !provider.equals("soft") && !provider.equals("native")) {
+          throw new BadOption("--provider must be auto, soft or native, was '" + provider + "'");
+        }
         config = ConfigFactory.parseMap(Map.of("pekko-rdma.provider", provider))
             .withFallback(config);
       }

@@ -70,6 +70,12 @@ class CommandLineTest {
   }
 
   @Test
+  void unknownProvider() {
+    assertEquals(2, run("--provider", "rxe"));
+    assertTrue(err.contains("--provider must be auto, soft or native"), err);
+  }
+
+  @Test
   void help() {
     assertEquals(0, run("--help"));
   }
