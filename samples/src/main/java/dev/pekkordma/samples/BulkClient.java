@@ -126,9 +126,9 @@ public final class BulkClient {
           s.seed());
       Wire.RingInfo ring = link.connect(hello);
       try {
-        if (ring.slotSize() < s.chunkSize()) {
+        if (ring.slotSize() < Math.max(s.chunkSize(), Wire.Fin.LENGTH)) {
           throw new TransferFailure("the server's slots have " + ring.slotSize()
-              + " bytes, less than a chunk");
+              + " bytes, too few for a chunk or the FIN");
         }
         if (ring.slots() > s.depth()) {
           throw new TransferFailure("the server offers " + ring.slots() + " slots, more than"

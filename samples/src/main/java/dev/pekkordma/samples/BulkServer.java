@@ -96,8 +96,10 @@ public final class BulkServer implements AutoCloseable {
       throw new TransferFailure("rejected a client: " + why);
     }
     DeviceAttributes dev = ctx.queryDevice();
-    int slots = (int) Math.min(hello.depth(), Math.max(1, options.ringLimit() / hello.chunkSize()));
-    slots = (int) Math.min(slots, Integer.MAX_VALUE / hello.chunkSize());
+    // a slot takes a chunk, and the FIN that lands in one like a chunk does
+    int slotSize = Math.max(hello.chunkSize(), Wire.CONTROL_SIZE);
+    int slots = (int) Math.min(hello.depth(), Math.max(1, options.ringLimit() / slotSize));
+    slots = Math.min(slots, Integer.MAX_VALUE / slotSize);
     slots = Math.min(slots, Math.min(dev.maxQpWr() - 4, dev.maxCqe() / 2 - 8));
     if (slots < 1) {
       in.reject("the server device's queues are too small");
@@ -105,13 +107,12 @@ public final class BulkServer implements AutoCloseable {
     }
     try (Resources res = new Resources()) {
       res.onClose(in);
-      return serve(in, ctx, hello, slots, res, progressKind);
+      return serve(in, ctx, hello, slots, slotSize, res, progressKind);
     }
   }
 
   private Result serve(Link.Incoming in, DeviceContext ctx, Wire.Hello hello, int slots,
-      Resources res, Progress.Kind progressKind) {
-    int slotSize = hello.chunkSize();
+      int slotSize, Resources res, Progress.Kind progressKind) {
     ProtectionDomain pd = res.add(ctx.allocPd());
     int sqDepth = slots + 4;
     int rqDepth = slots + 1;
@@ -140,7 +141,7 @@ public final class BulkServer implements AutoCloseable {
     in.accept(ringInfo);
     if (verbose) {
       log.printf("server: connected to %s; %s in %d-byte chunks by %s, ring of %d slots%n",
-          in.peer(), ByteSize.format(hello.totalBytes()), slotSize,
+          in.peer(), ByteSize.format(hello.totalBytes()), hello.chunkSize(),
           hello.mode().name().toLowerCase(), slots);
     }
 
