@@ -92,7 +92,7 @@ public final class BulkClient {
     try (Resources res = new Resources()) {
       Link.Outgoing link = res.add(connector.open(server));
       DeviceContext ctx = link.context();
-      long maxMsg = Integer.toUnsignedLong(ctx.queryPort(link.port()).maxMsgSize());
+      long maxMsg = ctx.queryPort(link.port()).maxMsgSize();
       if (s.chunkSize() > maxMsg) {
         throw new BadOption("--chunk " + ByteSize.format(s.chunkSize())
             + " is larger than the device's max message size " + ByteSize.format(maxMsg)

@@ -88,7 +88,7 @@ public final class BulkServer implements AutoCloseable {
     clientSeen = true;
     Wire.Hello hello = in.hello();
     DeviceContext ctx = in.context();
-    long maxMsg = Integer.toUnsignedLong(ctx.queryPort(in.port()).maxMsgSize());
+    long maxMsg = ctx.queryPort(in.port()).maxMsgSize();
     if (hello.chunkSize() > maxMsg) {
       String why = "chunk size " + hello.chunkSize() + " is larger than the server device's max"
           + " message size " + maxMsg;
