@@ -43,13 +43,13 @@ public final class Link {
   }
 
   /**
-   * Brings {@code qp} (in RESET) up to {@link #target}, talking to {@code remoteQpn} at {@code
+   * Brings {@code qp} (in RESET, or already in INIT) up to {@link #target}, talking to {@code remoteQpn} at {@code
    * av}, which sends starting at {@code remoteSqPsn}.
    */
   public void bringUp(QueuePair qp, DeviceAttributes dev, int port, AddressVector av,
       int remoteQpn, int remoteSqPsn, Mtu mtu) {
     if (target == QpState.RESET) return;
-    qp.modify(QpAttributes.toInit(port, access));
+    if (qp.state() == QpState.RESET) qp.modify(QpAttributes.toInit(port, access));
     if (target == QpState.INIT) return;
     boolean rc = qp.type() == QpType.RC;
     QpAttributes rtr = new QpAttributes().state(QpState.RTR).addressVector(av)
