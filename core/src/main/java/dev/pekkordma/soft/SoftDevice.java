@@ -41,8 +41,13 @@ final class SoftDevice {
     this.memoryKeys = new KeyTable<>(64, settings.maxMr + settings.maxMw, "memory regions and windows");
     this.qps = new KeyTable<>(64, Math.min(settings.maxQp, 65535), "QPs");
     this.handles = new KeyTable<>(64, Integer.MAX_VALUE >>> 8, "handles");
-    this.engine = new SoftEngine(name);
+    this.engine = new SoftEngine(engineName(name, gid), Math.min(settings.maxQp, 65535));
     this.localPeer = new LocalPeer(this);
+  }
+
+  /** The engine thread's name: the device name and its fabric serial (unique in the JVM). */
+  static String engineName(String name, Gid gid) {
+    return name + "#" + (((gid.byteAt(14) & 0xff) << 8) | (gid.byteAt(15) & 0xff));
   }
 
   DeviceAttributes attributes() {

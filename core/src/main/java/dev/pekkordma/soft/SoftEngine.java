@@ -1,6 +1,6 @@
 package dev.pekkordma.soft;
 
-import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
@@ -11,11 +11,12 @@ import java.util.concurrent.locks.LockSupport;
  */
 final class SoftEngine implements Runnable {
   private static final int BATCH = 64;
-  private final ConcurrentLinkedQueue<SoftQp> ready = new ConcurrentLinkedQueue<>();
+  private final ArrayBlockingQueue<SoftQp> ready; // a QP is in it at most once
   private final Thread thread;
   private volatile boolean running = true;
 
-  SoftEngine(String deviceName) {
+  SoftEngine(String deviceName, int maxQps) {
+    ready = new ArrayBlockingQueue<>(maxQps);
     thread = new Thread(this, "soft-rdma-engine-" + deviceName);
     thread.setDaemon(true);
     thread.start();

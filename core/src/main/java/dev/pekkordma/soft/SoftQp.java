@@ -405,18 +405,18 @@ final class SoftQp extends Closeable implements QueuePair {
     WrOpcode op = WrOpcode.of(NativeMemory.getInt(from + SendRequests.OFF_OPCODE));
     int flags = NativeMemory.getInt(from + SendRequests.OFF_SEND_FLAGS);
     int numSge = NativeMemory.getInt(from + SendRequests.OFF_NUM_SGE);
-    String which = "request " + i + " (wr_id " + NativeMemory.getLong(from) + ") on " + describe();
     if (!opcodeAllowed(op)) {
       throw new RdmaException("ibv_post_send", RdmaException.EINVAL,
-          which + ": opcode " + op + " is not supported on " + type + " QPs");
+          which(i, from) + ": opcode " + op + " is not supported on " + type + " QPs");
     }
     if (numSge > caps.maxSendSge()) {
-      throw new RdmaException("ibv_post_send", RdmaException.EINVAL, which + " has " + numSge
-          + " SGEs; the QP takes at most " + caps.maxSendSge() + " (max_send_sge)");
+      throw new RdmaException("ibv_post_send", RdmaException.EINVAL, which(i, from) + " has "
+          + numSge + " SGEs; the QP takes at most " + caps.maxSendSge() + " (max_send_sge)");
     }
     if (sqTail - sqHead >= sqCapacity) {
-      throw new RdmaException("ibv_post_send", RdmaException.ENOMEM, which + ": the send queue "
-          + "already holds " + sqCapacity + " outstanding requests (max_send_wr)");
+      throw new RdmaException("ibv_post_send", RdmaException.ENOMEM, which(i, from)
+          + ": the send queue already holds " + sqCapacity
+          + " outstanding requests (max_send_wr)");
     }
     long slot = sqSlot(sqTail);
     NativeMemory.copy(from, slot, SendRequests.WR_SIZE);
@@ -428,8 +428,8 @@ final class SoftQp extends Closeable implements QueuePair {
       long total = 0;
       for (int k = 0; k < numSge; k++) total += NativeMemory.getInt(srcSges + k * 16L + 8);
       if (total > caps.maxInlineData()) {
-        throw new RdmaException("ibv_post_send", RdmaException.EINVAL, which + " has " + total
-            + " bytes inline; the QP allows " + caps.maxInlineData() + " (max_inline_data)");
+        throw new RdmaException("ibv_post_send", RdmaException.EINVAL, which(i, from) + " has "
+            + total + " bytes inline; the QP allows " + caps.maxInlineData() + " (max_inline_data)");
       }
       long inline = sges + (long) caps.maxSendSge() * SendRequests.SGE_SIZE;
       long at = inline;
@@ -447,6 +447,11 @@ final class SoftQp extends Closeable implements QueuePair {
           (long) numSge * SendRequests.SGE_SIZE);
     }
     sqTail++;
+  }
+
+  /** Names request {@code i} in an error message (built only when something is wrong). */
+  private String which(int i, long wr) {
+    return "request " + i + " (wr_id " + NativeMemory.getLong(wr) + ") on " + describe();
   }
 
   private boolean opcodeAllowed(WrOpcode op) {
@@ -474,14 +479,15 @@ final class SoftQp extends Closeable implements QueuePair {
       }
       for (int i = 0; i < requests.size(); i++) {
         int n = requests.numSge(i);
-        String which = "request " + i + " (wr_id " + requests.wrId(i) + ") on " + describe();
         if (n > rq.maxSge()) {
-          throw new RdmaException("ibv_post_recv", RdmaException.EINVAL, which + " has " + n
-              + " SGEs; the QP takes at most " + rq.maxSge() + " (max_recv_sge)");
+          throw new RdmaException("ibv_post_recv", RdmaException.EINVAL,
+              which(i, requests.requestAddress(i)) + " has " + n
+                  + " SGEs; the QP takes at most " + rq.maxSge() + " (max_recv_sge)");
         }
         if (rq.isFull()) {
-          throw new RdmaException("ibv_post_recv", RdmaException.ENOMEM, which + ": the receive "
-              + "queue already holds " + rq.capacity() + " receives (max_recv_wr)");
+          throw new RdmaException("ibv_post_recv", RdmaException.ENOMEM,
+              which(i, requests.requestAddress(i)) + ": the receive queue already holds "
+                  + rq.capacity() + " receives (max_recv_wr)");
         }
         rq.push(requests, i);
       }
