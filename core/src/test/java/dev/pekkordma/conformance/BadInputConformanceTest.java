@@ -137,7 +137,7 @@ class BadInputConformanceTest extends ConformanceTest {
         for (int i = 0; i < sendSges; i++) sr.sge(a.mr, 8L * i, 8);
         assertRdma(RdmaException.EINVAL, () -> p.a.postSend(sr),
             sendSges + " SGEs on a QP with maxSendSge " + cap.maxSendSge(),
-            String.valueOf(cap.maxSendSge()));
+            String.valueOf(cap.maxSendSge()), String.valueOf(p.a.qpNum()));
       }
       int recvSges = p.b.capabilities().maxRecvSge() + 1;
       try (RecvRequests rr = new RecvRequests(1, recvSges)) {
@@ -145,7 +145,7 @@ class BadInputConformanceTest extends ConformanceTest {
         for (int i = 0; i < recvSges; i++) rr.sge(a.mr, 8L * i, 8);
         assertRdma(RdmaException.EINVAL, () -> p.b.postRecv(rr),
             recvSges + " SGEs on a QP with maxRecvSge " + (recvSges - 1),
-            String.valueOf(recvSges - 1));
+            String.valueOf(recvSges - 1), String.valueOf(p.b.qpNum()));
       }
       Completions.expectNone(p.aSendCq, "A send CQ");
     }
@@ -256,6 +256,43 @@ class BadInputConformanceTest extends ConformanceTest {
       assertEquals(QpState.RTS, p2.b.state(), "pair 2 B state");
     } finally {
       otherPd.close();
+    }
+  }
+
+  @Test
+  void inlineDataBeyondTheQpsLimitIsRefused() {
+    int inline = Math.min(64, fx.attributes.maxInlineData());
+    skipUnless(inline >= 1, "device maxInlineData " + fx.attributes.maxInlineData());
+    try (RcPair p = RcPair.builder().maxInline(inline).build(fx);
+        Region a = Region.of(p.pd, 8192, Link.ALL_REMOTE);
+        Region b = Region.of(p.pd, 8192, Link.ALL_REMOTE)) {
+      int max = p.a.capabilities().maxInlineData();
+      try (SendRequests sr = new SendRequests(1, 1)) {
+        sr.add(1, WrOpcode.RDMA_WRITE, SIGNALED | SendRequests.INLINE).sge(a.mr, 0, max + 1)
+            .rdma(b.address(), b.rkey());
+        assertRdma(RdmaException.EINVAL, () -> p.a.postSend(sr),
+            (max + 1) + " bytes inline on a QP with maxInlineData " + max, String.valueOf(max),
+            String.valueOf(p.a.qpNum()));
+      }
+      Completions.expectNone(p.aSendCq, "A send CQ");
+    }
+  }
+
+  @Test
+  void rdmaReadOnUcIsRefused() {
+    requireFeature(dev.pekkordma.verbs.RdmaProvider.Feature.UC);
+    int access = Access.LOCAL_WRITE | Access.REMOTE_WRITE;
+    try (RcPair p = RcPair.builder().type(QpType.UC).a(Link.defaults().access(access))
+        .b(Link.defaults().access(access)).build(fx);
+        Region a = Region.of(p.pd, 4096, Link.ALL_REMOTE)) {
+      for (WrOpcode op : new WrOpcode[] {WrOpcode.RDMA_READ, WrOpcode.ATOMIC_FETCH_AND_ADD}) {
+        try (SendRequests sr = new SendRequests(1, 1)) {
+          sr.add(1, op, SIGNALED).sge(a.mr, 0, 8).rdma(a.address(64), a.rkey());
+          assertRdma(RdmaException.EINVAL, () -> p.a.postSend(sr), op + " on a UC QP",
+              op.name());
+        }
+      }
+      Completions.expectNone(p.aSendCq, "A send CQ");
     }
   }
 }

@@ -24,10 +24,12 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.parallel.ResourceLock;
 import org.junit.jupiter.api.function.Executable;
 
 /** What every conformance class shares: the provider, the leak check, and small verbs helpers. */
 @ExtendWith(ConformanceExtension.class)
+@ResourceLock("pekko-rdma.conformance") // one device and one async event queue: never in parallel
 public abstract class ConformanceTest {
   protected ConformanceProvider fx;
   protected String testName;

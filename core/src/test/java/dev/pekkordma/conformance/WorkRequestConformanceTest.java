@@ -411,4 +411,36 @@ class WorkRequestConformanceTest extends ConformanceTest {
       assertEquals('d', tag.get(0), "send payload");
     }
   }
+
+  /** UC carries sends and RDMA writes (no acknowledgements, no reads). */
+  @Test
+  void ucSendAndRdmaWrite() {
+    requireFeature(Feature.UC);
+    int access = dev.pekkordma.verbs.Access.LOCAL_WRITE | dev.pekkordma.verbs.Access.REMOTE_WRITE;
+    try (RcPair p = RcPair.builder().type(dev.pekkordma.verbs.QpType.UC)
+        .a(Link.defaults().access(access).sqPsn(0x300))
+        .b(Link.defaults().access(access).sqPsn(0x400)).build(fx);
+        Region a = Region.of(p.pd, 4096, Link.ALL_REMOTE);
+        Region b = Region.of(p.pd, 4096, Link.ALL_REMOTE)) {
+      assertEquals(dev.pekkordma.verbs.QpType.UC, p.a.type(), "type");
+      byte[] data = Region.pattern(500, 17);
+      a.put(0, data);
+      postRecv(p.b, 1, b, 0, 1024);
+      sendImm(p.a, 2, SIGNALED, a, 0, 500, 99);
+      Completions.awaitSuccess(p.aSendCq, "UC A send CQ", 2, WcOpcode.SEND);
+      Wc r = Completions.awaitSuccess(p.bRecvCq, "UC B recv CQ", 1, WcOpcode.RECV);
+      assertEquals(500, r.byteLen(), r.toString());
+      assertEquals(99, r.imm(), r.toString());
+      assertBytes(data, b.get(0, 500), "UC send");
+      write(p.a, 3, SIGNALED, a, 0, 300, b.address(2048), b.rkey());
+      Completions.awaitSuccess(p.aSendCq, "UC A send CQ", 3, WcOpcode.RDMA_WRITE);
+      long deadline = System.nanoTime() + ConformanceProvider.TIMEOUT.toNanos();
+      // UC completes the write locally: the bytes arrive shortly after
+      while (!java.util.Arrays.equals(slice(data, 0, 300), b.get(2048, 300))
+          && System.nanoTime() < deadline) {
+        sleep(java.time.Duration.ofMillis(5));
+      }
+      assertBytes(slice(data, 0, 300), b.get(2048, 300), "UC RDMA write");
+    }
+  }
 }
