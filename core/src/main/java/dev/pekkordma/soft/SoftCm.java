@@ -3,7 +3,9 @@ package dev.pekkordma.soft;
 import dev.pekkordma.cm.CmEventChannel;
 import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.Gid;
-import dev.pekkordma.verbs.RdmaException;
+import dev.pekkordma.soft.cm.SoftCmEventChannel;
+import java.util.ArrayList;
+import java.util.List;
 import java.net.InetAddress;
 import java.time.Duration;
 import java.util.HashMap;
@@ -14,18 +16,31 @@ final class SoftCm implements SoftCmSupport {
   private final SoftProvider provider;
   private final Map<SoftDevice, SoftContext> shared = new HashMap<>();
   private final Map<SoftContext, Integer> references = new HashMap<>();
+  private final List<SoftCmEventChannel> channels = new ArrayList<>();
 
   SoftCm(SoftProvider provider) {
     this.provider = provider;
   }
 
   boolean available() {
-    return false;
+    return true;
   }
 
-  CmEventChannel createEventChannel() {
-    throw new RdmaException("rdma_create_event_channel", RdmaException.EOPNOTSUPP,
-        "the soft connection manager is not built yet");
+  synchronized CmEventChannel createEventChannel() {
+    channels.removeIf(SoftCmEventChannel::isClosed);
+    SoftCmEventChannel c = new SoftCmEventChannel(this);
+    channels.add(c);
+    return c;
+  }
+
+  /** At provider close: every id and channel goes, as when a process exits. */
+  void shutdown() {
+    List<SoftCmEventChannel> open;
+    synchronized (this) {
+      open = new ArrayList<>(channels);
+      channels.clear();
+    }
+    for (SoftCmEventChannel c : open) c.shutdown();
   }
 
   @Override
@@ -50,7 +65,8 @@ final class SoftCm implements SoftCmSupport {
     }
     references.remove(context);
     shared.values().remove(context);
-    context.close();
+    // librdmacm keeps its contexts while the user's PDs live on them: close with the last one
+    ((SoftContext) context).closeWhenEmpty();
   }
 
   @Override
@@ -67,6 +83,7 @@ final class SoftCm implements SoftCmSupport {
   public AutoCloseable onDeviceRemoval(DeviceContext context, Runnable onRemoval) {
     SoftDevice device = ((SoftContext) context).device;
     device.removalListeners.add(onRemoval);
+    if (device.isFatal()) onRemoval.run(); // the device died before this id came
     return () -> device.removalListeners.remove(onRemoval);
   }
 

@@ -150,6 +150,15 @@ final class SoftContext extends Closeable implements DeviceContext {
 
   void forget(Object child) {
     children.remove(child);
+    if (closeWhenEmpty && children.isEmpty()) close();
+  }
+
+  private volatile boolean closeWhenEmpty;
+
+  /** Closes now if nothing is open on it, else as soon as the last child closes. */
+  void closeWhenEmpty() {
+    closeWhenEmpty = true;
+    if (children.isEmpty()) close();
   }
 
   static String describeAll(Collection<?> objects) {
@@ -163,6 +172,7 @@ final class SoftContext extends Closeable implements DeviceContext {
 
   @Override
   public void close() {
+    if (!children.isEmpty() && closeWhenEmpty) return; // closes itself with its last child
     if (!markClosed()) return;
     if (!children.isEmpty()) {
       reopen();

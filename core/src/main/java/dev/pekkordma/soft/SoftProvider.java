@@ -151,6 +151,7 @@ public final class SoftProvider implements RdmaProvider, FaultInjection {
   public void close() {
     if (closed) return;
     closed = true;
+    cm.shutdown();
     for (SoftDevice d : devices) d.close();
     timer.shutdownNow();
   }
