@@ -81,11 +81,16 @@ class CmConformanceTest extends ConformanceTest {
     assertBytes(expected, Arrays.copyOf(actual, expected.length), what);
   }
 
-  /** One end of a connection: its id and, once created, its PD, CQ, QP and buffer. */
+  /**
+   * One end of a connection: its id and, once created, its PD, CQs, QP and buffer. Sends and
+   * receives complete on separate CQs: a peer's answer may arrive before the acknowledgement of
+   * what it answers.
+   */
   static final class Side implements AutoCloseable {
     final CmId id;
     ProtectionDomain pd;
     CompletionQueue cq;
+    CompletionQueue recvCq;
     Region region;
 
     Side(CmId id) {
@@ -100,7 +105,8 @@ class CmConformanceTest extends ConformanceTest {
       assertNotNull(id.verbs(), "verbs() of a resolved or requested id");
       pd = id.verbs().allocPd();
       cq = id.verbs().createCq(32, null);
-      QueuePair qp = id.createQp(pd, QpInitAttributes.of(QpType.RC, cq, cq).maxSendWr(16)
+      recvCq = id.verbs().createCq(32, null);
+      QueuePair qp = id.createQp(pd, QpInitAttributes.of(QpType.RC, cq, recvCq).maxSendWr(16)
           .maxRecvWr(16));
       assertSame(qp, id.qp(), "qp() after createQp");
       region = Region.of(pd, 8192, Link.ALL_REMOTE);
@@ -110,6 +116,7 @@ class CmConformanceTest extends ConformanceTest {
     public void close() {
       if (id.qp() != null) id.destroyQp();
       if (region != null) region.close();
+      if (recvCq != null) recvCq.close();
       if (cq != null) cq.close();
       if (pd != null) pd.close();
       id.close();
@@ -198,7 +205,7 @@ class CmConformanceTest extends ConformanceTest {
       s.client.region.put(4096, ping);
       send(s.client.qp(), 1, SIGNALED, s.client.region, 4096, 64);
       Completions.awaitSuccess(s.client.cq, "client CQ", 1, WcOpcode.SEND);
-      Wc r = Completions.awaitSuccess(s.server.cq, "server CQ", 100, WcOpcode.RECV);
+      Wc r = Completions.awaitSuccess(s.server.recvCq, "server recv CQ", 100, WcOpcode.RECV);
       assertEquals(64, r.byteLen(), r.toString());
       assertEquals(s.server.qp().qpNum(), r.qpNum(), r.toString());
       assertBytes(ping, s.server.region.get(0, 64), "client -> server");
@@ -207,7 +214,7 @@ class CmConformanceTest extends ConformanceTest {
       s.server.region.put(4096, pong);
       send(s.server.qp(), 2, SIGNALED, s.server.region, 4096, 100);
       Completions.awaitSuccess(s.server.cq, "server CQ", 2, WcOpcode.SEND);
-      Completions.awaitSuccess(s.client.cq, "client CQ", 200, WcOpcode.RECV);
+      Completions.awaitSuccess(s.client.recvCq, "client recv CQ", 200, WcOpcode.RECV);
       assertBytes(pong, s.client.region.get(0, 100), "server -> client");
 
       write(s.client.qp(), 3, SIGNALED, s.client.region, 4096, 64,

@@ -76,6 +76,7 @@ public final class CmPeerMain {
       CmId id = null;
       ProtectionDomain pd = null;
       CompletionQueue cq = null;
+      CompletionQueue recvCq = null;
       Region r = null;
       try {
         listener.bind(new InetSocketAddress(
@@ -92,8 +93,10 @@ public final class CmPeerMain {
           throw new IllegalStateException("connect private data " + PeerProcess.hex(pdata));
         }
         pd = id.verbs().allocPd();
+        // separate CQs: the test's next message may arrive before the ack of our last send
         cq = id.verbs().createCq(32, null);
-        id.createQp(pd, QpInitAttributes.of(QpType.RC, cq, cq).maxSendWr(8).maxRecvWr(8));
+        recvCq = id.verbs().createCq(32, null);
+        id.createQp(pd, QpInitAttributes.of(QpType.RC, cq, recvCq).maxSendWr(8).maxRecvWr(8));
         QueuePair qp = id.qp();
         r = Region.of(pd, 8192, Link.ALL_REMOTE);
         r.put(READ_OFFSET, Region.pattern(256, PATTERN_SEED));
@@ -104,7 +107,7 @@ public final class CmPeerMain {
         id.accept(ConnectionParameters.withPrivateData(info));
         await(ch, CmEventType.ESTABLISHED, t);
 
-        Wc first = Completions.awaitOne(cq, "peer CQ (first message)");
+        Wc first = Completions.awaitOne(recvCq, "peer recv CQ (first message)");
         if (!first.ok() || first.opcode() != WcOpcode.RECV || first.wrId() != 1) {
           throw new IllegalStateException("first receive: " + first);
         }
@@ -116,7 +119,7 @@ public final class CmPeerMain {
         Wc sent = Completions.awaitOne(cq, "peer CQ (echo)");
         if (!sent.ok() || sent.wrId() != 10) throw new IllegalStateException("echo: " + sent);
 
-        Wc second = Completions.awaitOne(cq, "peer CQ (second message)");
+        Wc second = Completions.awaitOne(recvCq, "peer recv CQ (second message)");
         if (!second.ok() || second.wrId() != 2) {
           throw new IllegalStateException("second receive: " + second);
         }
@@ -130,6 +133,7 @@ public final class CmPeerMain {
       } finally {
         if (id != null && id.qp() != null) id.destroyQp();
         if (r != null) r.close();
+        if (recvCq != null) recvCq.close();
         if (cq != null) cq.close();
         if (pd != null) pd.close();
         if (id != null) id.close();

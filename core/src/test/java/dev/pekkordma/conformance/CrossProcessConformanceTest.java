@@ -48,39 +48,10 @@ class CrossProcessConformanceTest extends ConformanceTest {
           StandardCharsets.US_ASCII));
       qp.modify(QpAttributes.toInit(fx.port, Link.ALL_REMOTE));
       postRecv(qp, 50, r, 4096, 512);
-      try (Socket s = new Socket()) {
-        s.connect(new InetSocketAddress("127.0.0.1", port), 10_000);
-        s.setSoTimeout(30_000);
-        BufferedReader in = new BufferedReader(
-            new InputStreamReader(s.getInputStream(), StandardCharsets.US_ASCII));
-        PrintWriter out = new PrintWriter(s.getOutputStream(), true, StandardCharsets.US_ASCII);
-        int psn = 0x000777;
-        out.println(VerbsPeerMain.describe(qp, psn, fx.endpoint, r));
-        VerbsPeerMain.Remote peerQp = VerbsPeerMain.Remote.parse(in.readLine());
-        System.out.println("[conformance] " + testName + ": peer QP " + peerQp);
-        Link.defaults().sqPsn(psn).bringUp(qp, fx.attributes, fx.port,
-            fx.addressTo(peerQp.gid(), peerQp.lid()), peerQp.qpn(), peerQp.psn(), fx.mtu());
-        out.println("READY");
-        assertEquals("", VerbsPeerMain.expectLine(in, "READY"), "peer READY");
-
-        try (SendRequests sr = new SendRequests(2, 1)) {
-          sr.add(1, WrOpcode.RDMA_WRITE, SIGNALED).sge(r.mr, 0, 256)
-              .rdma(peerQp.addr(), peerQp.rkey());
-          sr.add(2, WrOpcode.SEND, SIGNALED).sge(r.mr, 3000, 4);
-          qp.postSend(sr);
-        }
-        Completions.awaitSuccess(sendCq, "send CQ", 1, WcOpcode.RDMA_WRITE);
-        Completions.awaitSuccess(sendCq, "send CQ", 2, WcOpcode.SEND);
-        Wc back = Completions.awaitSuccess(recvCq, "recv CQ (peer's write with immediate)", 50,
-            WcOpcode.RECV_RDMA_WITH_IMM);
-        assertEquals(VerbsPeerMain.IMM, back.imm(), "immediate from the peer: " + back);
-        assertEquals(256, back.byteLen(), back.toString());
-        assertBytes(written, r.get(1024, 256),
-            "bytes the peer wrote back (those this process wrote into the peer)");
-        assertEquals(PeerProcess.hex(forPeerToRead), VerbsPeerMain.expectLine(in, "READ"),
-            "what the peer read from this process by RDMA READ");
-        VerbsPeerMain.expectLine(in, "DONE");
-        out.println("BYE");
+      try {
+        exchange(peer, port, qp, sendCq, recvCq, r, written, forPeerToRead);
+      } catch (AssertionError | RuntimeException e) {
+        throw peer.withOutput(e);
       }
       peer.awaitLine("PEER OK", T);
       assertEquals(0, peer.awaitExit(T), "peer exit code; output:\n" + peer.output());
@@ -90,6 +61,44 @@ class CrossProcessConformanceTest extends ConformanceTest {
       recvCq.close();
       sendCq.close();
       pd.close();
+    }
+  }
+
+  private void exchange(PeerProcess peer, int port, QueuePair qp, CompletionQueue sendCq,
+      CompletionQueue recvCq, Region r, byte[] written, byte[] forPeerToRead) throws Exception {
+    try (Socket s = new Socket()) {
+      s.connect(new InetSocketAddress("127.0.0.1", port), 10_000);
+      s.setSoTimeout(30_000);
+      BufferedReader in = new BufferedReader(
+          new InputStreamReader(s.getInputStream(), StandardCharsets.US_ASCII));
+      PrintWriter out = new PrintWriter(s.getOutputStream(), true, StandardCharsets.US_ASCII);
+      int psn = 0x000777;
+      out.println(VerbsPeerMain.describe(qp, psn, fx.endpoint, r));
+      VerbsPeerMain.Remote peerQp = VerbsPeerMain.Remote.parse(in.readLine());
+      System.out.println("[conformance] " + testName + ": peer QP " + peerQp);
+      Link.defaults().sqPsn(psn).bringUp(qp, fx.attributes, fx.port,
+          fx.addressTo(peerQp.gid(), peerQp.lid()), peerQp.qpn(), peerQp.psn(), fx.mtu());
+      out.println("READY");
+      assertEquals("", VerbsPeerMain.expectLine(in, "READY"), "peer READY");
+
+      try (SendRequests sr = new SendRequests(2, 1)) {
+        sr.add(1, WrOpcode.RDMA_WRITE, SIGNALED).sge(r.mr, 0, 256)
+            .rdma(peerQp.addr(), peerQp.rkey());
+        sr.add(2, WrOpcode.SEND, SIGNALED).sge(r.mr, 3000, 4);
+        qp.postSend(sr);
+      }
+      Completions.awaitSuccess(sendCq, "send CQ", 1, WcOpcode.RDMA_WRITE);
+      Completions.awaitSuccess(sendCq, "send CQ", 2, WcOpcode.SEND);
+      Wc back = Completions.awaitSuccess(recvCq, "recv CQ (peer's write with immediate)", 50,
+          WcOpcode.RECV_RDMA_WITH_IMM);
+      assertEquals(VerbsPeerMain.IMM, back.imm(), "immediate from the peer: " + back);
+      assertEquals(256, back.byteLen(), back.toString());
+      assertBytes(written, r.get(1024, 256),
+          "bytes the peer wrote back (those this process wrote into the peer)");
+      assertEquals(PeerProcess.hex(forPeerToRead), VerbsPeerMain.expectLine(in, "READ"),
+          "what the peer read from this process by RDMA READ");
+      VerbsPeerMain.expectLine(in, "DONE");
+      out.println("BYE");
     }
   }
 
@@ -111,48 +120,9 @@ class CrossProcessConformanceTest extends ConformanceTest {
         postRecv(me.qp(), 2, me.region, 5500, 512);
         me.id.connect(ConnectionParameters.withPrivateData(
             CmPeerMain.HELLO.getBytes(StandardCharsets.US_ASCII)));
-        CmEvent est;
-        try {
-          est = CmConformanceTest.awaitCm(ch, CmEventType.ESTABLISHED, me.id, "connect", T);
-        } catch (AssertionError e) {
-          throw new AssertionError(e.getMessage() + "\npeer output:\n" + peer.output(), e);
-        }
-        assertTrue(est.privateData() != null && est.privateData().length >= 16,
-            "accept private data with the peer's buffer: " + est);
-        ByteBuffer info = ByteBuffer.wrap(est.privateData());
-        long addr = info.getLong();
-        int rkey = info.getInt();
-        int length = info.getInt();
-        assertEquals(8192, length, "peer buffer length from the private data");
-
-        byte[] hello = "hello from the parent".getBytes(StandardCharsets.US_ASCII);
-        me.region.put(0, hello);
-        send(me.qp(), 10, SIGNALED, me.region, 0, hello.length);
-        Completions.awaitSuccess(me.cq, "CQ", 10, WcOpcode.SEND);
-        Wc echo = Completions.awaitSuccess(me.cq, "CQ (echo)", 1, WcOpcode.RECV);
-        byte[] expected = concat("echo:".getBytes(StandardCharsets.US_ASCII), hello);
-        assertEquals(expected.length, echo.byteLen(), echo.toString());
-        assertBytes(expected, me.region.get(5000, expected.length), "echo from the peer");
-
-        byte[] written = Region.pattern(256, 5);
-        me.region.put(1024, written);
-        write(me.qp(), 11, SIGNALED, me.region, 1024, 256, addr, rkey);
-        Completions.awaitSuccess(me.cq, "CQ", 11, WcOpcode.RDMA_WRITE);
-        read(me.qp(), 12, SIGNALED, me.region, 2048, 256, addr + CmPeerMain.READ_OFFSET, rkey);
-        Completions.awaitSuccess(me.cq, "CQ", 12, WcOpcode.RDMA_READ);
-        assertBytes(Region.pattern(256, CmPeerMain.PATTERN_SEED), me.region.get(2048, 256),
-            "RDMA READ of the peer's buffer");
-
-        me.region.put(3000, "check".getBytes(StandardCharsets.US_ASCII));
-        send(me.qp(), 13, SIGNALED, me.region, 3000, 5);
-        Completions.awaitSuccess(me.cq, "CQ", 13, WcOpcode.SEND);
-        Wc copy = Completions.awaitSuccess(me.cq, "CQ (peer's buffer)", 2, WcOpcode.RECV);
-        assertEquals(256, copy.byteLen(), copy.toString());
-        assertBytes(written, me.region.get(5500, 256),
-            "the peer's buffer after this process's RDMA WRITE");
-
-        CmConformanceTest.awaitCm(ch, CmEventType.DISCONNECTED, me.id,
-            "the peer disconnects", T);
+        talk(me, ch);
+      } catch (AssertionError | RuntimeException e) {
+        throw peer.withOutput(e);
       } finally {
         try {
           me.close();
@@ -163,5 +133,45 @@ class CrossProcessConformanceTest extends ConformanceTest {
       peer.awaitLine("PEER OK", T);
       assertEquals(0, peer.awaitExit(T), "peer exit code; output:\n" + peer.output());
     }
+  }
+
+  private void talk(CmConformanceTest.Side me, CmEventChannel ch) {
+    CmEvent est = CmConformanceTest.awaitCm(ch, CmEventType.ESTABLISHED, me.id, "connect", T);
+    assertTrue(est.privateData() != null && est.privateData().length >= 16,
+        "accept private data with the peer's buffer: " + est);
+    ByteBuffer info = ByteBuffer.wrap(est.privateData());
+    long addr = info.getLong();
+    int rkey = info.getInt();
+    int length = info.getInt();
+    assertEquals(8192, length, "peer buffer length from the private data");
+
+    byte[] hello = "hello from the parent".getBytes(StandardCharsets.US_ASCII);
+    me.region.put(0, hello);
+    send(me.qp(), 10, SIGNALED, me.region, 0, hello.length);
+    Completions.awaitSuccess(me.cq, "CQ", 10, WcOpcode.SEND);
+    Wc echo = Completions.awaitSuccess(me.recvCq, "recv CQ (echo)", 1, WcOpcode.RECV);
+    byte[] expected = concat("echo:".getBytes(StandardCharsets.US_ASCII), hello);
+    assertEquals(expected.length, echo.byteLen(), echo.toString());
+    assertBytes(expected, me.region.get(5000, expected.length), "echo from the peer");
+
+    byte[] written = Region.pattern(256, 5);
+    me.region.put(1024, written);
+    write(me.qp(), 11, SIGNALED, me.region, 1024, 256, addr, rkey);
+    Completions.awaitSuccess(me.cq, "CQ", 11, WcOpcode.RDMA_WRITE);
+    read(me.qp(), 12, SIGNALED, me.region, 2048, 256, addr + CmPeerMain.READ_OFFSET, rkey);
+    Completions.awaitSuccess(me.cq, "CQ", 12, WcOpcode.RDMA_READ);
+    assertBytes(Region.pattern(256, CmPeerMain.PATTERN_SEED), me.region.get(2048, 256),
+        "RDMA READ of the peer's buffer");
+
+    me.region.put(3000, "check".getBytes(StandardCharsets.US_ASCII));
+    send(me.qp(), 13, SIGNALED, me.region, 3000, 5);
+    Completions.awaitSuccess(me.cq, "CQ", 13, WcOpcode.SEND);
+    Wc copy = Completions.awaitSuccess(me.recvCq, "recv CQ (peer's buffer)", 2, WcOpcode.RECV);
+    assertEquals(256, copy.byteLen(), copy.toString());
+    assertBytes(written, me.region.get(5500, 256),
+        "the peer's buffer after this process's RDMA WRITE");
+
+    CmConformanceTest.awaitCm(ch, CmEventType.DISCONNECTED, me.id,
+        "the peer disconnects", T);
   }
 }

@@ -107,6 +107,18 @@ public final class PeerProcess implements AutoCloseable {
     return process.isAlive() ? "still running" : String.valueOf(process.exitValue());
   }
 
+  /** {@code failure} with the peer's output (after giving it a moment to finish printing). */
+  public AssertionError withOutput(Throwable failure) {
+    try {
+      process.waitFor(3, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    AssertionError e = new AssertionError(failure.getMessage() + "\n" + name + " (exit "
+        + exitCode() + ") output:\n" + output, failure);
+    return e;
+  }
+
   public String output() {
     return output.toString();
   }
