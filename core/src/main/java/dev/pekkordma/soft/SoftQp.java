@@ -328,14 +328,7 @@ final class SoftQp extends Closeable implements QueuePair {
   private void flushLocked() {
     paused = false;
     pauseGeneration++;
-    while (sqHead < sqTail) {
-      long wr = sqSlot(sqHead);
-      sendCq.push(NativeMemory.getLong(wr + SendRequests.OFF_WR_ID), WcStatus.WR_FLUSH_ERR,
-          WcOpcode.forRequest(WrOpcode.of(NativeMemory.getInt(wr + SendRequests.OFF_OPCODE))),
-          0, 0, qpn, 0, 0, false);
-      sqHead++;
-    }
-    sqSent = sqTail;
+    flushSendQueueLocked();
     if (rq != null) {
       while (!rq.isEmpty()) {
         recvCq.push(rq.headWrId(), WcStatus.WR_FLUSH_ERR, WcOpcode.RECV, 0, 0, qpn, 0, 0, false);
