@@ -592,12 +592,13 @@ final class SoftQp extends Closeable implements QueuePair {
     }
     h.destQpn = destQpn;
     copyGid(h);
-    if (type == QpType.UC) {
+    h.remoteAddress = NativeMemory.getLong(wr + SendRequests.OFF_REMOTE_ADDR);
+    if (type == QpType.UC) { // no acknowledgement: done once sent
+      h.rkey = NativeMemory.getInt(wr + SendRequests.OFF_RDMA_RKEY);
       p.datagram(this, h, gather);
       complete(psn, WcStatus.SUCCESS, (int) gather.total());
       return;
     }
-    h.remoteAddress = NativeMemory.getLong(wr + SendRequests.OFF_REMOTE_ADDR);
     if (op.isAtomic()) {
       h.rkey = NativeMemory.getInt(wr + SendRequests.OFF_ATOMIC_RKEY);
       h.compareAdd = NativeMemory.getLong(wr + SendRequests.OFF_COMPARE_ADD);

@@ -441,6 +441,18 @@ class WorkRequestConformanceTest extends ConformanceTest {
         sleep(java.time.Duration.ofMillis(5));
       }
       assertBytes(slice(data, 0, 300), b.get(2048, 300), "UC RDMA write");
+
+      postRecv(p.b, 4, b, 0, 64);
+      try (SendRequests sr = new SendRequests(1, 1)) {
+        sr.add(5, WrOpcode.RDMA_WRITE_WITH_IMM, SIGNALED).sge(a.mr, 100, 200)
+            .rdma(b.address(3000), b.rkey()).immediate(77);
+        p.a.postSend(sr);
+      }
+      Completions.awaitSuccess(p.aSendCq, "UC A send CQ", 5, WcOpcode.RDMA_WRITE);
+      Wc w = Completions.awaitSuccess(p.bRecvCq, "UC B recv CQ", 4, WcOpcode.RECV_RDMA_WITH_IMM);
+      assertEquals(77, w.imm(), w.toString());
+      assertEquals(200, w.byteLen(), w.toString());
+      assertBytes(slice(data, 100, 200), b.get(3000, 200), "UC RDMA write with immediate");
     }
   }
 }
