@@ -64,8 +64,7 @@ final class SoftDevice {
 
   PortAttributes port() {
     Mtu mtu = mtu();
-    return new PortAttributes(portState, mtu, mtu, 1, 0, LinkLayer.ETHERNET,
-        (int) Math.min(Integer.MAX_VALUE, settings.maxMsgSize));
+    return new PortAttributes(portState, mtu, mtu, 1, 0, LinkLayer.ETHERNET, settings.maxMsgSize);
   }
 
   boolean portActive() {

@@ -529,8 +529,16 @@ final class SoftQp extends Closeable implements QueuePair {
         if (peer != null && !peer.synchronous() && sqSent - sqHead >= MAX_IN_FLIGHT) return false;
         index = sqSent++;
         psn = (int) ((sqPsn + index) & 0xffffff);
+        executing = true;
       }
-      execute(index, psn);
+      try {
+        execute(index, psn);
+      } finally {
+        synchronized (this) {
+          executing = false;
+          if (isClosed()) freeQueuesLocked(); // close() left them to us
+        }
+      }
     }
     return true;
   }
@@ -592,12 +600,13 @@ final class SoftQp extends Closeable implements QueuePair {
     }
     h.destQpn = destQpn;
     copyGid(h);
-    if (type == QpType.UC) {
+    h.remoteAddress = NativeMemory.getLong(wr + SendRequests.OFF_REMOTE_ADDR);
+    if (type == QpType.UC) { // no acknowledgement: done once sent
+      h.rkey = NativeMemory.getInt(wr + SendRequests.OFF_RDMA_RKEY);
       p.datagram(this, h, gather);
       complete(psn, WcStatus.SUCCESS, (int) gather.total());
       return;
     }
-    h.remoteAddress = NativeMemory.getLong(wr + SendRequests.OFF_REMOTE_ADDR);
     if (op.isAtomic()) {
       h.rkey = NativeMemory.getInt(wr + SendRequests.OFF_ATOMIC_RKEY);
       h.compareAdd = NativeMemory.getLong(wr + SendRequests.OFF_COMPARE_ADD);
@@ -1132,6 +1141,17 @@ final class SoftQp extends Closeable implements QueuePair {
 
   // ---------------------------------------------------------------- destroy
 
+  /** The engine reads a request's slot outside the lock: it must not be freed meanwhile. */
+  private boolean executing;
+  private boolean queuesFreed;
+
+  private void freeQueuesLocked() {
+    if (queuesFreed) return;
+    queuesFreed = true;
+    sqMemory.close();
+    if (rq != null) rq.close();
+  }
+
   @Override
   public void close() {
     if (!markClosed()) return;
@@ -1139,8 +1159,7 @@ final class SoftQp extends Closeable implements QueuePair {
       state = QpState.RESET;
       pauseGeneration++;
       device.qps.remove(qpn);
-      sqMemory.close();
-      if (rq != null) rq.close();
+      if (!executing) freeQueuesLocked(); // else the engine frees them after its request
     }
     sendCq.users.decrementAndGet();
     recvCq.users.decrementAndGet();

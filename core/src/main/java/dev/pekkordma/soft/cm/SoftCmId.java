@@ -580,6 +580,12 @@ public final class SoftCmId implements CmId {
   @Override
   public synchronized void disconnect() {
     String verb = "rdma_disconnect";
+    if (state == State.DISCONNECTING || state == State.DISCONNECTED) {
+      // the kernel's rdma_disconnect ignores a DREQ/DREP it cannot send: a second call, or one
+      // after the peer left, succeeds, so applications may call it unconditionally at teardown
+      flushQp();
+      return;
+    }
     expect(verb, "ESTABLISHED", State.ESTABLISHED);
     flushQp(); // as rdma_disconnect does, before it sends DREQ
     setState(State.DISCONNECTING);
