@@ -4,7 +4,6 @@ import dev.pekkordma.actors.DeviceSession.CqEntry;
 import dev.pekkordma.verbs.CompletionQueue;
 import dev.pekkordma.verbs.WorkCompletions;
 import java.time.Duration;
-import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.PostStop;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;

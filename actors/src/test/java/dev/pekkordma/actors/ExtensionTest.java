@@ -83,7 +83,6 @@ class ExtensionTest {
         TestProbe<QpActor.Event> owner = kit.createTestProbe();
         ActorRef<QpActor.Command> qp = createQp(kit, pd, QpSpec.rc(), owner.getRef());
         transition(kit, qp, QpAttributes.toInit(1, ACCESS));
-        TestProbe<dev.pekkordma.actors.PdActor.Registration> unused = kit.createTestProbe();
         TestProbe<org.apache.pekko.pattern.StatusReply<PdActor.Registration>> reg =
             kit.createTestProbe();
         pd.tell(new PdActor.Register(8192, ACCESS, reg.getRef()));
