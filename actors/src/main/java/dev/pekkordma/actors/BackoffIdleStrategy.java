@@ -16,7 +16,8 @@ public final class BackoffIdleStrategy {
 
   public BackoffIdleStrategy(int maxSpins, int maxYields) {
     if (maxSpins < 0 || maxYields < 0) {
-      throw new IllegalArgumentException("spins and yields must be >= 0: " + maxSpins + ", " + maxYields);
+      throw new IllegalArgumentException(
+          "spins and yields must be >= 0: " + maxSpins + ", " + maxYields);
     }
     this.maxSpins = maxSpins;
     this.maxYields = maxYields;

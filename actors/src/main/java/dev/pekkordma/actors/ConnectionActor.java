@@ -175,12 +175,13 @@ public final class ConnectionActor {
     Behavior<Command> start() {
       return done(receive()
           .onMessage(QpCreated.class, c -> {
-            if (c.reply().isError()) return failAttempt("no QP: " + c.reply().getError().getMessage());
+            if (c.reply().isError()) {
+              return failAttempt("no QP: " + c.reply().getError().getMessage());
+            }
             qp = c.reply().getValue();
             return spec.active() ? connect() : askHandler();
           })
-          .onMessage(CmEventArrived.class, e -> unexpectedBeforeEstablished(e.event()))
-          );
+          .onMessage(CmEventArrived.class, e -> unexpectedBeforeEstablished(e.event())));
     }
 
     // -------------------------------------------------------------- client side
@@ -206,8 +207,7 @@ public final class ConnectionActor {
             return unexpectedBeforeEstablished(ev);
           })
           .onMessage(Timeout.class, t -> failAttempt("no answer to the connect within "
-              + settings.connectTimeout))
-          );
+              + settings.connectTimeout)));
     }
 
     // -------------------------------------------------------------- server side
@@ -219,22 +219,23 @@ public final class ConnectionActor {
       timers.startSingleTimer(new Timeout("decide"), settings.acceptTimeout);
       return done(receive()
           .onMessage(Accept.class, this::accept)
-          .onMessage(Reject.class, r -> {
-            try {
-              id.reject(r.privateData());
-            } catch (RuntimeException e) {
-              ctx.getLog().debug("rejecting {} failed: {}", id, e.getMessage());
-            }
-            return Behaviors.stopped();
-          })
+          .onMessage(Reject.class, r -> reject(r.privateData()))
           .onMessage(Timeout.class, t -> {
             ctx.getLog().warn("nobody accepted or rejected the request from {} within {}; "
                 + "rejecting it", remote, settings.acceptTimeout);
-            id.reject(null);
-            return Behaviors.stopped();
+            return reject(null);
           })
-          .onMessage(CmEventArrived.class, e -> unexpectedBeforeEstablished(e.event()))
-          );
+          .onMessage(CmEventArrived.class, e -> unexpectedBeforeEstablished(e.event())));
+    }
+
+    private Behavior<Command> reject(byte[] privateData) {
+      told = true; // the handler has not taken the connection: nobody else to tell
+      try {
+        id.reject(privateData);
+      } catch (RuntimeException e) {
+        ctx.getLog().debug("rejecting {} failed: {}", id, e.getMessage());
+      }
+      return Behaviors.stopped();
     }
 
     private Behavior<Command> accept(Accept a) {
@@ -251,8 +252,7 @@ public final class ConnectionActor {
           .onMessage(CmEventArrived.class, e -> e.event().type() == CmEventType.ESTABLISHED
               ? established(e.event().privateData()) : unexpectedBeforeEstablished(e.event()))
           .onMessage(Timeout.class, t -> failAttempt("the client did not confirm within "
-              + settings.connectTimeout))
-          );
+              + settings.connectTimeout)));
     }
 
     // -------------------------------------------------------------- both sides
@@ -268,8 +268,7 @@ public final class ConnectionActor {
       if (spec.active()) spec.connector().tell(new Established(ctx.getSelf()));
       return done(receive()
           .onMessage(Disconnect.class, d -> disconnect())
-          .onMessage(CmEventArrived.class, e -> eventWhileConnected(e.event()))
-          );
+          .onMessage(CmEventArrived.class, e -> eventWhileConnected(e.event())));
     }
 
     private Behavior<Command> disconnect() {
@@ -285,8 +284,7 @@ public final class ConnectionActor {
           .onMessage(Disconnect.class, d -> Behaviors.same())
           .onMessage(CmEventArrived.class, e -> eventWhileConnected(e.event()))
           .onMessage(Timeout.class, t -> ended(false, false, "no DISCONNECTED within "
-              + settings.disconnectTimeout))
-          );
+              + settings.disconnectTimeout)));
     }
 
     private Behavior<Command> eventWhileConnected(CmEvent e) {

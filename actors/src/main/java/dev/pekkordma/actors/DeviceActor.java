@@ -64,7 +64,8 @@ public final class DeviceActor {
 
   private record SubscriberGone(ActorRef<DeviceEvent> subscriber) implements Command {}
 
-  public record DeviceInfo(String name, DeviceAttributes attributes, PortAttributes port, Gid gid) {}
+  public record DeviceInfo(String name, DeviceAttributes attributes, PortAttributes port,
+      Gid gid) {}
 
   public sealed interface DeviceEvent {
     String device();

@@ -50,7 +50,8 @@ public final class QpActor {
   public sealed interface Command {}
 
   /** Modify the QP ({@code ibv_modify_qp}); don't change the attributes after sending. */
-  public record Modify(QpAttributes attributes, ActorRef<ModifyResult> replyTo) implements Command {}
+  public record Modify(QpAttributes attributes, ActorRef<ModifyResult> replyTo)
+      implements Command {}
 
   /** Post work requests: receives first, then sends, each kind in one verbs call. */
   public record Post(List<Work> work, ActorRef<WorkResult> replyTo) implements Command {

@@ -4,6 +4,7 @@ import com.typesafe.config.Config;
 import com.typesafe.config.ConfigException;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
 
 /**
  * The actors' settings under {@code pekko-rdma.actors}, checked when read: a wrong value fails
@@ -19,7 +20,7 @@ public final class RdmaActorsSettings {
     public Duration delay(int attempt) {
       double base = min.toNanos() * Math.pow(2, Math.max(0, Math.min(attempt - 1, 30)));
       double capped = Math.min(base, max.toNanos());
-      double jitter = 1 + randomFactor * java.util.concurrent.ThreadLocalRandom.current().nextDouble();
+      double jitter = 1 + randomFactor * ThreadLocalRandom.current().nextDouble();
       return Duration.ofNanos((long) Math.min(capped * jitter, Long.MAX_VALUE / 2.0));
     }
   }
