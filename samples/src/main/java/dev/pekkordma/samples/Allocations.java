@@ -6,7 +6,7 @@ import java.lang.management.ManagementFactory;
  * Bytes the current thread has allocated on the heap, where the JVM counts them (HotSpot does),
  * so that the data path's claim to allocate nothing per request can be checked; -1 elsewhere.
  */
-final class Allocations {
+public final class Allocations {
   private static final com.sun.management.ThreadMXBean BEAN = bean();
 
   private Allocations() {}
@@ -27,7 +27,7 @@ final class Allocations {
     return null;
   }
 
-  static long currentThread() {
+  public static long currentThread() {
     return BEAN == null ? -1 : BEAN.getThreadAllocatedBytes(Thread.currentThread().getId());
   }
 }

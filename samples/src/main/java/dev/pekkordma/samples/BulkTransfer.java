@@ -420,7 +420,7 @@ public final class BulkTransfer implements Callable<Integer> {
   }
 
   /** {@code host:port} or {@code [v6]:port}. */
-  static final class HostPort implements CommandLine.ITypeConverter<InetSocketAddress> {
+  public static final class HostPort implements CommandLine.ITypeConverter<InetSocketAddress> {
     @Override
     public InetSocketAddress convert(String value) {
       int colon = value.lastIndexOf(':');

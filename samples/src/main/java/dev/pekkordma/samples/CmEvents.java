@@ -7,7 +7,7 @@ import java.time.Duration;
 import java.util.function.BooleanSupplier;
 
 /** Waiting for connection manager events with a deadline and a way to give up early. */
-final class CmEvents {
+public final class CmEvents {
   private static final Duration SLICE = Duration.ofMillis(100);
 
   private CmEvents() {}
@@ -16,7 +16,7 @@ final class CmEvents {
    * The next event, or null when {@code timeout} passed or {@code stop} said so. Events are
    * returned whatever their type: the caller decides what an unexpected one means.
    */
-  static CmEvent next(CmEventChannel channel, Duration timeout, BooleanSupplier stop) {
+  public static CmEvent next(CmEventChannel channel, Duration timeout, BooleanSupplier stop) {
     long deadline = System.nanoTime() + timeout.toNanos();
     while (!stop.getAsBoolean()) {
       long left = deadline - System.nanoTime();
@@ -28,7 +28,7 @@ final class CmEvents {
   }
 
   /** The next event, which must be of type {@code expected}; else a failure naming what came. */
-  static CmEvent expect(CmEventChannel channel, CmEventType expected, Duration timeout,
+  public static CmEvent expect(CmEventChannel channel, CmEventType expected, Duration timeout,
       String doing) {
     CmEvent ev = next(channel, timeout, () -> false);
     if (ev == null) {
@@ -41,7 +41,7 @@ final class CmEvents {
     return ev;
   }
 
-  static String describe(CmEvent ev) {
+  public static String describe(CmEvent ev) {
     if (ev.type() == CmEventType.REJECTED) {
       String reason = Wire.decodeReject(ev.privateData());
       if (reason != null) return "REJECTED by the server: " + reason;

@@ -8,17 +8,17 @@ import java.util.Deque;
  * thing goes before what it depends on (QP before CQ, MR before PD and buffer, PD before the CM
  * id). A failure to close one is kept and the rest are still closed.
  */
-final class Resources implements AutoCloseable {
+public final class Resources implements AutoCloseable {
   private final Deque<AutoCloseable> stack = new ArrayDeque<>();
 
   /** Registers {@code r} to be closed before everything registered earlier; returns it. */
-  <T extends AutoCloseable> T add(T r) {
+  public <T extends AutoCloseable> T add(T r) {
     stack.push(r);
     return r;
   }
 
   /** Registers an action (such as destroying a QP through its CM id). */
-  void onClose(AutoCloseable action) {
+  public void onClose(AutoCloseable action) {
     stack.push(action);
   }
 

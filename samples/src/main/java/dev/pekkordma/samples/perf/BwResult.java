@@ -1,0 +1,57 @@
+package dev.pekkordma.samples.perf;
+
+import java.util.Locale;
+
+/**
+ * One line of a bandwidth test, with perftest's meanings: MB is 2^20 bytes; the average runs from
+ * the first post to the last completion; the peak is the best rate over any run of requests from
+ * a post to a signaled completion; the message rate is requests per second in millions.
+ */
+public record BwResult(int size, long iterations, double peakMBps, double averageMBps,
+    double msgRateMpps) {
+  public static final String HEADER =
+      " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]";
+
+  /**
+   * From the timestamps of a run: {@code posted[i]} when request i was posted, {@code
+   * completed[j]} when the completion of signaled request j was polled (requests j with {@code
+   * signaled(j)}).
+   */
+  static BwResult of(int size, int n, long[] posted, long[] completed, int cqModeration) {
+    double seconds = (completed[n - 1] - posted[0]) / 1e9;
+    double best = Double.MAX_VALUE; // nanoseconds per request, over the best run
+    for (int i = 0; i < n; i++) {
+      if (i > 0 && posted[i] == posted[i - 1]) continue; // same batch: the first one is better
+      for (int j = signaledAtOrAfter(i, cqModeration, n); j < n;
+          j = nextSignaled(j, cqModeration, n)) {
+        double t = (double) (completed[j] - posted[i]) / (j - i + 1);
+        if (t < best) best = t;
+      }
+    }
+    double bytes = (double) size * n;
+    double avg = bytes / seconds / 1048576.0;
+    double peak = best <= 0 ? avg : size / (best / 1e9) / 1048576.0;
+    return new BwResult(size, n, Math.max(peak, avg), avg, n / seconds / 1e6);
+  }
+
+  /** Request j is signaled: every {@code cqModeration}-th one and the last. */
+  static boolean signaled(long j, int cqModeration, long n) {
+    return (j + 1) % cqModeration == 0 || j == n - 1;
+  }
+
+  private static int signaledAtOrAfter(int i, int mod, int n) {
+    int j = ((i / mod) + 1) * mod - 1;
+    return Math.min(j, n - 1);
+  }
+
+  private static int nextSignaled(int j, int mod, int n) {
+    if (j == n - 1) return n;
+    return Math.min(j + mod, n - 1);
+  }
+
+  /** The result line, under {@link #HEADER}. */
+  public String line() {
+    return String.format(Locale.ROOT, " %-7d    %-10d       %-7.2f            %-7.2f\t\t     %-7.6f",
+        size, iterations, peakMBps, averageMBps, msgRateMpps);
+  }
+}

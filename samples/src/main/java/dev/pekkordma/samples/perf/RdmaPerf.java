@@ -1,0 +1,434 @@
+package dev.pekkordma.samples.perf;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import dev.pekkordma.samples.BadOption;
+import dev.pekkordma.samples.BulkTransfer;
+import dev.pekkordma.samples.ByteSize;
+import dev.pekkordma.verbs.RdmaProvider;
+import dev.pekkordma.verbs.RdmaProviders;
+import dev.pekkordma.verbs.ResourceCounts;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
+import java.time.Duration;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeSet;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/**
+ * rdma-perf: perftest's bandwidth and latency tests on the verbs API, with perftest's output.
+ * With no subcommand both sides run in this JVM over one device with QPs connected by hand;
+ * {@code server} and {@code client} run them in two processes connected through rdma_cm.
+ *
+ * <p>Exit codes: 0 when the test ran, 1 when it failed, 2 for bad command-line input.
+ */
+@Command(name = "rdma-perf", mixinStandardHelpOptions = true, version = "pekko-rdma rdma-perf 0.1",
+    description = {"perftest's bandwidth and latency tests (send, write, read) on the pekko-rdma"
+        + " verbs API, printed as perftest prints them (MB = 2^20 bytes).",
+        "With no subcommand both sides run in this JVM with QPs connected by hand on one device"
+            + " (-d, -x: works on Soft-RoCE's loopback device, where rdma_cm does not)."},
+    footer = {"", "Examples:",
+        "  rdma-perf write_bw -s 64k                       in-process, software provider",
+        "  rdma-perf send_lat -a -n 1000",
+        "  rdma-perf read_bw --provider native -d rxe_lo -x 1 -s 64k",
+        "  rdma-perf server --bind 192.0.2.1:18515 --provider native",
+        "  rdma-perf client --connect 192.0.2.1:18515 --source 192.0.2.2 write_bw -a",
+        "", "Exit codes: 0 ran, 1 failed, 2 bad input."},
+    subcommands = CommandLine.HelpCommand.class)
+public final class RdmaPerf implements Callable<Integer> {
+  static final String DEFAULT_ADDRESS = "127.0.0.1:18515";
+  static final int MAX_ITERATIONS = 10_000_000;
+  static final int MAX_DEPTH = 16384;
+  static final long MAX_BW_SIZE = 1L << 30;
+  static final long MAX_LAT_SIZE = 1L << 29;
+
+  @Mixin TestOptions test;
+  @Mixin DeviceOptions device;
+  @Mixin CommonOptions common;
+
+  private final PrintStream out;
+  private final PrintStream err;
+
+  RdmaPerf(PrintStream out, PrintStream err) {
+    this.out = out;
+    this.err = err;
+  }
+
+  public static void main(String[] args) {
+    System.exit(execute(args, System.out, System.err));
+  }
+
+  /** Runs the command line and returns the exit code. */
+  public static int execute(String[] args, PrintStream out, PrintStream err) {
+    CommandLine cl = new CommandLine(new RdmaPerf(out, err));
+    cl.addSubcommand("local", new Local(out, err));
+    cl.addSubcommand("server", new Server(out, err));
+    cl.addSubcommand("client", new Client(out, err));
+    cl.setCaseInsensitiveEnumValuesAllowed(true);
+    cl.setOut(new PrintWriter(out, true));
+    cl.setErr(new PrintWriter(err, true));
+    cl.setExecutionExceptionHandler((e, cmd, parsed) -> {
+      if (e instanceof BadOption) {
+        err.println("rdma-perf: " + e.getMessage());
+        err.println("Try '" + cmd.getCommandSpec().qualifiedName() + " --help' for more information.");
+        return 2;
+      }
+      err.println("rdma-perf: FAILED: " + describe(e));
+      if (verbose(cmd)) e.printStackTrace(err);
+      return 1;
+    });
+    return cl.execute(args);
+  }
+
+  private static boolean verbose(CommandLine cmd) {
+    Object o = cmd.getCommand();
+    if (o instanceof RdmaPerf) return ((RdmaPerf) o).common.verbose;
+    if (o instanceof Local) return ((Local) o).common.verbose;
+    if (o instanceof Server) return ((Server) o).common.verbose;
+    if (o instanceof Client) return ((Client) o).common.verbose;
+    return false;
+  }
+
+  static String describe(Throwable e) {
+    if (e instanceof PerfFailure) return e.getMessage();
+    String m = e.getMessage();
+    return e.getClass().getSimpleName() + (m == null ? "" : ": " + m);
+  }
+
+  @Override
+  public Integer call() {
+    return runLocal(test, device, common, out);
+  }
+
+  /** What to measure: shared by the in-process run and the client. */
+  static final class TestOptions {
+    @Parameters(index = "0", arity = "0..1", paramLabel = "TEST", defaultValue = "write_bw",
+        description = "send_bw, write_bw, read_bw, send_lat, write_lat or read_lat"
+            + " (default: ${DEFAULT-VALUE}).")
+    PerfTest test;
+
+    @Option(names = {"-s", "--size"}, paramLabel = "BYTES", converter = ByteSize.Converter.class,
+        description = "Message size, e.g. 2, 4k, 64k, 1m (default: 65536 for bandwidth, 2 for"
+            + " latency).")
+    Long size;
+
+    @Option(names = {"-a", "--all"},
+        description = "Every power of two from 2 bytes to 8 MiB (8m).")
+    boolean all;
+
+    @Option(names = "--sizes", paramLabel = "LIST", split = ",",
+        converter = ByteSize.Converter.class,
+        description = "Several message sizes, e.g. 4k,64k,1m (run in ascending order).")
+    List<Long> sizes;
+
+    @Option(names = {"-n", "--iters"}, paramLabel = "N",
+        description = "Measured iterations per size (default: 5000 for bandwidth, 1000 for"
+            + " latency, as perftest).")
+    Integer iters;
+
+    @Option(names = "--warmup", paramLabel = "N",
+        description = "Unmeasured iterations before each size (default: enough for the JIT:"
+            + " 50,000 (latency: 10,000) or 256 MiB before the first size, 1,000 or 64 MiB"
+            + " before the others, at least 10).")
+    Integer warmup;
+
+    @Option(names = {"-t", "--tx-depth"}, paramLabel = "N", defaultValue = "128",
+        description = "Most requests in flight in bandwidth tests (default: ${DEFAULT-VALUE}).")
+    int txDepth;
+
+    @Option(names = {"-r", "--rx-depth"}, paramLabel = "N", defaultValue = "512",
+        description = "Receives kept posted in send tests (default: ${DEFAULT-VALUE}).")
+    int rxDepth;
+
+    @Option(names = {"-Q", "--cq-mod"}, paramLabel = "N",
+        description = "Signal one send request in N (default: 100, at most --tx-depth).")
+    Integer cqMod;
+
+    @Option(names = {"-I", "--inline-size"}, paramLabel = "BYTES", defaultValue = "0",
+        description = "Post messages up to this size inline (default: ${DEFAULT-VALUE}).")
+    int inlineSize;
+
+    PerfSpec spec() {
+      PerfTest t = test;
+      int[] s = sizes(t);
+      int iterations = iters != null ? iters : t.bandwidth() ? 5000 : 1000;
+      if (iterations < (t.bandwidth() ? 1 : 5) || iterations > MAX_ITERATIONS) {
+        throw new BadOption("-n/--iters must be in [" + (t.bandwidth() ? 1 : 5) + ", "
+            + MAX_ITERATIONS + "]" + (t.bandwidth() ? "" : " for a latency test") + ", was "
+            + iterations);
+      }
+      int w = warmup == null ? PerfSpec.AUTO_WARMUP : warmup;
+      if (warmup != null && (w < 0 || w > MAX_ITERATIONS)) {
+        throw new BadOption("--warmup must be in [0, " + MAX_ITERATIONS + "], was " + w);
+      }
+      if (txDepth < 1 || txDepth > MAX_DEPTH) {
+        throw new BadOption("-t/--tx-depth must be in [1, " + MAX_DEPTH + "], was " + txDepth);
+      }
+      if (rxDepth < 1 || rxDepth > MAX_DEPTH) {
+        throw new BadOption("-r/--rx-depth must be in [1, " + MAX_DEPTH + "], was " + rxDepth);
+      }
+      int mod;
+      if (cqMod == null) {
+        mod = t.bandwidth() ? Math.min(100, txDepth) : 100;
+      } else {
+        mod = cqMod;
+        int most = t.bandwidth() ? txDepth : 1024;
+        if (mod < 1 || mod > most) {
+          throw new BadOption("-Q/--cq-mod must be in [1, " + most + "]"
+              + (t.bandwidth() ? " (at most --tx-depth)" : "") + ", was " + mod);
+        }
+      }
+      if (inlineSize < 0 || inlineSize > 65535) {
+        throw new BadOption("-I/--inline-size must be in [0, 65535], was " + inlineSize);
+      }
+      return new PerfSpec(t, s, iterations, w, txDepth, rxDepth, mod, inlineSize);
+    }
+
+    private int[] sizes(PerfTest t) {
+      int given = (all ? 1 : 0) + (size != null ? 1 : 0) + (sizes != null ? 1 : 0);
+      if (given > 1) {
+        throw new BadOption("-a/--all, -s/--size and --sizes exclude each other: give one");
+      }
+      long most = t.bandwidth() ? MAX_BW_SIZE : MAX_LAT_SIZE;
+      if (all) return PerfSpec.ALL_SIZES.clone();
+      if (sizes != null) {
+        TreeSet<Long> sorted = new TreeSet<>(sizes);
+        int[] r = new int[sorted.size()];
+        int i = 0;
+        for (long v : sorted) {
+          if (v > most) {
+            throw new BadOption("--sizes: " + ByteSize.format(v) + " is too large: at most "
+                + ByteSize.format(most) + " for " + t.label());
+          }
+          r[i++] = (int) v;
+        }
+        return r;
+      }
+      long v = size != null ? size : t.bandwidth() ? 65536 : 2;
+      if (v > most) {
+        throw new BadOption("-s/--size " + ByteSize.format(v) + " is too large: at most "
+            + ByteSize.format(most) + " for " + t.label());
+      }
+      return new int[] {(int) v};
+    }
+  }
+
+  /** Which device, port and GID: the in-process run's (the CM picks them from addresses). */
+  static final class DeviceOptions {
+    @Option(names = {"-d", "--ib-dev"}, paramLabel = "NAME",
+        description = "Device (default: the provider's first).")
+    String name;
+
+    @Option(names = {"-i", "--ib-port"}, paramLabel = "N", defaultValue = "1",
+        description = "Port (default: ${DEFAULT-VALUE}).")
+    int port;
+
+    @Option(names = {"-x", "--gid-index"}, paramLabel = "N", defaultValue = "0",
+        description = "GID index (default: ${DEFAULT-VALUE}; 1 on Soft-RoCE's rxe_lo).")
+    int gidIndex;
+
+    void check() {
+      if (port < 1 || port > 255) throw new BadOption("-i/--ib-port must be in [1, 255], was " + port);
+      if (gidIndex < 0 || gidIndex > 255) {
+        throw new BadOption("-x/--gid-index must be in [0, 255], was " + gidIndex);
+      }
+    }
+  }
+
+  /** How to run: every command's. */
+  static final class CommonOptions {
+    @Option(names = {"-v", "--verbose"},
+        description = "Say more: heap bytes the data path allocated, resources left open.")
+    boolean verbose;
+
+    @Option(names = "--provider", paramLabel = "NAME",
+        description = "auto, soft or native: overrides pekko-rdma.provider from the config.")
+    String provider;
+
+    @Option(names = "--timeout", paramLabel = "SECONDS", defaultValue = "30",
+        description = "Give up after this long without progress (default: ${DEFAULT-VALUE}).")
+    int timeoutSeconds;
+
+    Duration timeout() {
+      if (timeoutSeconds <= 0) {
+        throw new BadOption("--timeout must be positive, was " + timeoutSeconds);
+      }
+      return Duration.ofSeconds(timeoutSeconds);
+    }
+
+    void checkProvider() {
+      if (provider != null && !provider.equals("auto") && !provider.equals("soft")
+          && !provider.equals("native")) {
+        throw new BadOption("--provider must be auto, soft or native, was '" + provider + "'");
+      }
+    }
+
+    RdmaProvider loadProvider() {
+      checkProvider();
+      Config config = ConfigFactory.load();
+      if (provider != null) {
+        config = ConfigFactory.parseMap(Map.of("pekko-rdma.provider", provider))
+            .withFallback(config);
+      }
+      return RdmaProviders.load(config);
+    }
+  }
+
+  @Command(name = "local", mixinStandardHelpOptions = true,
+      description = "Both sides in this JVM (the default).")
+  static final class Local implements Callable<Integer> {
+    @Mixin TestOptions test;
+    @Mixin DeviceOptions device;
+    @Mixin CommonOptions common;
+    private final PrintStream out;
+    private final PrintStream err;
+
+    Local(PrintStream out, PrintStream err) {
+      this.out = out;
+      this.err = err;
+    }
+
+    @Override
+    public Integer call() {
+      return runLocal(test, device, common, out);
+    }
+  }
+
+  @Command(name = "server", mixinStandardHelpOptions = true,
+      description = "Waits for one client through rdma_cm, answers its test and exits.")
+  static final class Server implements Callable<Integer> {
+    @Option(names = "--bind", paramLabel = "HOST:PORT", defaultValue = DEFAULT_ADDRESS,
+        converter = BulkTransfer.HostPort.class,
+        description = "Address to listen on (default: ${DEFAULT-VALUE}).")
+    InetSocketAddress bind;
+
+    @Option(names = "--accept-timeout", paramLabel = "SECONDS", defaultValue = "300",
+        description = "Give up when no client came in this long (default: ${DEFAULT-VALUE}).")
+    int acceptTimeout;
+
+    @Mixin CommonOptions common;
+    private final PrintStream out;
+    private final PrintStream err;
+
+    Server(PrintStream out, PrintStream err) {
+      this.out = out;
+      this.err = err;
+    }
+
+    @Override
+    public Integer call() {
+      if (acceptTimeout <= 0) throw new BadOption("--accept-timeout must be positive");
+      Duration timeout = common.timeout();
+      try (RdmaProvider provider = common.loadProvider()) {
+        requireCm(provider);
+        PerfRun.ServerOutcome o = PerfRun.serve(provider, bind, Duration.ofSeconds(acceptTimeout),
+            timeout, out, a -> {
+              out.println("server: listening on " + a + " (" + provider.name() + " provider)");
+              out.flush();
+            }, () -> false);
+        if (common.verbose) {
+          printAllocations("server", o.loopAllocatedBytes(), o.requests(), out);
+          printResources(o.leaked(), out);
+        }
+        return 0;
+      }
+    }
+  }
+
+  @Command(name = "client", mixinStandardHelpOptions = true,
+      description = "Connects to a server through rdma_cm, runs the test and prints the results.")
+  static final class Client implements Callable<Integer> {
+    @Option(names = "--connect", paramLabel = "HOST:PORT", defaultValue = DEFAULT_ADDRESS,
+        converter = BulkTransfer.HostPort.class,
+        description = "The server's address (default: ${DEFAULT-VALUE}).")
+    InetSocketAddress connect;
+
+    @Option(names = "--source", paramLabel = "HOST",
+        description = "Local address to connect from (e.g. 192.0.2.2 in the Soft-RoCE lab).")
+    String source;
+
+    @Mixin TestOptions test;
+    @Mixin CommonOptions common;
+    private final PrintStream out;
+    private final PrintStream err;
+
+    Client(PrintStream out, PrintStream err) {
+      this.out = out;
+      this.err = err;
+    }
+
+    @Override
+    public Integer call() {
+      PerfSpec spec = test.spec();
+      int length = PerfRun.connectRequestLength(spec.sizes());
+      if (length > 56) {
+        throw new BadOption("--sizes: " + spec.sizes().length + " sizes need " + length
+            + " bytes of the connect request's 56: give fewer (or -a)");
+      }
+      InetSocketAddress from = null;
+      if (source != null) {
+        try {
+          from = new InetSocketAddress(InetAddress.getByName(source), 0);
+        } catch (UnknownHostException e) {
+          throw new BadOption("--source: unknown host '" + source + "'");
+        }
+      }
+      Duration timeout = common.timeout();
+      try (RdmaProvider provider = common.loadProvider()) {
+        requireCm(provider);
+        PerfRun.Outcome o = PerfRun.client(provider,
+            new PerfRun.Settings(spec, null, 1, 0, timeout), connect, from, out);
+        if (common.verbose) {
+          printAllocations("client", o.clientLoopAllocatedBytes(), o.requests(), out);
+          printResources(o.leaked(), out);
+        }
+        return 0;
+      }
+    }
+  }
+
+  static int runLocal(TestOptions test, DeviceOptions device, CommonOptions common,
+      PrintStream out) {
+    PerfSpec spec = test.spec();
+    device.check();
+    Duration timeout = common.timeout();
+    try (RdmaProvider provider = common.loadProvider()) {
+      PerfRun.Outcome o = PerfRun.inProcess(provider, new PerfRun.Settings(spec, device.name,
+          device.port, device.gidIndex, timeout), out);
+      if (common.verbose) {
+        printAllocations("client", o.clientLoopAllocatedBytes(), o.requests(), out);
+        printAllocations("server", o.serverLoopAllocatedBytes(), o.serverRequests(), out);
+        printResources(o.leaked(), out);
+      }
+      return 0;
+    }
+  }
+
+  static void requireCm(RdmaProvider provider) {
+    if (!provider.supports(RdmaProvider.Feature.CONNECTION_MANAGER)) {
+      throw new PerfFailure("the " + provider.name() + " provider has no connection manager:"
+          + " server and client need one; the in-process run (no subcommand) does not");
+    }
+  }
+
+  static void printAllocations(String side, long bytes, long requests, PrintStream out) {
+    if (bytes < 0) return;
+    out.printf(Locale.ROOT, "allocations  %s data path: %d bytes on the heap%s%n", side, bytes,
+        requests < 0 ? "" : " for " + requests + " measured requests");
+  }
+
+  static void printResources(ResourceCounts leaked, PrintStream out) {
+    boolean none = leaked.equals(new ResourceCounts(0, 0, 0, 0, 0, 0, 0, 0, 0));
+    out.println("resources    " + (none ? "all closed" : "LEFT OPEN: " + leaked));
+  }
+}

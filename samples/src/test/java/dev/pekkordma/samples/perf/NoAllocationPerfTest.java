@@ -1,0 +1,45 @@
+package dev.pekkordma.samples.perf;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.typesafe.config.ConfigFactory;
+import dev.pekkordma.verbs.RdmaProvider;
+import dev.pekkordma.verbs.RdmaProviders;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * rdma-perf's loops allocate nothing per request, as core's NoAllocationTest checks the provider:
+ * heap bytes allocated by the measuring thread (and by the answering one) over the measured
+ * runs, after a warm-up, divided by the requests made, round to zero. (A few hundred bytes per
+ * run can come from the provider's locks under contention; nothing that grows with requests.)
+ */
+class NoAllocationPerfTest {
+  @ParameterizedTest
+  @EnumSource(PerfTest.class)
+  void measuredLoopsAllocateNothingPerRequest(PerfTest t) {
+    int n = t.bandwidth() ? 20_000 : 10_000;
+    PerfSpec spec = new PerfSpec(t, new int[] {64, 4096}, n, 2_000, 64, 256, 16,
+        t.verb() == PerfTest.Verb.READ ? 0 : 64);
+    try (RdmaProvider provider = RdmaProviders.load(ConfigFactory
+        .parseString("pekko-rdma.provider = soft").withFallback(ConfigFactory.load()))) {
+      PerfRun.Outcome o = PerfRun.inProcess(provider,
+          new PerfRun.Settings(spec, null, 1, 0, Duration.ofSeconds(30)),
+          new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8));
+      assertTrue(o.clientLoopAllocatedBytes() >= 0, "this JVM does not count allocations");
+      assertEquals(2L * n, o.requests());
+      assertEquals(0, o.clientLoopAllocatedBytes() / o.requests(), "the measuring side allocated "
+          + o.clientLoopAllocatedBytes() + " B for " + o.requests() + " requests");
+      if (o.serverRequests() > 0) {
+        assertEquals(0, o.serverLoopAllocatedBytes() / o.serverRequests(), "the answering side"
+            + " allocated " + o.serverLoopAllocatedBytes() + " B for " + o.serverRequests()
+            + " requests");
+      }
+    }
+  }
+}
