@@ -18,7 +18,7 @@ public record LatResult(int size, long iterations, double minUs, double maxUs, d
   static final int TAIL = 2;
 
   /** From {@code posted[0..n)}, the post time of each iteration in nanoseconds. */
-  static LatResult of(int size, int n, long[] posted, int rttFactor) {
+  public static LatResult of(int size, int n, long[] posted, int rttFactor) {
     int samples = n - 1;
     long[] d = new long[samples];
     for (int i = 0; i < samples; i++) d[i] = posted[i + 1] - posted[i];

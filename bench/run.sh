@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# bench/run.sh: one benchmark run, printed side by side with ratios, and one chart.
+#
+#  (a) the software provider against Pekko Streams Tcp over loopback, one JVM each: stream
+#      throughput with chunks of SIZES and a 64-byte ping-pong. Until the streams layer is on
+#      main, rdma-perf's raw verbs path (soft) stands in for it, and the report says so.
+#  (b) inside the Soft-RoCE VM: rdma-perf on the native provider against perftest's
+#      ib_write_bw, ib_send_bw, ib_read_bw and ib_send_lat on rxe_lo (GID index 1), same sizes.
+#      Skipped, saying so, until the native provider is on main (VM=perftest runs perftest's
+#      half alone, to try the VM).
+#  (c) the streams layer against rdma-perf's raw verbs path (soft): once the streams layer is
+#      on main.
+#
+# Not a test: figures depend on the machine and its load (uptime is recorded with them).
+# Settings, from the environment:
+#   SIZES=4k,64k,1m      message / chunk sizes
+#   BYTES=512m           bytes moved per size in (a) and (c) (rdma-perf: BYTES/size iterations)
+#   LAT_SIZE=64 LAT_ITERS=10000   the ping-pong
+#   VM=auto|skip|perftest         (b): auto runs it when the native provider is built
+#   VM_BYTES=64m         bytes per size inside the VM (emulated: ~50 MB/s)
+#   OUT=bench/results/DATE        where outputs, manifest.tsv and throughput.png go
+#   MVN_ARGS=            extra Maven arguments, e.g. -o -Dmaven.repo.local=...
+#   SKIP_BUILD=1         use what is built
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+SIZES=${SIZES:-4k,64k,1m}
+BYTES=${BYTES:-512m}
+LAT_SIZE=${LAT_SIZE:-64}
+LAT_ITERS=${LAT_ITERS:-10000}
+VM=${VM:-auto}
+VM_BYTES=${VM_BYTES:-64m}
+OUT=${OUT:-bench/results/$(date +%Y%m%d-%H%M%S)}
+MVN_ARGS=${MVN_ARGS:-}
+LAB=${LAB:-/work/shared/softroce-lab/run-in-vm}
+
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+MANIFEST="$OUT/manifest.tsv"
+: > "$MANIFEST"
+
+bytes() { # 4k -> 4096
+  local v=${1,,}; v=${v%ib}; v=${v%b}
+  case $v in
+    *k) echo $(( ${v%k} << 10 ));; *m) echo $(( ${v%m} << 20 ));; *g) echo $(( ${v%g} << 30 ));;
+    *) echo "$v";;
+  esac
+}
+iters() { # iterations for size $1 within $2 bytes: at least 100, at most 200000
+  local n=$(( $(bytes "$2") / $(bytes "$1") ))
+  (( n < 100 )) && n=100; (( n > 200000 )) && n=200000
+  echo $n
+}
+say() { echo "[bench] $*" >&2; }
+manifest() { local IFS=$'\t'; echo "$*" >> "$MANIFEST"; }
+
+{
+  echo "date: $(date -Is)"
+  echo "host: $(uname -srm), $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB"
+  echo "load: $(uptime)"
+  echo "java: $(java -version 2>&1 | head -1)"
+  echo "git:  $(git rev-parse --short HEAD 2>/dev/null) $(git log -1 --format=%s 2>/dev/null | cut -c1-80)"
+} > "$OUT/machine.txt"
+
+if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
+  say "building (mvn install -DskipTests $MVN_ARGS)"
+  mvn -q -B install -DskipTests $MVN_ARGS || { say "build failed"; exit 1; }
+fi
+mvn -q -B dependency:build-classpath -pl benchmarks -Dmdep.outputFile="$OUT/classpath.txt" \
+  $MVN_ARGS >/dev/null || { say "no class path for benchmarks"; exit 1; }
+CP="$ROOT/benchmarks/target/classes:$(cat "$OUT/classpath.txt")"
+JAVA=(java -Xms512m -Xmx2g -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$CP")
+PERF=("${JAVA[@]}" dev.pekkordma.samples.perf.RdmaPerf)
+
+# the streams layer is on main when module streams has more than its package-info
+STREAMS=no
+if ls streams/target/classes/dev/pekkordma/streams/*.class 2>/dev/null \
+    | grep -qv package-info; then
+  STREAMS=yes
+fi
+# the native provider is on main when its jar has the provider factory
+NATIVE=no
+if unzip -l native/target/pekko-rdma-native-*.jar 2>/dev/null | grep -q NativeProviderFactory; then
+  NATIVE=yes
+fi
+
+run_perf() { # FILE ARGS...: rdma-perf, once per size, appended to FILE
+  local file=$1; shift
+  local test=$1; shift
+  : > "$OUT/$file"
+  for s in ${SIZES//,/ }; do
+    "${PERF[@]}" "$test" -s "$s" -n "$(iters "$s" "$BYTES")" "$@" >> "$OUT/$file" 2>&1 \
+      || say "rdma-perf $test -s $s failed: see $OUT/$file"
+  done
+}
+
+# ---- (a) software provider against Pekko Tcp -------------------------------------------------
+A="(a) software provider against Pekko Streams Tcp over loopback, one JVM"
+say "$A"
+say "  rdma-perf soft: write_bw, send_bw at $SIZES; send_lat at $LAT_SIZE"
+run_perf soft-write_bw.txt write_bw --provider soft
+run_perf soft-send_bw.txt send_bw --provider soft
+"${PERF[@]}" send_lat --provider soft -s "$LAT_SIZE" -n "$LAT_ITERS" > "$OUT/soft-send_lat.txt" 2>&1 \
+  || say "rdma-perf send_lat failed: see $OUT/soft-send_lat.txt"
+say "  Pekko Tcp: throughput at $SIZES, $BYTES each; ping-pong of $LAT_SIZE bytes"
+"${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport tcp --test throughput \
+  --sizes "$SIZES" --bytes "$BYTES" > "$OUT/pekko-tcp.txt" 2>&1 || say "Tcp throughput failed"
+"${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport tcp --test latency \
+  -s "$LAT_SIZE" -n "$LAT_ITERS" > "$OUT/pekko-tcp-lat.txt" 2>&1 || say "Tcp latency failed"
+manifest series soft-write_bw soft-write_bw.txt
+manifest series soft-send_bw soft-send_bw.txt
+manifest series soft-send_lat soft-send_lat.txt
+manifest series pekko-tcp pekko-tcp.txt
+manifest series pekko-tcp-lat pekko-tcp-lat.txt
+if [[ $STREAMS == yes ]] && "${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport rdma \
+    --help >/dev/null 2>&1; then
+  "${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport rdma --test throughput \
+    --sizes "$SIZES" --bytes "$BYTES" > "$OUT/rdma-streams.txt" 2>&1 || say "streams failed"
+  "${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport rdma --test latency \
+    -s "$LAT_SIZE" -n "$LAT_ITERS" > "$OUT/rdma-streams-lat.txt" 2>&1 || say "streams lat failed"
+  manifest series rdma-streams rdma-streams.txt
+  manifest series rdma-streams-lat rdma-streams-lat.txt
+  manifest compare "$A" rdma-streams pekko-tcp bw 3 65536
+  manifest compare "$A" rdma-streams-lat pekko-tcp-lat lat - -
+else
+  manifest note "$A" "GAP: the streams layer is not on main yet (or has no RDMA transport in StreamBench): rdma-perf's raw verbs path (soft) stands in for it below. Target: streams >= 3x Tcp at 64 KiB."
+fi
+manifest compare "$A" soft-write_bw pekko-tcp bw 3 65536
+manifest compare "$A" soft-send_bw pekko-tcp bw 3 65536
+manifest compare "$A" soft-send_lat pekko-tcp-lat lat - -
+
+# ---- (b) native provider against perftest, in the Soft-RoCE VM -------------------------------
+B="(b) native provider against perftest on Soft-RoCE rxe_lo (GID 1), inside the VM (emulated: compare only within this run)"
+if [[ $VM == skip ]]; then
+  manifest note "$B" "skipped (VM=skip)"
+elif [[ $NATIVE == no && $VM != perftest ]]; then
+  say "(b) skipped: the native provider is not on main yet"
+  manifest note "$B" "SKIPPED: the native provider is not on main yet (its jar has no NativeProviderFactory)."
+elif [[ ! -x $LAB || $(id -u) != 0 ]]; then
+  say "(b) skipped: $LAB is missing or this is not root"
+  manifest note "$B" "SKIPPED: $LAB is missing or needs root."
+else
+  [[ $NATIVE == no ]] && manifest note "$B" "the native provider is not on main yet: perftest only (VM=perftest)"
+  say "(b) booting the Soft-RoCE VM (about a minute of emulation per size and test)"
+  (cd "$ROOT" && "$LAB" --timeout "${VM_TIMEOUT:-3000}" -- env OUT="$OUT" CP="$CP" SIZES="$SIZES" \
+      VM_BYTES="$VM_BYTES" LAT_SIZE="$LAT_SIZE" NATIVE="$NATIVE" bash bench/vm-native.sh) \
+      > "$OUT/vm.log" 2>&1 || say "(b) the VM run failed: see $OUT/vm.log"
+  for t in write_bw send_bw read_bw send_lat; do
+    manifest series "perftest-$t" "perftest-$t.txt"
+    if [[ $NATIVE == yes ]]; then
+      manifest series "native-$t" "native-$t.txt"
+      if [[ $t == send_lat ]]; then
+        manifest compare "$B" "native-$t" "perftest-$t" lat 1.5 "$(bytes "$LAT_SIZE")"
+      else
+        manifest compare "$B" "native-$t" "perftest-$t" bw 0.9 65536
+      fi
+    fi
+  done
+fi
+
+# ---- (c) the streams layer against rdma-perf's raw verbs path --------------------------------
+C="(c) the streams layer against rdma-perf's raw verbs path (software provider, one JVM)"
+if [[ $STREAMS == yes && -s $OUT/rdma-streams.txt ]]; then
+  manifest compare "$C" rdma-streams soft-send_bw bw 0.9 65536
+  manifest compare "$C" rdma-streams soft-write_bw bw 0.9 65536
+else
+  manifest note "$C" "GAP: the streams layer is not on main yet."
+fi
+
+echo
+echo "benchmark run in $OUT"
+sed 's/^/  /' "$OUT/machine.txt"
+"${JAVA[@]}" dev.pekkordma.benchmarks.BenchReport "$OUT"

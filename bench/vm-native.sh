@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Part (b) of bench/run.sh, run inside the Soft-RoCE VM by run-in-vm: perftest's ib_write_bw,
+# ib_send_bw, ib_read_bw and ib_send_lat, then rdma-perf on the native provider, on the same
+# device (rxe_lo, GID index 1: plain verbs over loopback) with the same sizes and iterations.
+# perftest runs as two processes (server, then client to 127.0.0.1); rdma-perf runs both sides
+# in one JVM with QPs connected by hand. Inline size: what perftest reports using, passed on.
+# Environment (from run.sh): OUT CP SIZES VM_BYTES LAT_SIZE NATIVE
+set -uo pipefail
+DEV=${DEV:-rxe_lo}
+GID=${GID:-1}
+LAT_ITERS=${VM_LAT_ITERS:-1000}
+
+bytes() {
+  local v=${1,,}; v=${v%ib}; v=${v%b}
+  case $v in
+    *k) echo $(( ${v%k} << 10 ));; *m) echo $(( ${v%m} << 20 ));; *g) echo $(( ${v%g} << 30 ));;
+    *) echo "$v";;
+  esac
+}
+iters() { # at least 100, at most 5000 iterations within VM_BYTES
+  local n=$(( $(bytes "$VM_BYTES") / $(bytes "$1") ))
+  (( n < 100 )) && n=100; (( n > 5000 )) && n=5000
+  echo $n
+}
+
+echo "[vm] $(uname -r); devices: $(ibv_devices | awk 'NR>2{print $1}' | tr '\n' ' ')"
+rdma resource show > "$OUT/vm-resources-before.txt" 2>&1
+
+perftest() { # TOOL SIZE ITERS FILE: server in the background, client to it
+  local tool=$1 size=$2 n=$3 file=$4
+  "$tool" -d "$DEV" -x "$GID" -s "$size" -n "$n" -F > "$OUT/$file.server" 2>&1 &
+  local server=$!
+  sleep 1
+  "$tool" -d "$DEV" -x "$GID" -s "$size" -n "$n" -F 127.0.0.1 >> "$OUT/$file" 2>&1 \
+    || echo "[vm] $tool -s $size failed" >&2
+  wait "$server"
+}
+
+inline_of() { # the inline size perftest reports in FILE
+  awk -F: '/Max inline data/{gsub(/[^0-9]/,"",$2); print $2; exit}' "$OUT/$1"
+}
+
+for t in write_bw send_bw read_bw; do
+  : > "$OUT/perftest-$t.txt"
+  for s in ${SIZES//,/ }; do
+    size=$(bytes "$s")
+    perftest "ib_$t" "$size" "$(iters "$s")" "perftest-$t.txt"
+  done
+done
+: > "$OUT/perftest-send_lat.txt"
+perftest ib_send_lat "$LAT_SIZE" "$LAT_ITERS" perftest-send_lat.txt
+
+if [[ $NATIVE == yes ]]; then
+  JAVA=(java -Xms256m -Xmx1g -cp "$CP" dev.pekkordma.samples.perf.RdmaPerf)
+  for t in write_bw send_bw read_bw; do
+    : > "$OUT/native-$t.txt"
+    inline=$(inline_of "perftest-$t.txt"); inline=${inline:-0}
+    for s in ${SIZES//,/ }; do
+      n=$(iters "$s")
+      "${JAVA[@]}" "$t" --provider native -d "$DEV" -x "$GID" -s "$s" -n "$n" \
+        --warmup $(( n / 5 + 10 )) -I "$inline" -v >> "$OUT/native-$t.txt" 2>&1 \
+        || echo "[vm] rdma-perf $t -s $s failed" >&2
+    done
+  done
+  inline=$(inline_of perftest-send_lat.txt); inline=${inline:-0}
+  "${JAVA[@]}" send_lat --provider native -d "$DEV" -x "$GID" -s "$LAT_SIZE" -n "$LAT_ITERS" \
+    --warmup 500 -I "$inline" -v > "$OUT/native-send_lat.txt" 2>&1 \
+    || echo "[vm] rdma-perf send_lat failed" >&2
+fi
+rdma resource show > "$OUT/vm-resources-after.txt" 2>&1
+echo "[vm] done"

@@ -1,0 +1,189 @@
+package dev.pekkordma.benchmarks;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import org.knowm.xchart.BitmapEncoder;
+import org.knowm.xchart.XYChart;
+import org.knowm.xchart.XYChartBuilder;
+import org.knowm.xchart.XYSeries;
+import org.knowm.xchart.style.Styler;
+import org.knowm.xchart.style.markers.SeriesMarkers;
+
+/**
+ * Reads the outputs of one bench/run.sh run (rdma-perf's, perftest's and the stream benchmark's,
+ * all in perftest's layout), prints each comparison side by side with its ratio and target, and
+ * draws bandwidth against message size for every bandwidth series as one PNG.
+ *
+ * <p>The run's {@code manifest.tsv} says what to read and compare, one line each:
+ *
+ * <pre>
+ * series   LABEL  FILE
+ * compare  SECTION  NUMERATOR  DENOMINATOR  bw|lat  TARGET|-  TARGET_SIZE|-
+ * note     SECTION  TEXT
+ * </pre>
+ *
+ * For {@code bw} the ratio is numerator over denominator of BW average and the target is a
+ * minimum at TARGET_SIZE; for {@code lat} it is numerator over denominator of t_typical and the
+ * target a maximum.
+ */
+public final class BenchReport {
+  /** One parsed line: size and the columns after #iterations. */
+  record Row(long size, long iterations, double[] values) {}
+
+  /** A parsed output: bandwidth or latency rows by size. */
+  record Series(String label, boolean bandwidth, TreeMap<Long, Row> rows) {}
+
+  private BenchReport() {}
+
+  public static void main(String[] args) throws IOException {
+    System.setProperty("java.awt.headless", "true");
+    if (args.length < 1) {
+      System.err.println("usage: BenchReport RUN_DIRECTORY   (with manifest.tsv in it)");
+      System.exit(2);
+    }
+    Path dir = Path.of(args[0]);
+    System.exit(report(dir, System.out));
+  }
+
+  static int report(Path dir, PrintStream out) throws IOException {
+    Map<String, Series> series = new LinkedHashMap<>();
+    Map<String, List<String>> sections = new LinkedHashMap<>();
+    for (String line : Files.readAllLines(dir.resolve("manifest.tsv"), StandardCharsets.UTF_8)) {
+      if (line.isBlank() || line.startsWith("#")) continue;
+      String[] f = line.split("\t");
+      switch (f[0]) {
+        case "series": {
+          Path file = dir.resolve(f[2]);
+          Series s = Files.exists(file) ? parse(f[1], file) : null;
+          if (s != null) series.put(f[1], s);
+          break;
+        }
+        case "compare":
+        case "note":
+          sections.computeIfAbsent(f[1], k -> new ArrayList<>()).add(line);
+          break;
+        default:
+          throw new IOException("manifest.tsv: unknown line '" + line + "'");
+      }
+    }
+    for (Map.Entry<String, List<String>> e : sections.entrySet()) {
+      out.println();
+      out.println("== " + e.getKey());
+      for (String line : e.getValue()) {
+        String[] f = line.split("\t");
+        if (f[0].equals("note")) {
+          out.println("   " + f[2]);
+        } else {
+          compare(out, series.get(f[2]), f[2], series.get(f[3]), f[3], f[4].equals("bw"),
+              f[5].equals("-") ? Double.NaN : Double.parseDouble(f[5]),
+              f[6].equals("-") ? -1 : Long.parseLong(f[6]));
+        }
+      }
+    }
+    Path png = dir.resolve("throughput.png");
+    if (chart(series, png)) {
+      out.println();
+      out.println("chart: " + png);
+    }
+    return 0;
+  }
+
+  private static void compare(PrintStream out, Series num, String numLabel, Series den,
+      String denLabel, boolean bw, double target, long targetSize) {
+    out.println();
+    if (num == null || den == null) {
+      out.println("   " + numLabel + " vs " + denLabel + ": no figures for "
+          + (num == null ? numLabel : denLabel) + " (not run or failed: see its file)");
+      return;
+    }
+    String unit = bw ? "BW average[MB/sec]" : "t_typical[usec]";
+    out.printf(Locale.ROOT, "   %-10s %-12s %24s %24s %8s  %s%n", "#bytes", "#iterations",
+        numLabel, denLabel, "ratio", "target");
+    out.printf(Locale.ROOT, "   %-10s %-12s %24s %24s%n", "", "", unit, unit);
+    for (Map.Entry<Long, Row> e : num.rows().entrySet()) {
+      Row d = den.rows().get(e.getKey());
+      if (d == null) continue;
+      double a = value(e.getValue(), bw);
+      double b = value(d, bw);
+      double ratio = a / b;
+      String verdict = "";
+      if (e.getKey() == targetSize) {
+        boolean met = bw ? ratio >= target : ratio <= target;
+        verdict = String.format(Locale.ROOT, "%s %.2f: %s", bw ? ">=" : "<=", target,
+            met ? "met" : "NOT met");
+      }
+      out.printf(Locale.ROOT, "   %-10d %-12d %24.2f %24.2f %8.2f  %s%n", e.getKey(),
+          e.getValue().iterations(), a, b, ratio, verdict);
+    }
+  }
+
+  /** BW average, or t_typical. */
+  static double value(Row r, boolean bw) {
+    return bw ? r.values()[1] : r.values()[2];
+  }
+
+  /** Reads the result lines under perftest's header; null when there are none. */
+  static Series parse(String label, Path file) throws IOException {
+    Boolean bandwidth = null;
+    TreeMap<Long, Row> rows = new TreeMap<>();
+    for (String line : Files.readAllLines(file, StandardCharsets.UTF_8)) {
+      String t = line.trim();
+      if (t.startsWith("#bytes")) {
+        bandwidth = t.contains("BW average");
+        continue;
+      }
+      if (bandwidth == null || t.isEmpty() || !Character.isDigit(t.charAt(0))) continue;
+      String[] f = t.split("\\s+");
+      int columns = bandwidth ? 5 : 9;
+      if (f.length < columns) continue;
+      try {
+        double[] v = new double[columns - 2];
+        for (int i = 0; i < v.length; i++) v[i] = Double.parseDouble(f[i + 2]);
+        rows.put(Long.parseLong(f[0]), new Row(Long.parseLong(f[0]), Long.parseLong(f[1]), v));
+      } catch (NumberFormatException e) {
+        // not a result line
+      }
+    }
+    return rows.isEmpty() ? null : new Series(label, bandwidth, rows);
+  }
+
+  /** Bandwidth against size for every bandwidth series; false when there is none. */
+  static boolean chart(Map<String, Series> series, Path png) throws IOException {
+    XYChart chart = new XYChartBuilder().width(1000).height(640)
+        .title("Throughput against message size (BW average, MB = 2^20 bytes)")
+        .xAxisTitle("message / chunk size [bytes]").yAxisTitle("MB/sec").build();
+    chart.getStyler().setXAxisLogarithmic(true);
+    chart.getStyler().setYAxisLogarithmic(true);
+    chart.getStyler().setLegendPosition(Styler.LegendPosition.InsideNW);
+    chart.getStyler().setDefaultSeriesRenderStyle(XYSeries.XYSeriesRenderStyle.Line);
+    int n = 0;
+    for (Series s : series.values()) {
+      if (!s.bandwidth()) continue;
+      double[] x = new double[s.rows().size()];
+      double[] y = new double[x.length];
+      int i = 0;
+      for (Row r : s.rows().values()) {
+        x[i] = r.size();
+        y[i] = Math.max(value(r, true), 1e-3);
+        i++;
+      }
+      XYSeries xy = chart.addSeries(s.label(), x, y);
+      xy.setMarker(SeriesMarkers.CIRCLE);
+      n++;
+    }
+    if (n == 0) return false;
+    String name = png.toString();
+    BitmapEncoder.saveBitmap(chart, name.substring(0, name.length() - 4),
+        BitmapEncoder.BitmapFormat.PNG);
+    return true;
+  }
+}

@@ -1,0 +1,248 @@
+package dev.pekkordma.benchmarks;
+
+import com.typesafe.config.ConfigFactory;
+import dev.pekkordma.samples.ByteSize;
+import dev.pekkordma.samples.perf.BwResult;
+import dev.pekkordma.samples.perf.LatResult;
+import java.io.PrintStream;
+import java.net.InetSocketAddress;
+import java.util.List;
+import java.util.Optional;
+import java.util.TreeSet;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.pekko.actor.ActorSystem;
+import org.apache.pekko.japi.Pair;
+import org.apache.pekko.stream.OverflowStrategy;
+import org.apache.pekko.stream.javadsl.Flow;
+import org.apache.pekko.stream.javadsl.Keep;
+import org.apache.pekko.stream.javadsl.Sink;
+import org.apache.pekko.stream.javadsl.SinkQueueWithCancel;
+import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.stream.javadsl.SourceQueueWithComplete;
+import org.apache.pekko.util.ByteString;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * Stream throughput and ping-pong latency of a byte-stream transport over loopback, server and
+ * client in this JVM, printed in perftest's layout so that the report reads it like rdma-perf's.
+ *
+ * <ul>
+ *   <li>throughput: for each chunk size a client streams {@code --bytes} in chunks of that size
+ *       ({@code Source.repeat(chunk).take(n)}) into a server that counts them; the time runs from
+ *       the client's start to the server's last byte. The peak is the best tenth of the run.
+ *   <li>latency: 64-byte pings echoed by the server, one at a time through a source queue and a
+ *       sink queue; half the round trip is reported, as perftest's send_lat does.
+ * </ul>
+ */
+@Command(name = "stream-bench", mixinStandardHelpOptions = true,
+    description = "Pekko Streams Tcp (or the RDMA streams layer) over loopback, in perftest's"
+        + " layout.")
+public final class StreamBench implements Callable<Integer> {
+  @Option(names = "--transport", defaultValue = "tcp",
+      description = "tcp: Pekko Streams Tcp (default: ${DEFAULT-VALUE}).")
+  String transport;
+
+  @Option(names = "--test", defaultValue = "throughput",
+      description = "throughput or latency (default: ${DEFAULT-VALUE}).")
+  String test;
+
+  @Option(names = "--sizes", split = ",", converter = ByteSize.Converter.class,
+      defaultValue = "4k,64k,1m", description = "Chunk sizes (default: ${DEFAULT-VALUE}).")
+  List<Long> sizes;
+
+  @Option(names = "--bytes", converter = ByteSize.Converter.class, defaultValue = "512m",
+      description = "Bytes streamed per chunk size (default: ${DEFAULT-VALUE}).")
+  long bytes;
+
+  @Option(names = "--warmup-bytes", converter = ByteSize.Converter.class, defaultValue = "256m",
+      description = "Bytes streamed before the first size, a quarter of it before the others"
+          + " (default: ${DEFAULT-VALUE}).")
+  long warmupBytes;
+
+  @Option(names = {"-s", "--size"}, converter = ByteSize.Converter.class, defaultValue = "64",
+      description = "Ping size for latency (default: ${DEFAULT-VALUE}).")
+  long pingSize;
+
+  @Option(names = {"-n", "--iters"}, defaultValue = "10000",
+      description = "Pings for latency (default: ${DEFAULT-VALUE}).")
+  int iterations;
+
+  @Option(names = "--warmup", defaultValue = "5000",
+      description = "Unmeasured pings first (default: ${DEFAULT-VALUE}).")
+  int warmup;
+
+  private final PrintStream out = System.out;
+
+  public static void main(String[] args) {
+    System.setProperty("java.awt.headless", "true");
+    int code = new CommandLine(new StreamBench()).execute(args);
+    System.exit(code);
+  }
+
+  static Transport transport(String name) {
+    if (name.equals("tcp")) return new TcpTransport();
+    throw new CommandLine.ParameterException(new CommandLine(new StreamBench()),
+        "--transport must be tcp, was '" + name + "'");
+  }
+
+  @Override
+  public Integer call() throws Exception {
+    Transport t = transport(transport);
+    ActorSystem system = ActorSystem.create("stream-bench", ConfigFactory.parseString(
+        "pekko.loglevel = WARNING\npekko.stdout-loglevel = WARNING")
+        .withFallback(ConfigFactory.load()));
+    try {
+      if (test.equals("throughput")) {
+        throughput(system, t);
+      } else if (test.equals("latency")) {
+        latency(system, t);
+      } else {
+        throw new CommandLine.ParameterException(new CommandLine(this),
+            "--test must be throughput or latency, was '" + test + "'");
+      }
+    } finally {
+      system.terminate();
+      system.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+    }
+    return 0;
+  }
+
+  private void banner(Transport t, String title) {
+    out.println(RULE);
+    out.println("                    " + title);
+    out.println(" Transport       : " + t.name() + " over 127.0.0.1, server and client in this JVM");
+    out.println(" Java            : " + System.getProperty("java.version") + ", "
+        + Runtime.getRuntime().availableProcessors() + " cores");
+    out.println(RULE);
+  }
+
+  static final String RULE =
+      "---------------------------------------------------------------------------------------";
+
+  /** Counts bytes at the server, stamping each tenth of the run. */
+  static final class Counter {
+    final AtomicLong received = new AtomicLong();
+    final long total;
+    final long[] tenths = new long[10];
+    final CompletableFuture<Long> done = new CompletableFuture<>();
+
+    Counter(long total) {
+      this.total = total;
+    }
+
+    void add(int n) {
+      long before = received.getAndAdd(n);
+      long after = before + n;
+      int from = (int) (before * 10 / total);
+      int to = (int) Math.min(10, after * 10 / total);
+      if (to > from) {
+        long now = System.nanoTime();
+        for (int k = from; k < to; k++) tenths[k] = now;
+      }
+      if (after >= total && before < total) done.complete(System.nanoTime());
+    }
+  }
+
+  private void throughput(ActorSystem system, Transport t) throws Exception {
+    AtomicReferenceCounter current = new AtomicReferenceCounter();
+    // the server reads, counts, and closes its side once it has it all, which ends the client
+    InetSocketAddress server = t.bind(system, "127.0.0.1", () -> {
+      Counter c = current.get();
+      return Flow.fromSinkAndSource(Sink.<ByteString>foreach(b -> c.add(b.size())),
+          Source.completionStage(c.done).filter(x -> false).map(x -> ByteString.emptyByteString()));
+    }).toCompletableFuture().get(30, TimeUnit.SECONDS);
+    banner(t, "Stream throughput (" + t.name() + ")");
+    out.println(BwResult.HEADER);
+    boolean first = true;
+    for (long size : new TreeSet<>(sizes)) {
+      long warm = first ? warmupBytes : warmupBytes / 4;
+      if (warm >= size) run(system, t, server, current, (int) size, warm / size);
+      BwResult r = run(system, t, server, current, (int) size, Math.max(1, bytes / size));
+      out.println(r.line());
+      out.flush();
+      first = false;
+    }
+    out.println(RULE);
+  }
+
+  /** The counter of the run in progress (one connection at a time). */
+  static final class AtomicReferenceCounter {
+    private volatile Counter counter = new Counter(Long.MAX_VALUE);
+
+    Counter get() {
+      return counter;
+    }
+
+    void set(Counter c) {
+      counter = c;
+    }
+  }
+
+  private static BwResult run(ActorSystem system, Transport t, InetSocketAddress server,
+      AtomicReferenceCounter current, int size, long count) throws Exception {
+    Counter c = new Counter((long) size * count);
+    current.set(c);
+    ByteString chunk = ByteString.fromArray(new byte[size]);
+    long start = System.nanoTime();
+    CompletableFuture<?> client = Source.repeat(chunk).take(count)
+        .via(t.outgoing(system, server)).runWith(Sink.ignore(), system).toCompletableFuture();
+    long end;
+    try {
+      end = c.done.get(300, TimeUnit.SECONDS);
+    } catch (java.util.concurrent.TimeoutException e) {
+      throw new IllegalStateException("the server had " + c.received.get() + " of " + c.total
+          + " bytes after 300 s");
+    }
+    client.exceptionally(e -> null).get(30, TimeUnit.SECONDS);
+    double seconds = (end - start) / 1e9;
+    double avg = c.total / seconds / 1048576.0;
+    double peak = avg;
+    long prev = start;
+    for (int k = 0; k < 10; k++) {
+      long dt = c.tenths[k] - prev;
+      if (dt > 0) peak = Math.max(peak, c.total / 10.0 / (dt / 1e9) / 1048576.0);
+      prev = c.tenths[k];
+    }
+    return new BwResult(size, count, peak, avg, count / seconds / 1e6);
+  }
+
+  private void latency(ActorSystem system, Transport t) throws Exception {
+    InetSocketAddress server = t.bind(system, "127.0.0.1", () -> Flow.<ByteString>create())
+        .toCompletableFuture().get(30, TimeUnit.SECONDS);
+    banner(t, "Stream ping-pong latency (" + t.name() + ")");
+    int size = (int) pingSize;
+    Pair<SourceQueueWithComplete<ByteString>, SinkQueueWithCancel<ByteString>> q =
+        Source.<ByteString>queue(4, OverflowStrategy.backpressure())
+            .via(t.outgoing(system, server))
+            .toMat(Sink.queue(), Keep.both())
+            .run(system);
+    ByteString ping = ByteString.fromArray(new byte[size]);
+    long[] posted = new long[iterations];
+    for (int i = 0; i < warmup; i++) pingPong(q, ping, size);
+    for (int i = 0; i < iterations; i++) {
+      posted[i] = System.nanoTime();
+      pingPong(q, ping, size);
+    }
+    q.first().complete();
+    out.println(LatResult.HEADER);
+    out.println(LatResult.of(size, iterations, posted, 2).line());
+    out.println(RULE);
+  }
+
+  private static void pingPong(
+      Pair<SourceQueueWithComplete<ByteString>, SinkQueueWithCancel<ByteString>> q,
+      ByteString ping, int size) throws Exception {
+    q.first().offer(ping).toCompletableFuture().get(30, TimeUnit.SECONDS);
+    int got = 0;
+    while (got < size) {
+      Optional<ByteString> b = q.second().pull().toCompletableFuture().get(30, TimeUnit.SECONDS);
+      if (b.isEmpty()) throw new IllegalStateException("the echo server closed the connection");
+      got += b.get().size();
+    }
+  }
+}
