@@ -1,0 +1,78 @@
+package dev.pekkordma.benchmarks;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The report reads perftest's layout, compares with ratios and targets, and draws the chart. */
+class BenchReportTest {
+  @TempDir Path dir;
+
+  private static final String BW = String.join("\n",
+      "---------------------------------------------------------------------------------------",
+      "                    RDMA_Write BW Test",
+      " Max inline data : 0[B]",
+      "---------------------------------------------------------------------------------------",
+      " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]",
+      " 4096       5000             120.50             100.25\t\t     0.025664",
+      " 65536      1000             60.00              50.00\t\t     0.000800",
+      "---------------------------------------------------------------------------------------",
+      "");
+
+  private static final String BW2 = BW.replace("100.25", "400.00").replace("60.00              50.00",
+      "260.00             200.00");
+
+  private static final String LAT = String.join("\n",
+      " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    "
+          + "t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] ",
+      " 64      1000          20.00          90.00        23.00  \t       24.00     \t2.00"
+          + "\t\t30.00 \t\t80.00",
+      "");
+
+  @Test
+  void comparesAndDraws() throws Exception {
+    Files.writeString(dir.resolve("perftest.txt"), BW);
+    Files.writeString(dir.resolve("ours.txt"), BW2);
+    Files.writeString(dir.resolve("lat-a.txt"), LAT);
+    Files.writeString(dir.resolve("lat-b.txt"), LAT.replace("23.00", "46.00"));
+    Files.writeString(dir.resolve("manifest.tsv"), String.join("\n",
+        "series\tperftest\tperftest.txt",
+        "series\tours\tours.txt",
+        "series\tmissing\tnot-there.txt",
+        "series\tlat-a\tlat-a.txt",
+        "series\tlat-b\tlat-b.txt",
+        "compare\tS\tours\tperftest\tbw\t0.9\t65536",
+        "compare\tS\tlat-b\tlat-a\tlat\t1.5\t64",
+        "compare\tS\tmissing\tperftest\tbw\t-\t-",
+        "note\tT\ta gap",
+        ""));
+    ByteArrayOutputStream b = new ByteArrayOutputStream();
+    assertEquals(0, BenchReport.report(dir, new PrintStream(b, true, StandardCharsets.UTF_8)));
+    String out = b.toString(StandardCharsets.UTF_8);
+    assertTrue(out.contains("== S"), out);
+    assertTrue(out.matches("(?s).*65536\\s+1000\\s+200\\.00\\s+50\\.00\\s+4\\.00\\s+>= 0\\.90: met.*"), out);
+    assertTrue(out.matches("(?s).*64\\s+1000\\s+46\\.00\\s+23\\.00\\s+2\\.00\\s+<= 1\\.50: NOT met.*"), out);
+    assertTrue(out.contains("no figures for missing"), out);
+    assertTrue(out.contains("a gap"), out);
+    assertTrue(Files.size(dir.resolve("throughput.png")) > 1000);
+  }
+
+  @Test
+  void parsesResultLinesOnly() throws Exception {
+    Path f = dir.resolve("x.txt");
+    Files.writeString(f, "warning: something\n" + BW + "1 2 3\n");
+    BenchReport.Series s = BenchReport.parse("x", f);
+    assertNotNull(s);
+    assertTrue(s.bandwidth());
+    assertEquals(2, s.rows().size());
+    assertEquals(100.25, BenchReport.value(s.rows().get(4096L), true), 1e-9);
+  }
+}
