@@ -172,9 +172,44 @@ final class NativeDeviceContext extends NativeResource implements DeviceContext 
       }
     }
     if (a.atomicCap() != AtomicCapability.NONE) f.add(Feature.ATOMICS);
-    f.add(Feature.CQ_RESIZE);
-    f.add(Feature.REREGISTER_MR);
+    if (probeCqResize()) f.add(Feature.CQ_RESIZE);
+    if (probeRereg()) f.add(Feature.REREGISTER_MR);
     return f;
+  }
+
+  /** Whether ibv_resize_cq works here (a throw-away CQ). */
+  private boolean probeCqResize() {
+    long cq = Verbs.createCq(handle, 2, 0);
+    try {
+      Verbs.resizeCq(cq, 8);
+      return true;
+    } catch (RdmaException e) {
+      return false;
+    } finally {
+      Verbs.destroyCq(cq);
+    }
+  }
+
+  /**
+   * Whether ibv_rereg_mr with CHANGE_TRANSLATION | CHANGE_ACCESS works here (rxe says
+   * EOPNOTSUPP): a throw-away region over a throw-away page.
+   */
+  private boolean probeRereg() {
+    long mem = NativeMemory.allocate(8192);
+    long pd = Verbs.allocPd(handle);
+    long mr = 0;
+    try {
+      mr = Verbs.regMr(pd, mem, 4096, 1);
+      Verbs.reregMr(mr, Layout.REREG_MR_CHANGE_TRANSLATION | Layout.REREG_MR_CHANGE_ACCESS,
+          mem + 4096, 4096, 1 | 4);
+      return true;
+    } catch (RdmaException e) {
+      return false;
+    } finally {
+      if (mr != 0) Verbs.deregMr(mr);
+      Verbs.deallocPd(pd);
+      NativeMemory.free(mem);
+    }
   }
 
   @Override

@@ -299,6 +299,15 @@ final class NativeQp extends NativeResource implements QueuePair {
     } else if (address != 0 || length != 0) {
       throw new RdmaException("ibv_bind_mw", RdmaException.EINVAL,
           "no region given but address/length are not 0");
+    } else {
+      // unbinding: verbs.h allows a NULL region, but drivers such as rxe read the region's lkey
+      // unconditionally; name the region it is bound to, with length 0, which means the same
+      m = w.boundTo;
+      if (m == null || m.isClosed()) {
+        throw new RdmaException("ibv_bind_mw", RdmaException.EINVAL,
+            w.describe() + " is not bound: nothing to unbind");
+      }
+      address = m.address();
     }
     synchronized (this) {
       NativeMemory.zero(mwBind, Layout.MW_BIND_SIZE);

@@ -368,8 +368,11 @@ class NativeSmokeTest {
           System.out.println("re-registered MR: " + p.mrA);
           assertEquals(other.address(), p.mrA.address());
           p.mrA.reRegister(p.bufA.address(), 8192, ALL);
+          assertTrue(provider.supports(RdmaProvider.Feature.REREGISTER_MR));
         } catch (RdmaException e) {
           System.out.println("MR re-registration: " + e.getMessage());
+          assertTrue(!provider.supports(RdmaProvider.Feature.REREGISTER_MR),
+              "supports(REREGISTER_MR) says true but it failed");
         }
       }
       // SRQ
@@ -404,7 +407,25 @@ class NativeSmokeTest {
               assertEquals(WcOpcode.BIND_MW, p.wc.opcode(0));
               RdmaException busy = assertThrows(RdmaException.class, bindable::close);
               assertEquals(RdmaException.EBUSY, busy.errno());
+              readThroughWindow(p, bindable.address(), rkey, 79);
               p.b.bindMemoryWindow(mw, 78, SendRequests.SIGNALED, null, 0, 0, 0);
+              assertEquals(1, await(p.cqB, p.wc, 1));
+            }
+          } else {
+            try (MemoryRegion bindable = p.pd.registerMemory(p.bufB.address(), 4096,
+                ALL | Access.MW_BIND); SendRequests sr = new SendRequests(1, 1)) {
+              int rkey = MemoryWindow.nextRkey(mw.rkey());
+              sr.add(80, WrOpcode.BIND_MW, SendRequests.SIGNALED)
+                  .bindMw(mw, rkey, bindable, bindable.address(), 1024, Access.REMOTE_READ);
+              p.b.postSend(sr);
+              assertEquals(1, await(p.cqB, p.wc, 1));
+              assertEquals(WcOpcode.BIND_MW, p.wc.opcode(0));
+              System.out.println("bound type-2 window, rkey 0x" + Integer.toHexString(rkey)
+                  + " (struct says 0x" + Integer.toHexString(mw.rkey()) + ")");
+              readThroughWindow(p, bindable.address(), rkey, 81);
+              sr.clear();
+              sr.add(82, WrOpcode.LOCAL_INV, SendRequests.SIGNALED).invalidate(rkey);
+              p.b.postSend(sr);
               assertEquals(1, await(p.cqB, p.wc, 1));
             }
           }
@@ -424,6 +445,22 @@ class NativeSmokeTest {
       System.out.println("PD close while in use: " + busy.getMessage());
       assertNotNull(busy.getMessage());
     }
+  }
+
+  /** A reads 16 bytes of B's memory through a window's rkey. */
+  static void readThroughWindow(Pair p, long address, int rkey, long wrId) throws Exception {
+    byte[] src = "through a window".getBytes(StandardCharsets.US_ASCII);
+    p.bufB.put(address - p.bufB.address(), src, 0, src.length);
+    try (SendRequests sr = new SendRequests(1, 1)) {
+      sr.add(wrId, WrOpcode.RDMA_READ, SendRequests.SIGNALED).sge(p.mrA, 5000, src.length)
+          .rdma(address, rkey);
+      p.a.postSend(sr);
+      assertEquals(1, await(p.cqA, p.wc, 1));
+    }
+    byte[] r = new byte[src.length];
+    p.bufA.get(5000, r, 0, r.length);
+    assertArrayEquals(src, r);
+    System.out.println("  read through window rkey 0x" + Integer.toHexString(rkey) + ": ok");
   }
 
   /** Counts of {@code rdma resource show} for one device: pd, cq, qp, cm_id, mr, ctx, srq. */
