@@ -215,6 +215,19 @@ public final class Layout {
   // enum rdma_port_space
   public static final int RDMA_PS_TCP = 0x0106;
 
+  // struct sockaddr_in / sockaddr_in6 (ports and addresses in network order)
+  public static final int AF_INET = 2;
+  public static final int AF_INET6 = 10;
+  public static final int SOCKADDR_FAMILY = 0;
+  public static final int SOCKADDR_IN_SIZE = 16;
+  public static final int SOCKADDR_IN_PORT = 2;
+  public static final int SOCKADDR_IN_ADDR = 4;
+  public static final int SOCKADDR_IN6_SIZE = 28;
+  public static final int SOCKADDR_IN6_PORT = 2;
+  public static final int SOCKADDR_IN6_ADDR = 8;
+  public static final int SOCKADDR_IN6_SCOPE_ID = 24;
+  public static final int SOCKADDR_STORAGE_SIZE = 128;
+
   // struct pollfd (poll(2))
   public static final int POLLFD_SIZE = 8;
   public static final int POLLFD_FD = 0;

@@ -42,10 +42,13 @@ final class NativeDeviceContext extends NativeResource implements DeviceContext 
   private final Object asyncLock = new Object();
   private volatile DeviceAttributes attributes;
   private volatile int capFlags;
+  /** A context librdmacm opened (an id's verbs): never closed here, not counted. */
+  final boolean borrowed;
 
-  NativeDeviceContext(NativeProvider provider, RdmaDevice device, long context) {
+  NativeDeviceContext(NativeProvider provider, RdmaDevice device, long context, boolean borrowed) {
     super(context, null);
     this.provider = provider;
+    this.borrowed = borrowed;
     this.device = device;
     this.asyncFd = NativeMemory.getInt(context + Layout.CONTEXT_ASYNC_FD);
     this.fnPollCq = Verbs.op(context, Layout.CONTEXT_OPS_POLL_CQ);
@@ -58,12 +61,19 @@ final class NativeDeviceContext extends NativeResource implements DeviceContext 
   @Override int rank() { return 0; }
   @Override String describe() { return "context of " + device.name(); }
   @Override String destroyVerb() { return "ibv_close_device"; }
-  @Override void destroy() { Verbs.closeDevice(handle, device.name()); }
+  @Override
+  void destroy() {
+    if (!borrowed) Verbs.closeDevice(handle, device.name());
+  }
 
   @Override
   void forget() {
-    provider.open.remove(this);
-    provider.contexts.decrementAndGet();
+    if (borrowed) {
+      provider.borrowed.remove(handle, this);
+    } else {
+      provider.open.remove(this);
+      provider.contexts.decrementAndGet();
+    }
   }
 
   @Override

@@ -15,6 +15,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.EnumSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -31,6 +32,9 @@ public final class NativeProvider implements RdmaProvider {
   final AtomicInteger ahs = new AtomicInteger();
   final AtomicInteger cmIds = new AtomicInteger();
   final Set<NativeDeviceContext> open = ConcurrentHashMap.newKeySet();
+  /** Contexts librdmacm opened, by their ibv_context pointer. */
+  final Map<Long, NativeDeviceContext> borrowed = new ConcurrentHashMap<>();
+  final Set<NativeCmChannel> cmChannels = ConcurrentHashMap.newKeySet();
   private volatile Set<Feature> features;
   private volatile boolean closed;
 
@@ -122,7 +126,7 @@ public final class NativeProvider implements RdmaProvider {
         if (dev == 0) break;
         if (Verbs.deviceName(dev).equals(device.name())) {
           long ctx = Verbs.openDevice(dev, device.name());
-          NativeDeviceContext c = new NativeDeviceContext(this, device, ctx);
+          NativeDeviceContext c = new NativeDeviceContext(this, device, ctx, false);
           open.add(c);
           contexts.incrementAndGet();
           return c;
@@ -138,9 +142,20 @@ public final class NativeProvider implements RdmaProvider {
   @Override
   public CmEventChannel createCmEventChannel() {
     checkOpen();
-    throw new RdmaException("rdma_create_event_channel", RdmaException.EOPNOTSUPP,
-        "the native provider has no connection manager yet (supports(CONNECTION_MANAGER) is"
-            + " false); connect QPs by hand or use the software provider");
+    NativeCmChannel c = new NativeCmChannel(this, Verbs.createEventChannel());
+    cmChannels.add(c);
+    return c;
+  }
+
+  /** The context object for an ibv_context that librdmacm opened (shared by its ids). */
+  NativeDeviceContext borrowedContext(long ibvContext) {
+    return borrowed.computeIfAbsent(ibvContext, ptr -> {
+      long dev = NativeMemory.getLong(ptr); // ibv_context.device
+      RdmaDevice d = new RdmaDevice(Verbs.deviceName(dev), Verbs.deviceGuid(dev),
+          transportName(NativeMemory.getInt(dev + Layout.DEVICE_TRANSPORT_TYPE)),
+          driverOf(cString(dev + Layout.DEVICE_IBDEV_PATH, Layout.DEVICE_IBDEV_PATH_MAX)));
+      return new NativeDeviceContext(this, d, ptr, true);
+    });
   }
 
   @Override
@@ -181,6 +196,11 @@ public final class NativeProvider implements RdmaProvider {
     if (closed) return;
     closed = true;
     List<RuntimeException> failures = new ArrayList<>();
+    // CM QPs go through rdma_destroy_qp, then what was opened on librdmacm's contexts, then the
+    // ids and channels, then the contexts this provider opened
+    for (NativeCmChannel c : new ArrayList<>(cmChannels)) c.forceCloseQps(failures);
+    for (NativeDeviceContext c : new ArrayList<>(borrowed.values())) c.forceClose(failures);
+    for (NativeCmChannel c : new ArrayList<>(cmChannels)) c.forceClose(failures);
     for (NativeDeviceContext c : new ArrayList<>(open)) c.forceClose(failures);
     if (!failures.isEmpty()) {
       RuntimeException first = failures.get(0);

@@ -38,10 +38,13 @@ final class NativeQp extends NativeResource implements QueuePair {
   private final long fnPostRecv;
   /** struct ibv_mw_bind for bindMemoryWindow, guarded by itself. */
   private final long mwBind;
+  /** The CM id that created it with rdma_create_qp (and destroys it), or null. */
+  final NativeCmId cmId;
 
   private NativeQp(NativePd pd, long qp, QpType type, QpCapabilities caps, NativeCq sendCq,
-      NativeCq recvCq, NativeSrq srq) {
+      NativeCq recvCq, NativeSrq srq, NativeCmId cmId) {
     super(qp, pd);
+    this.cmId = cmId;
     this.pd = pd;
     this.qpNum = NativeMemory.getInt(qp + Layout.QP_QP_NUM);
     this.type = type;
@@ -59,6 +62,11 @@ final class NativeQp extends NativeResource implements QueuePair {
   }
 
   static NativeQp create(NativePd pd, QpInitAttributes a) {
+    return create(pd, a, null);
+  }
+
+  /** Creates with ibv_create_qp, or with rdma_create_qp on {@code cmId} when not null. */
+  static NativeQp create(NativePd pd, QpInitAttributes a, NativeCmId cmId) {
     NativeDeviceContext ctx = pd.context;
     a.validate(ctx.queryDevice());
     NativeCq send = cq(ctx, a.sendCq(), "sendCq");
@@ -84,14 +92,20 @@ final class NativeQp extends NativeResource implements QueuePair {
     NativeMemory.putInt(cap + Layout.QP_CAP_MAX_INLINE_DATA, a.maxInlineData());
     NativeMemory.putInt(attr + Layout.QP_INIT_ATTR_QP_TYPE, a.type().code);
     NativeMemory.putInt(attr + Layout.QP_INIT_ATTR_SQ_SIG_ALL, a.signalAll() ? 1 : 0);
-    long qp = Verbs.createQp(pd.handle, attr, "creating a " + a.type() + " QP");
+    long qp;
+    if (cmId == null) {
+      qp = Verbs.createQp(pd.handle, attr, "creating a " + a.type() + " QP");
+    } else {
+      Verbs.rdmaCreateQp(cmId.handle, pd.handle, attr, "creating a " + a.type() + " QP");
+      qp = NativeMemory.getLong(cmId.handle + Layout.CM_ID_QP);
+    }
     QpCapabilities caps = new QpCapabilities(
         NativeMemory.getInt(cap + Layout.QP_CAP_MAX_SEND_WR),
         NativeMemory.getInt(cap + Layout.QP_CAP_MAX_RECV_WR),
         NativeMemory.getInt(cap + Layout.QP_CAP_MAX_SEND_SGE),
         NativeMemory.getInt(cap + Layout.QP_CAP_MAX_RECV_SGE),
         NativeMemory.getInt(cap + Layout.QP_CAP_MAX_INLINE_DATA));
-    NativeQp q = new NativeQp(pd, qp, a.type(), caps, send, recv, srq);
+    NativeQp q = new NativeQp(pd, qp, a.type(), caps, send, recv, srq, cmId);
     ctx.provider.qps.incrementAndGet();
     return q;
   }
@@ -109,7 +123,14 @@ final class NativeQp extends NativeResource implements QueuePair {
   @Override int rank() { return 0; }
   @Override String describe() { return type + " QP " + qpNum; }
   @Override String destroyVerb() { return "ibv_destroy_qp"; }
-  @Override void destroy() { Verbs.destroyQp(handle, "destroying " + describe()); }
+  @Override
+  void destroy() {
+    if (cmId != null) {
+      Verbs.rdmaDestroyQp(cmId.handle);
+    } else {
+      Verbs.destroyQp(handle, "destroying " + describe());
+    }
+  }
 
   @Override
   void forget() {
@@ -117,6 +138,7 @@ final class NativeQp extends NativeResource implements QueuePair {
     recvCq.users.remove(this);
     if (srq != null) srq.users.remove(this);
     pd.context.qpsByHandle.remove(handle);
+    if (cmId != null) cmId.qpClosed(this);
     synchronized (this) {
       NativeMemory.free(mwBind);
     }

@@ -140,6 +140,11 @@ public final class Verbs {
     return IBV;
   }
 
+  /** Whether librdmacm was loaded in this process (it keeps device contexts of its own open). */
+  public static boolean rdmacmLoaded() {
+    return rdmacm != null;
+  }
+
   /** librdmacm, loaded on first use. */
   static LibRdmacm rdmacm() {
     LibRdmacm r = rdmacm;
@@ -404,6 +409,79 @@ public final class Verbs {
 
   static void ackAsyncEvent(long event) {
     ibv().ibv_ack_async_event(event);
+  }
+
+  // ---------------------------------------------------------------- librdmacm
+
+  static long createEventChannel() {
+    return checkPointer("rdma_create_event_channel", rdmacm().rdma_create_event_channel(),
+        "creating a CM event channel");
+  }
+
+  static void destroyEventChannel(long channel) {
+    rdmacm().rdma_destroy_event_channel(channel);
+  }
+
+  static long createId(long channel) {
+    long out = scratch(8);
+    check("rdma_create_id", rdmacm().rdma_create_id(channel, out, 0, Layout.RDMA_PS_TCP),
+        "creating a CM id");
+    return NativeMemory.getLong(out);
+  }
+
+  static void destroyId(long id) {
+    check("rdma_destroy_id", rdmacm().rdma_destroy_id(id), "destroying a CM id");
+  }
+
+  static void bindAddr(long id, long sockaddr, String what) {
+    check("rdma_bind_addr", rdmacm().rdma_bind_addr(id, sockaddr), what);
+  }
+
+  static void listen(long id, int backlog) {
+    check("rdma_listen", rdmacm().rdma_listen(id, backlog), "listening");
+  }
+
+  static void resolveAddr(long id, long src, long dst, int timeoutMs, String what) {
+    check("rdma_resolve_addr", rdmacm().rdma_resolve_addr(id, src, dst, timeoutMs), what);
+  }
+
+  static void resolveRoute(long id, int timeoutMs) {
+    check("rdma_resolve_route", rdmacm().rdma_resolve_route(id, timeoutMs), "resolving the route");
+  }
+
+  static void rdmaCreateQp(long id, long pd, long initAttr, String what) {
+    check("rdma_create_qp", rdmacm().rdma_create_qp(id, pd, initAttr), what);
+  }
+
+  static void rdmaDestroyQp(long id) {
+    rdmacm().rdma_destroy_qp(id);
+  }
+
+  static void connect(long id, long connParam) {
+    check("rdma_connect", rdmacm().rdma_connect(id, connParam), "connecting");
+  }
+
+  static void accept(long id, long connParam) {
+    check("rdma_accept", rdmacm().rdma_accept(id, connParam), "accepting");
+  }
+
+  static void reject(long id, long privateData, int length) {
+    check("rdma_reject", rdmacm().rdma_reject(id, privateData, (byte) length), "rejecting");
+  }
+
+  static void disconnect(long id) {
+    check("rdma_disconnect", rdmacm().rdma_disconnect(id), "disconnecting");
+  }
+
+  /** Reads one CM event (the channel's fd must be readable); returns the rdma_cm_event pointer. */
+  static long getCmEvent(long channel) {
+    long out = scratch(8);
+    check("rdma_get_cm_event", rdmacm().rdma_get_cm_event(channel, out), "reading a CM event");
+    return NativeMemory.getLong(out);
+  }
+
+  static void ackCmEvent(long event) {
+    check("rdma_ack_cm_event", rdmacm().rdma_ack_cm_event(event), "acknowledging a CM event");
   }
 
   // ---------------------------------------------------------------- the inline verbs (ops table)

@@ -229,6 +229,17 @@ class LayoutTest {
     l("CM_EVENT_STATUS", off(ev, "status"));
     l("CM_EVENT_PARAM_CONN", off(ev, "param.conn"));
     l("RDMA_PS_TCP", "RDMA_PS_TCP");
+    l("AF_INET", "AF_INET");
+    l("AF_INET6", "AF_INET6");
+    l("SOCKADDR_FAMILY", off("sockaddr", "sa_family"));
+    l("SOCKADDR_IN_SIZE", size("sockaddr_in"));
+    l("SOCKADDR_IN_PORT", off("sockaddr_in", "sin_port"));
+    l("SOCKADDR_IN_ADDR", off("sockaddr_in", "sin_addr"));
+    l("SOCKADDR_IN6_SIZE", size("sockaddr_in6"));
+    l("SOCKADDR_IN6_PORT", off("sockaddr_in6", "sin6_port"));
+    l("SOCKADDR_IN6_ADDR", off("sockaddr_in6", "sin6_addr"));
+    l("SOCKADDR_IN6_SCOPE_ID", off("sockaddr_in6", "sin6_scope_id"));
+    l("SOCKADDR_STORAGE_SIZE", size("sockaddr_storage"));
     l("POLLFD_SIZE", size("pollfd"));
     l("POLLFD_FD", off("pollfd", "fd"));
     l("POLLFD_EVENTS", off("pollfd", "events"));
@@ -352,7 +363,7 @@ class LayoutTest {
     Files.createDirectories(dir);
     StringBuilder c = new StringBuilder();
     c.append("#include <stdio.h>\n#include <stddef.h>\n#include <poll.h>\n")
-        .append("#include <sys/resource.h>\n#include <infiniband/verbs.h>\n")
+        .append("#include <sys/resource.h>\n#include <netinet/in.h>\n#include <infiniband/verbs.h>\n")
         .append("#include <rdma/rdma_cma.h>\n\nint main(void) {\n");
     int i = 0;
     for (Map.Entry<String, String> e : LAYOUT.entrySet()) {
