@@ -182,6 +182,7 @@ final class NativeDeviceContext extends NativeResource implements DeviceContext 
       }
     }
     if (a.atomicCap() != AtomicCapability.NONE) f.add(Feature.ATOMICS);
+    f.add(Feature.CONNECTION_MANAGER); // librdmacm works with every verbs device here
     if (probeCqResize()) f.add(Feature.CQ_RESIZE);
     if (probeRereg()) f.add(Feature.REREGISTER_MR);
     return f;

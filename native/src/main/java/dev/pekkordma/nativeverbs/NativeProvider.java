@@ -175,7 +175,7 @@ public final class NativeProvider implements RdmaProvider {
     List<DeviceEntry> devs = listDevices();
     if (devs.isEmpty()) return EnumSet.noneOf(Feature.class);
     EnumSet<Feature> all = EnumSet.allOf(Feature.class);
-    all.remove(Feature.CONNECTION_MANAGER); // not implemented yet
+    if (!Verbs.rdmacmAvailable()) all.remove(Feature.CONNECTION_MANAGER);
     for (DeviceEntry e : devs) {
       RdmaDevice d = new RdmaDevice(e.name, e.guid, transportName(e.transport), "");
       try (NativeDeviceContext c = (NativeDeviceContext) open(d)) {

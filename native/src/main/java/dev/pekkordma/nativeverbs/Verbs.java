@@ -140,9 +140,24 @@ public final class Verbs {
     return IBV;
   }
 
-  /** Whether librdmacm was loaded in this process (it keeps device contexts of its own open). */
-  public static boolean rdmacmLoaded() {
-    return rdmacm != null;
+  private static volatile boolean cmUsed;
+
+  /**
+   * Whether this process created a CM event channel (librdmacm then opens device contexts of its
+   * own and keeps them open).
+   */
+  public static boolean cmUsed() {
+    return cmUsed;
+  }
+
+  /** Whether librdmacm.so.1 loads. */
+  public static boolean rdmacmAvailable() {
+    try {
+      rdmacm();
+      return true;
+    } catch (RdmaException e) {
+      return false;
+    }
   }
 
   /** librdmacm, loaded on first use. */
@@ -414,6 +429,7 @@ public final class Verbs {
   // ---------------------------------------------------------------- librdmacm
 
   static long createEventChannel() {
+    cmUsed = true;
     return checkPointer("rdma_create_event_channel", rdmacm().rdma_create_event_channel(),
         "creating a CM event channel");
   }

@@ -62,8 +62,7 @@ class NativeCmSmokeTest {
     Map<String, Integer> before = NativeSmokeTest.rdmaResources(DEVICE);
     System.out.println("rdma resource show " + DEVICE + " before: " + before);
     try (RdmaProvider provider = RdmaProviders.load(ConfigFactory.load())) {
-      System.out.println("supports(CONNECTION_MANAGER) = "
-          + provider.supports(RdmaProvider.Feature.CONNECTION_MANAGER));
+      assertTrue(provider.supports(RdmaProvider.Feature.CONNECTION_MANAGER));
       CmEventChannel serverCh = provider.createCmEventChannel();
       CmEventChannel clientCh = provider.createCmEventChannel();
       CmId listener = serverCh.createId("listener");
@@ -131,9 +130,12 @@ class NativeCmSmokeTest {
         assertEquals(before.get("cm_id") + 3, during.get("cm_id"));
         assertEquals(3, provider.liveResources().cmIds());
 
+        // the passive side sees the DREQ and answers it with its own rdma_disconnect (the DREP),
+        // which completes the active side's disconnect (as rping does)
         client.disconnect();
-        expect(clientCh, CmEventType.DISCONNECTED);
         expect(serverCh, CmEventType.DISCONNECTED);
+        conn.disconnect();
+        expect(clientCh, CmEventType.DISCONNECTED);
         client.destroyQp();
         conn.destroyQp();
         smr.close();
