@@ -19,21 +19,20 @@ public final class RdmaSettings {
   private final SoftSettings soft;
   private final Duration cmConnectTimeout;
 
+  /** Reads from the full config, by full paths, so that every error names the whole path. */
   private RdmaSettings(Config c) {
-    provider = c.getString("provider");
+    provider = c.getString(ROOT + ".provider");
     if (!PROVIDERS.contains(provider)) {
       throw new ConfigException.BadValue(ROOT + ".provider",
           "must be auto, native or soft, was '" + provider + "'");
     }
-    soft = new SoftSettings(c.getConfig("soft"));
-    cmConnectTimeout = positive(c, "cm.connect-timeout");
+    soft = new SoftSettings(c);
+    cmConnectTimeout = positive(c, ROOT + ".cm.connect-timeout");
   }
 
   /** Reads and checks {@code pekko-rdma} in {@code config} (with reference.conf beneath it). */
   public static RdmaSettings from(Config config) {
-    Config withDefaults = config.withFallback(ConfigFactory.defaultReference()).resolve();
-    withDefaults.checkValid(ConfigFactory.defaultReference(), ROOT);
-    return new RdmaSettings(withDefaults.getConfig(ROOT));
+    return new RdmaSettings(config.withFallback(ConfigFactory.defaultReference()).resolve());
   }
 
   public String provider() { return provider; }
@@ -45,7 +44,7 @@ public final class RdmaSettings {
   static Duration positive(Config c, String path) {
     Duration d = c.getDuration(path);
     if (d.isNegative() || d.isZero()) {
-      throw new ConfigException.BadValue(ROOT + "." + path, "must be positive, was " + d);
+      throw new ConfigException.BadValue(path, "must be positive, was " + d);
     }
     return d;
   }
@@ -63,7 +62,7 @@ public final class RdmaSettings {
     public final long maxMsgSize;
 
     SoftSettings(Config c) {
-      devices = c.getStringList("devices");
+      devices = c.getStringList(P + "devices");
       if (devices.isEmpty()) {
         throw new ConfigException.BadValue(P + "devices", "must name at least one device");
       }
@@ -76,8 +75,8 @@ public final class RdmaSettings {
       if (devices.stream().distinct().count() != devices.size()) {
         throw new ConfigException.BadValue(P + "devices", "names repeat: " + devices);
       }
-      fabricHost = c.getString("fabric.host");
-      fabricPort = c.getInt("fabric.port");
+      fabricHost = c.getString(P + "fabric.host");
+      fabricPort = c.getInt(P + "fabric.port");
       if (fabricPort < 0 || fabricPort > 65535) {
         throw new ConfigException.BadValue(P + "fabric.port",
             "must be in [0, 65535], was " + fabricPort);
@@ -94,16 +93,16 @@ public final class RdmaSettings {
       maxSrqWr = limit(c, "max-srq-wr");
       maxInlineData = limit(c, "max-inline-data");
       maxQpRdAtom = limit(c, "max-qp-rd-atom");
-      maxMrSize = c.getLong("limits.max-mr-size");
+      maxMrSize = c.getLong(P + "limits.max-mr-size");
       if (maxMrSize <= 0) {
         throw new ConfigException.BadValue(P + "limits.max-mr-size", "must be positive");
       }
-      mtu = c.getInt("mtu");
+      mtu = c.getInt(P + "mtu");
       if (mtu != 256 && mtu != 512 && mtu != 1024 && mtu != 2048 && mtu != 4096) {
         throw new ConfigException.BadValue(P + "mtu",
             "must be 256, 512, 1024, 2048 or 4096, was " + mtu);
       }
-      maxMsgSize = c.getLong("max-msg-size");
+      maxMsgSize = c.getLong(P + "max-msg-size");
       if (maxMsgSize < mtu || maxMsgSize > (1L << 31)) {
         throw new ConfigException.BadValue(P + "max-msg-size",
             "must be in [mtu, 2^31], was " + maxMsgSize);
@@ -111,7 +110,7 @@ public final class RdmaSettings {
     }
 
     private static int limit(Config c, String key) {
-      int v = c.getInt("limits." + key);
+      int v = c.getInt(P + "limits." + key);
       if (v <= 0) {
         throw new ConfigException.BadValue(P + "limits." + key, "must be positive, was " + v);
       }

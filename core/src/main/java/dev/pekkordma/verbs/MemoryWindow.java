@@ -24,7 +24,10 @@ public interface MemoryWindow extends AutoCloseable {
 
   Type type();
 
-  /** The current rkey: 0 until bound; changes with each bind. */
+  /**
+   * The current rkey; it grants nothing until a bind, and each bind changes it. A type-2 bind
+   * names the next one: {@code nextRkey(rkey())}.
+   */
   int rkey();
 
   /** The provider's handle ({@code struct ibv_mw *} on the native provider). */

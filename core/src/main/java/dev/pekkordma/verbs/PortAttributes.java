@@ -8,4 +8,4 @@ public record PortAttributes(
     int gidTableLength,
     int lid,
     LinkLayer linkLayer,
-    int maxMsgSize) {}
+    long maxMsgSize) {}

@@ -1,7 +1,6 @@
 package dev.pekkordma.verbs;
 
 import dev.pekkordma.memory.NativeMemory;
-import dev.pekkordma.memory.OffHeapBuffer;
 
 /**
  * A reusable batch of send work requests in off-heap memory, laid out as an array of {@code
@@ -10,7 +9,7 @@ import dev.pekkordma.memory.OffHeapBuffer;
  * #add} and the setters that follow (each applies to the request added last), post it, then
  * {@link #clear} and reuse it.
  */
-public final class SendRequests implements AutoCloseable {
+public final class SendRequests extends RequestBatch {
   // ibv_send_flags
   public static final int FENCE = 1;
   public static final int SIGNALED = 1 << 1;
@@ -19,10 +18,6 @@ public final class SendRequests implements AutoCloseable {
 
   // struct ibv_send_wr
   public static final int WR_SIZE = 128;
-  public static final int OFF_WR_ID = 0;
-  public static final int OFF_NEXT = 8;
-  public static final int OFF_SG_LIST = 16;
-  public static final int OFF_NUM_SGE = 24;
   public static final int OFF_OPCODE = 28;
   public static final int OFF_SEND_FLAGS = 32;
   public static final int OFF_IMM_DATA = 36;
@@ -40,65 +35,23 @@ public final class SendRequests implements AutoCloseable {
   public static final int OFF_BIND_ADDR = 104;
   public static final int OFF_BIND_LENGTH = 112;
   public static final int OFF_BIND_ACCESS = 120;
-  // struct ibv_sge
-  public static final int SGE_SIZE = 16;
-
-  private final OffHeapBuffer memory;
-  private final long base;
-  private final long sgeBase;
-  private final int capacity;
-  private final int maxSge;
-  private int size;
 
   public SendRequests(int capacity, int maxSgePerRequest) {
-    if (capacity <= 0) throw new IllegalArgumentException("capacity must be positive: " + capacity);
-    if (maxSgePerRequest <= 0) {
-      throw new IllegalArgumentException("maxSgePerRequest must be positive: " + maxSgePerRequest);
-    }
-    this.capacity = capacity;
-    this.maxSge = maxSgePerRequest;
-    this.memory = OffHeapBuffer.allocate((long) capacity * (WR_SIZE + (long) maxSge * SGE_SIZE));
-    this.base = memory.address();
-    this.sgeBase = base + (long) capacity * WR_SIZE;
+    super("SendRequests", WR_SIZE, capacity, maxSgePerRequest);
   }
-
-  public int capacity() { return capacity; }
-
-  public int maxSgePerRequest() { return maxSge; }
-
-  public int size() { return size; }
-
-  public void clear() { size = 0; }
 
   /** Starts a request; the setters after it apply to it. Flags: {@link #SIGNALED} etc. */
   public SendRequests add(long wrId, WrOpcode opcode, int flags) {
-    if (size == capacity) {
-      throw new IllegalStateException("SendRequests is full: capacity " + capacity);
-    }
     if (opcode == null) throw new IllegalArgumentException("opcode is null");
-    long wr = base + (long) size * WR_SIZE;
-    NativeMemory.zero(wr, WR_SIZE);
-    NativeMemory.putLong(wr + OFF_WR_ID, wrId);
-    NativeMemory.putLong(wr + OFF_SG_LIST, sgeBase + (long) size * maxSge * SGE_SIZE);
+    long wr = startRequest(wrId);
     NativeMemory.putInt(wr + OFF_OPCODE, opcode.code);
     NativeMemory.putInt(wr + OFF_SEND_FLAGS, flags);
-    size++;
     return this;
   }
 
   /** Appends a gather element to the current request. */
   public SendRequests sge(long address, int length, int lkey) {
-    long wr = current();
-    int n = NativeMemory.getInt(wr + OFF_NUM_SGE);
-    if (n == maxSge) {
-      throw new IllegalStateException("request " + (size - 1) + " already has " + maxSge
-          + " SGEs, the most this SendRequests holds per request");
-    }
-    long sge = NativeMemory.getLong(wr + OFF_SG_LIST) + (long) n * SGE_SIZE;
-    NativeMemory.putLong(sge, address);
-    NativeMemory.putInt(sge + 8, length);
-    NativeMemory.putInt(sge + 12, lkey);
-    NativeMemory.putInt(wr + OFF_NUM_SGE, n + 1);
+    appendSge(address, length, lkey);
     return this;
   }
 
@@ -159,37 +112,8 @@ public final class SendRequests implements AutoCloseable {
     return this;
   }
 
-  private long current() {
-    if (size == 0) throw new IllegalStateException("call add(...) before setting a request's fields");
-    return base + (long) (size - 1) * WR_SIZE;
-  }
-
-  /** Links the requests into the {@code next} chain and returns the first's address. */
-  public long linkForPost() {
-    for (int i = 0; i < size; i++) {
-      long wr = base + (long) i * WR_SIZE;
-      NativeMemory.putLong(wr + OFF_NEXT, i + 1 < size ? wr + WR_SIZE : 0L);
-    }
-    return base;
-  }
-
-  /** The address of request {@code i}'s {@code struct ibv_send_wr}. */
-  public long requestAddress(int i) {
-    checkIndex(i);
-    return base + (long) i * WR_SIZE;
-  }
-
-  public long wrId(int i) { return NativeMemory.getLong(requestAddress(i) + OFF_WR_ID); }
   public WrOpcode opcode(int i) { return WrOpcode.of(NativeMemory.getInt(requestAddress(i) + OFF_OPCODE)); }
   public int flags(int i) { return NativeMemory.getInt(requestAddress(i) + OFF_SEND_FLAGS); }
-  public int numSge(int i) { return NativeMemory.getInt(requestAddress(i) + OFF_NUM_SGE); }
 
-  private void checkIndex(int i) {
-    if (i < 0 || i >= size) throw new IndexOutOfBoundsException("request " + i + " of " + size);
-  }
 
-  @Override
-  public void close() {
-    memory.close();
-  }
 }

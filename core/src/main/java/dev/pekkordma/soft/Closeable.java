@@ -1,0 +1,31 @@
+package dev.pekkordma.soft;
+
+import dev.pekkordma.verbs.RdmaException;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/** The closed flag every software resource has: a verb on a closed one fails naming it. */
+abstract class Closeable {
+  private final AtomicBoolean closed = new AtomicBoolean();
+
+  abstract String describe();
+
+  final boolean isClosed() {
+    return closed.get();
+  }
+
+  final void checkOpen(String verb) {
+    if (closed.get()) {
+      throw new RdmaException(verb, RdmaException.EINVAL, describe() + " is already closed");
+    }
+  }
+
+  /** True for the one caller that closes it. */
+  final boolean markClosed() {
+    return closed.compareAndSet(false, true);
+  }
+
+  /** Undo a close that was refused (EBUSY). */
+  final void reopen() {
+    closed.set(false);
+  }
+}

@@ -1,0 +1,99 @@
+package dev.pekkordma.soft;
+
+import dev.pekkordma.cm.CmEventChannel;
+import dev.pekkordma.verbs.DeviceContext;
+import dev.pekkordma.verbs.Gid;
+import dev.pekkordma.soft.cm.SoftCmEventChannel;
+import java.util.ArrayList;
+import java.util.List;
+import java.net.InetAddress;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+
+/** The provider's side of the software connection manager: shared contexts and bookkeeping. */
+final class SoftCm implements SoftCmSupport {
+  private final SoftProvider provider;
+  private final Map<SoftDevice, SoftContext> shared = new HashMap<>();
+  private final Map<SoftContext, Integer> references = new HashMap<>();
+  private final List<SoftCmEventChannel> channels = new ArrayList<>();
+
+  SoftCm(SoftProvider provider) {
+    this.provider = provider;
+  }
+
+  boolean available() {
+    return true;
+  }
+
+  synchronized CmEventChannel createEventChannel() {
+    channels.removeIf(SoftCmEventChannel::isClosed);
+    SoftCmEventChannel c = new SoftCmEventChannel(this);
+    channels.add(c);
+    return c;
+  }
+
+  /** At provider close: every id and channel goes, as when a process exits. */
+  void shutdown() {
+    List<SoftCmEventChannel> open;
+    synchronized (this) {
+      open = new ArrayList<>(channels);
+      channels.clear();
+    }
+    for (SoftCmEventChannel c : open) c.shutdown();
+  }
+
+  @Override
+  public synchronized DeviceContext acquireContext(InetAddress local) {
+    SoftDevice device = provider.softDevices().get(0);
+    SoftContext c = shared.get(device);
+    if (c == null || c.isClosed()) {
+      c = (SoftContext) provider.open(device.info);
+      shared.put(device, c);
+    }
+    references.merge(c, 1, Integer::sum);
+    return c;
+  }
+
+  @Override
+  public synchronized void releaseContext(DeviceContext context) {
+    Integer n = references.get(context);
+    if (n == null) return;
+    if (n > 1) {
+      references.put((SoftContext) context, n - 1);
+      return;
+    }
+    references.remove(context);
+    shared.values().remove(context);
+    // librdmacm keeps its contexts while the user's PDs live on them: close with the last one
+    ((SoftContext) context).closeWhenEmpty();
+  }
+
+  @Override
+  public Gid gid(DeviceContext context) {
+    return context.queryGid(1, 0);
+  }
+
+  @Override
+  public boolean portActive(DeviceContext context) {
+    return ((SoftContext) context).device.portActive();
+  }
+
+  @Override
+  public AutoCloseable onDeviceRemoval(DeviceContext context, Runnable onRemoval) {
+    SoftDevice device = ((SoftContext) context).device;
+    device.removalListeners.add(onRemoval);
+    if (device.isFatal()) onRemoval.run(); // the device died before this id came
+    return () -> device.removalListeners.remove(onRemoval);
+  }
+
+  @Override
+  public void countCmId(int delta) {
+    provider.counters.cmIds.addAndGet(delta);
+  }
+
+  @Override
+  public Duration connectTimeout() {
+    return provider.allSettings().cmConnectTimeout();
+  }
+}

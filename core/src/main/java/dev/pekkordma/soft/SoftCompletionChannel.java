@@ -1,0 +1,66 @@
+package dev.pekkordma.soft;
+
+import dev.pekkordma.verbs.CompletionChannel;
+import dev.pekkordma.verbs.CompletionQueue;
+import dev.pekkordma.verbs.RdmaException;
+import java.time.Duration;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+final class SoftCompletionChannel extends Closeable implements CompletionChannel {
+  final SoftContext context;
+  private final LinkedBlockingQueue<SoftCq> events = new LinkedBlockingQueue<>();
+  final AtomicInteger cqs = new AtomicInteger();
+
+  SoftCompletionChannel(SoftContext context) {
+    this.context = context;
+  }
+
+  @Override
+  String describe() {
+    return "completion channel of " + context.device.info.name();
+  }
+
+  void signal(SoftCq cq) {
+    cq.unackedEvents.incrementAndGet();
+    events.add(cq);
+  }
+
+  @Override
+  public CompletionQueue awaitEvent(Duration timeout) {
+    checkOpen("ibv_get_cq_event");
+    try {
+      return events.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return null;
+    }
+  }
+
+  @Override
+  public void ackEvents(CompletionQueue cq, int count) {
+    if (!(cq instanceof SoftCq) || count < 0) {
+      throw new RdmaException("ibv_ack_cq_events", RdmaException.EINVAL,
+          "needs a CQ of this provider and a count >= 0, got " + cq + ", " + count);
+    }
+    SoftCq c = (SoftCq) cq;
+    int left = c.unackedEvents.addAndGet(-count);
+    if (left < 0) {
+      c.unackedEvents.addAndGet(count);
+      throw new RdmaException("ibv_ack_cq_events", RdmaException.EINVAL,
+          "acknowledging " + count + " events but only " + (left + count) + " are unacknowledged");
+    }
+  }
+
+  @Override
+  public void close() {
+    if (!markClosed()) return;
+    if (cqs.get() > 0) {
+      reopen();
+      throw new RdmaException("ibv_destroy_comp_channel", RdmaException.EBUSY,
+          describe() + " is still used by " + cqs.get() + " CQs");
+    }
+    context.forget(this);
+  }
+}

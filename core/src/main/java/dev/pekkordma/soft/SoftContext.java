@@ -1,0 +1,185 @@
+package dev.pekkordma.soft;
+
+import dev.pekkordma.verbs.AsyncEvent;
+import dev.pekkordma.verbs.CompletionChannel;
+import dev.pekkordma.verbs.CompletionQueue;
+import dev.pekkordma.verbs.DeviceAttributes;
+import dev.pekkordma.verbs.DeviceContext;
+import dev.pekkordma.verbs.Gid;
+import dev.pekkordma.verbs.PortAttributes;
+import dev.pekkordma.verbs.ProtectionDomain;
+import dev.pekkordma.verbs.RdmaDevice;
+import dev.pekkordma.verbs.RdmaException;
+import java.time.Duration;
+import java.util.Collection;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+final class SoftContext extends Closeable implements DeviceContext {
+  final SoftDevice device;
+  private final LinkedBlockingQueue<AsyncEvent> events = new LinkedBlockingQueue<>();
+  private final Set<Object> children = ConcurrentHashMap.newKeySet();
+  final Set<SoftQp> qps = ConcurrentHashMap.newKeySet();
+
+  SoftContext(SoftDevice device) {
+    this.device = device;
+  }
+
+  @Override
+  String describe() {
+    return "context of " + device.info.name();
+  }
+
+  @Override
+  public RdmaDevice device() {
+    return device.info;
+  }
+
+  @Override
+  public DeviceAttributes queryDevice() {
+    checkOpen("ibv_query_device");
+    return device.attributes();
+  }
+
+  @Override
+  public PortAttributes queryPort(int port) {
+    checkOpen("ibv_query_port");
+    checkPort("ibv_query_port", port);
+    return device.port();
+  }
+
+  @Override
+  public Gid queryGid(int port, int index) {
+    checkOpen("ibv_query_gid");
+    checkPort("ibv_query_gid", port);
+    if (index != 0) {
+      throw new RdmaException("ibv_query_gid", RdmaException.EINVAL,
+          "GID index " + index + " is outside the table of 1 entry on port 1");
+    }
+    return device.gid;
+  }
+
+  private void checkPort(String verb, int port) {
+    if (port != 1) {
+      throw new RdmaException(verb, RdmaException.EINVAL,
+          "port " + port + " does not exist: " + device.info.name() + " has port 1");
+    }
+  }
+
+  @Override
+  public ProtectionDomain allocPd() {
+    checkOpen("ibv_alloc_pd");
+    checkAlive("ibv_alloc_pd");
+    int live = device.provider.counters.pds.get();
+    if (live >= device.settings.maxPd) {
+      throw new RdmaException("ibv_alloc_pd", RdmaException.ENOMEM,
+          "no more than " + device.settings.maxPd + " PDs (max_pd)");
+    }
+    SoftPd pd = new SoftPd(this, device.provider.nextObjectNumber());
+    children.add(pd);
+    device.provider.counters.pds.incrementAndGet();
+    return pd;
+  }
+
+  @Override
+  public CompletionChannel createCompletionChannel() {
+    checkOpen("ibv_create_comp_channel");
+    SoftCompletionChannel ch = new SoftCompletionChannel(this);
+    children.add(ch);
+    return ch;
+  }
+
+  @Override
+  public CompletionQueue createCq(int cqe, CompletionChannel channel) {
+    checkOpen("ibv_create_cq");
+    checkAlive("ibv_create_cq");
+    int max = device.settings.maxCqe;
+    if (cqe < 1 || cqe > max) {
+      throw new RdmaException("ibv_create_cq", RdmaException.EINVAL,
+          "cqe = " + cqe + " is outside [1, " + max + "] (max_cqe)");
+    }
+    if (device.provider.counters.cqs.get() >= device.settings.maxCq) {
+      throw new RdmaException("ibv_create_cq", RdmaException.ENOMEM,
+          "no more than " + device.settings.maxCq + " CQs (max_cq)");
+    }
+    SoftCompletionChannel ch = null;
+    if (channel != null) {
+      if (!(channel instanceof SoftCompletionChannel)
+          || ((SoftCompletionChannel) channel).context != this) {
+        throw new RdmaException("ibv_create_cq", RdmaException.EINVAL,
+            "the completion channel belongs to another context");
+      }
+      ch = (SoftCompletionChannel) channel;
+      ch.checkOpen("ibv_create_cq");
+      ch.cqs.incrementAndGet();
+    }
+    SoftCq cq = new SoftCq(this, cqe, ch, device.provider.nextObjectNumber());
+    children.add(cq);
+    device.provider.counters.cqs.incrementAndGet();
+    return cq;
+  }
+
+  @Override
+  public AsyncEvent nextAsyncEvent(Duration timeout) {
+    checkOpen("ibv_get_async_event");
+    try {
+      return events.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return null;
+    }
+  }
+
+  void raise(AsyncEvent e) {
+    if (!isClosed()) events.add(e);
+  }
+
+  void checkAlive(String verb) {
+    if (device.isFatal()) {
+      throw new RdmaException(verb, RdmaException.EIO, device.info.name() + " had a fatal error");
+    }
+  }
+
+  void allQpsToError() {
+    for (SoftQp qp : qps) qp.fatal(null);
+  }
+
+  void forget(Object child) {
+    children.remove(child);
+    if (closeWhenEmpty && children.isEmpty()) close();
+  }
+
+  private volatile boolean closeWhenEmpty;
+
+  /** Closes now if nothing is open on it, else as soon as the last child closes. */
+  void closeWhenEmpty() {
+    closeWhenEmpty = true;
+    if (children.isEmpty()) close();
+  }
+
+  static String describeAll(Collection<?> objects) {
+    Map<String, Integer> byKind = new TreeMap<>();
+    for (Object o : objects) {
+      String kind = o.getClass().getSimpleName().replace("Soft", "");
+      byKind.merge(kind, 1, Integer::sum);
+    }
+    return byKind.toString();
+  }
+
+  @Override
+  public void close() {
+    if (!children.isEmpty() && closeWhenEmpty) return; // closes itself with its last child
+    if (!markClosed()) return;
+    if (!children.isEmpty()) {
+      reopen();
+      throw new RdmaException("ibv_close_device", RdmaException.EBUSY,
+          describe() + " still has " + describeAll(children) + " open");
+    }
+    device.contexts.remove(this);
+    device.provider.counters.contexts.decrementAndGet();
+  }
+}

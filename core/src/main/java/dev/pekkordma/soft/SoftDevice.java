@@ -1,0 +1,99 @@
+package dev.pekkordma.soft;
+
+import dev.pekkordma.config.RdmaSettings.SoftSettings;
+import dev.pekkordma.verbs.AsyncEvent;
+import dev.pekkordma.verbs.AsyncEventType;
+import dev.pekkordma.verbs.AtomicCapability;
+import dev.pekkordma.verbs.DeviceAttributes;
+import dev.pekkordma.verbs.Gid;
+import dev.pekkordma.verbs.LinkLayer;
+import dev.pekkordma.verbs.Mtu;
+import dev.pekkordma.verbs.PortAttributes;
+import dev.pekkordma.verbs.PortState;
+import dev.pekkordma.verbs.RdmaDevice;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+/**
+ * One software RDMA device: what the hardware would hold. Its memory keys and QP numbers are
+ * device-wide, as on a NIC; its engine thread plays the NIC's send pipeline.
+ */
+final class SoftDevice {
+  final SoftProvider provider;
+  final RdmaDevice info;
+  final SoftSettings settings;
+  final Gid gid;
+  final KeyTable<Object> memoryKeys; // SoftMr and SoftMw by lkey/rkey
+  final KeyTable<SoftQp> qps;
+  final KeyTable<Object> handles; // what SendRequests names by handle: MRs, MWs, AHs
+  final SoftEngine engine;
+  final LocalPeer localPeer;
+  final List<SoftContext> contexts = new CopyOnWriteArrayList<>();
+  final List<Runnable> removalListeners = new CopyOnWriteArrayList<>();
+  private volatile PortState portState = PortState.ACTIVE;
+  private volatile boolean fatal;
+
+  SoftDevice(SoftProvider provider, String name, Gid gid, long guid) {
+    this.provider = provider;
+    this.settings = provider.settings();
+    this.gid = gid;
+    this.info = new RdmaDevice(name, guid, "soft-roce", "soft");
+    this.memoryKeys = new KeyTable<>(64, settings.maxMr + settings.maxMw, "memory regions and windows");
+    this.qps = new KeyTable<>(64, Math.min(settings.maxQp, 65535), "QPs");
+    this.handles = new KeyTable<>(64, Integer.MAX_VALUE >>> 8, "handles");
+    this.engine = new SoftEngine(engineName(name, gid), Math.min(settings.maxQp, 65535));
+    this.localPeer = new LocalPeer(this);
+  }
+
+  /** The engine thread's name: the device name and its fabric serial (unique in the JVM). */
+  static String engineName(String name, Gid gid) {
+    return name + "#" + (((gid.byteAt(14) & 0xff) << 8) | (gid.byteAt(15) & 0xff));
+  }
+
+  DeviceAttributes attributes() {
+    SoftSettings s = settings;
+    return new DeviceAttributes("pekko-rdma soft 1", info.guid(), s.maxMrSize, s.maxQp, s.maxQpWr,
+        s.maxSge, s.maxCq, s.maxCqe, s.maxMr, s.maxPd, s.maxMw, s.maxSrq, s.maxSrqWr, s.maxSge,
+        s.maxQpRdAtom, s.maxQpRdAtom, s.maxInlineData, AtomicCapability.HCA, 1);
+  }
+
+  Mtu mtu() {
+    for (Mtu m : Mtu.values()) if (m.bytes == settings.mtu) return m;
+    return Mtu.MTU_4096;
+  }
+
+  PortAttributes port() {
+    Mtu mtu = mtu();
+    return new PortAttributes(portState, mtu, mtu, 1, 0, LinkLayer.ETHERNET, settings.maxMsgSize);
+  }
+
+  boolean portActive() {
+    return portState == PortState.ACTIVE && !fatal;
+  }
+
+  boolean isFatal() {
+    return fatal;
+  }
+
+  void setPortActive(boolean active) {
+    portState = active ? PortState.ACTIVE : PortState.DOWN;
+    raiseToAll(AsyncEvent.ofPort(active ? AsyncEventType.PORT_ACTIVE : AsyncEventType.PORT_ERR, 1));
+  }
+
+  void deviceFatal() {
+    fatal = true;
+    portState = PortState.DOWN;
+    raiseToAll(AsyncEvent.ofDevice(AsyncEventType.DEVICE_FATAL));
+    for (SoftContext c : contexts) c.allQpsToError();
+    for (Runnable r : removalListeners) r.run();
+  }
+
+  void raiseToAll(AsyncEvent e) {
+    for (SoftContext c : contexts) c.raise(e);
+  }
+
+  void close() {
+    engine.stop();
+    SoftFabric.get().unregister(this);
+  }
+}

@@ -1,0 +1,158 @@
+package dev.pekkordma.soft;
+
+import dev.pekkordma.cm.CmEventChannel;
+import dev.pekkordma.config.RdmaSettings;
+import dev.pekkordma.config.RdmaSettings.SoftSettings;
+import dev.pekkordma.verbs.DeviceContext;
+import dev.pekkordma.verbs.FaultInjection;
+import dev.pekkordma.verbs.QueuePair;
+import dev.pekkordma.verbs.RdmaDevice;
+import dev.pekkordma.verbs.RdmaException;
+import dev.pekkordma.verbs.RdmaProvider;
+import dev.pekkordma.verbs.ResourceCounts;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The embedded software RDMA provider: verbs semantics with no hardware, devices of one JVM
+ * talking in memory and devices of different processes over TCP.
+ */
+public final class SoftProvider implements RdmaProvider, FaultInjection {
+  final SoftCounters counters = new SoftCounters();
+  private final SoftSettings settings;
+  private final RdmaSettings all;
+  private final List<SoftDevice> devices = new ArrayList<>();
+  private final AtomicInteger objectNumbers = new AtomicInteger();
+  private final ScheduledExecutorService timer;
+  private final SoftCm cm;
+  private volatile boolean closed;
+
+  SoftProvider(RdmaSettings settings) {
+    this.all = settings;
+    this.settings = settings.soft();
+    TcpFabric tcp = SoftFabric.get().tcp(this.settings.fabricHost, this.settings.fabricPort);
+    for (String name : this.settings.devices) {
+      var gid = SoftFabric.get().newGid(tcp);
+      long guid = 0x0002c90300000000L | ((gid.byteAt(14) & 0xffL) << 8) | (gid.byteAt(15) & 0xffL);
+      SoftDevice d = new SoftDevice(this, name, gid, guid);
+      devices.add(d);
+      SoftFabric.get().register(d);
+    }
+    timer = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "soft-rdma-timer");
+      t.setDaemon(true);
+      return t;
+    });
+    cm = new SoftCm(this);
+  }
+
+  SoftSettings settings() {
+    return settings;
+  }
+
+  RdmaSettings allSettings() {
+    return all;
+  }
+
+  ScheduledExecutorService timer() {
+    return timer;
+  }
+
+  int nextObjectNumber() {
+    return objectNumbers.incrementAndGet();
+  }
+
+  List<SoftDevice> softDevices() {
+    return devices;
+  }
+
+  @Override
+  public String name() {
+    return "soft";
+  }
+
+  @Override
+  public List<RdmaDevice> devices() {
+    List<RdmaDevice> list = new ArrayList<>();
+    for (SoftDevice d : devices) list.add(d.info);
+    return Collections.unmodifiableList(list);
+  }
+
+  @Override
+  public DeviceContext open(RdmaDevice device) {
+    checkOpen("ibv_open_device");
+    if (device == null) throw new RdmaException("ibv_open_device", RdmaException.EINVAL, "device is null");
+    for (SoftDevice d : devices) {
+      if (d.info.equals(device)) {
+        SoftContext c = new SoftContext(d);
+        d.contexts.add(c);
+        counters.contexts.incrementAndGet();
+        return c;
+      }
+    }
+    throw new RdmaException("ibv_open_device", RdmaException.ENODEV,
+        device + " is not a device of this provider; devices: " + devices());
+  }
+
+  @Override
+  public CmEventChannel createCmEventChannel() {
+    checkOpen("rdma_create_event_channel");
+    return cm.createEventChannel();
+  }
+
+  @Override
+  public boolean supports(Feature feature) {
+    return feature != Feature.CONNECTION_MANAGER || cm.available();
+  }
+
+  @Override
+  public ResourceCounts liveResources() {
+    return counters.snapshot();
+  }
+
+  @Override
+  public Optional<FaultInjection> faults() {
+    return Optional.of(this);
+  }
+
+  @Override
+  public void setPortState(DeviceContext context, int port, boolean active) {
+    soft(context).device.setPortActive(active);
+  }
+
+  @Override
+  public void deviceFatal(DeviceContext context) {
+    soft(context).device.deviceFatal();
+  }
+
+  @Override
+  public void qpFatal(QueuePair qp) {
+    if (!(qp instanceof SoftQp)) throw new IllegalArgumentException("not a software QP: " + qp);
+    ((SoftQp) qp).fatal(null);
+  }
+
+  private SoftContext soft(DeviceContext context) {
+    if (!(context instanceof SoftContext)) {
+      throw new IllegalArgumentException("not a software device context: " + context);
+    }
+    return (SoftContext) context;
+  }
+
+  private void checkOpen(String verb) {
+    if (closed) throw new RdmaException(verb, RdmaException.EINVAL, "the soft provider is closed");
+  }
+
+  @Override
+  public void close() {
+    if (closed) return;
+    closed = true;
+    cm.shutdown();
+    for (SoftDevice d : devices) d.close();
+    timer.shutdownNow();
+  }
+}
