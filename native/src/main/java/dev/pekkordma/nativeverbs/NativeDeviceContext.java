@@ -236,7 +236,7 @@ final class NativeDeviceContext extends NativeResource implements DeviceContext 
         i(p, Layout.PORT_ATTR_GID_TBL_LEN),
         u16(p + Layout.PORT_ATTR_LID),
         LinkLayer.of(NativeMemory.getByte(p + Layout.PORT_ATTR_LINK_LAYER) & 0xff),
-        (int) Math.min(Integer.MAX_VALUE, maxMsg));
+        maxMsg);
   }
 
   @Override
