@@ -11,12 +11,16 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * A librdmacm event channel: {@code struct rdma_event_channel *}. Waiting blocks in poll(2) on its
- * fd; each event is read with rdma_get_cm_event, copied to a {@link CmEvent} and acknowledged.
+ * A librdmacm event channel: {@code struct rdma_event_channel *}. A daemon thread per channel
+ * blocks in poll(2) on its fd, reads each event with rdma_get_cm_event, copies it to a
+ * {@link CmEvent}, acknowledges it and queues it for {@link #awaitEvent}.
  */
 final class NativeCmChannel implements CmEventChannel {
   final NativeProvider provider;
@@ -24,11 +28,48 @@ final class NativeCmChannel implements CmEventChannel {
   final int fd;
   final Map<Long, NativeCmId> ids = new ConcurrentHashMap<>();
   private final AtomicBoolean closed = new AtomicBoolean();
+  private final BlockingQueue<CmEvent> events = new LinkedBlockingQueue<>();
+  private final int wakeFd;
+  private final Thread pump;
+  private volatile boolean stopping;
+  private volatile RuntimeException pumpFailure;
 
   NativeCmChannel(NativeProvider provider, long channel) {
     this.provider = provider;
     this.handle = channel;
     this.fd = NativeMemory.getInt(channel + Layout.CM_EVENT_CHANNEL_FD);
+    this.wakeFd = Verbs.eventFd();
+    this.pump = new Thread(this::pump, "pekko-rdma-cm-events-fd" + fd);
+    pump.setDaemon(true);
+    pump.start();
+  }
+
+  /**
+   * Reads every event as it arrives (blocking in poll(2) on the channel's fd and an eventfd that
+   * close() signals), acknowledges it and queues its copy. A DISCONNECTED is answered at once
+   * with rdma_disconnect (the DREP), as the software CM does, so the peer's disconnect completes
+   * without waiting for this application; a later disconnect() of the id is a no-op.
+   */
+  private void pump() {
+    try {
+      while (!stopping) {
+        if (!Verbs.awaitReadableOrWoken(fd, wakeFd)) break;
+        if (stopping) break;
+        long ev = Verbs.getCmEvent(handle);
+        CmEvent e;
+        try {
+          e = toEvent(ev);
+        } finally {
+          Verbs.ackCmEvent(ev);
+        }
+        if (e.type() == CmEventType.DISCONNECTED && e.id() instanceof NativeCmId) {
+          ((NativeCmId) e.id()).answerDisconnect();
+        }
+        events.add(e);
+      }
+    } catch (RuntimeException e) {
+      pumpFailure = e;
+    }
   }
 
   void checkOpen(String verb) {
@@ -49,23 +90,18 @@ final class NativeCmChannel implements CmEventChannel {
   @Override
   public CmEvent awaitEvent(Duration timeout) {
     checkOpen("rdma_get_cm_event");
-    long deadline = timeout == null ? 0 : System.nanoTime() + Math.max(0, timeout.toNanos());
-    while (true) {
-      Duration left = timeout == null ? null
-          : Duration.ofNanos(Math.max(0, deadline - System.nanoTime()));
-      if (!Verbs.awaitReadable(fd, left)) return null;
-      synchronized (this) {
-        if (closed.get()) return null;
-        if (Verbs.awaitReadable(fd, Duration.ZERO)) {
-          long ev = Verbs.getCmEvent(handle);
-          try {
-            return toEvent(ev);
-          } finally {
-            Verbs.ackCmEvent(ev);
-          }
-        }
+    try {
+      CmEvent e = timeout == null ? events.take()
+          : events.poll(Math.max(0, timeout.toNanos()), TimeUnit.NANOSECONDS);
+      if (e == null && pumpFailure != null) {
+        throw new RdmaException("rdma_get_cm_event", pumpFailure instanceof RdmaException
+            ? ((RdmaException) pumpFailure).errno() : RdmaException.EIO,
+            "the CM event reader failed: " + pumpFailure.getMessage(), pumpFailure);
       }
-      if (timeout != null && System.nanoTime() - deadline >= 0) return null;
+      return e;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return null;
     }
   }
 
@@ -122,6 +158,14 @@ final class NativeCmChannel implements CmEventChannel {
         throw new RdmaException("rdma_destroy_event_channel", RdmaException.EBUSY,
             "the CM event channel still has ids: " + names);
       }
+      stopping = true;
+      Verbs.wake(wakeFd);
+      try {
+        pump.join(10_000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      Verbs.closeFd(wakeFd);
       Verbs.destroyEventChannel(handle);
       closed.set(true);
     }

@@ -192,6 +192,18 @@ final class NativeCmId implements CmId {
     Verbs.disconnect(handle);
   }
 
+  /** Sends the DREP for a received DREQ (from the channel's event reader); errors are moot. */
+  void answerDisconnect() {
+    synchronized (this) {
+      if (closed.get()) return;
+      try {
+        Verbs.disconnect(handle);
+      } catch (RdmaException e) {
+        // already disconnected: nothing to answer
+      }
+    }
+  }
+
   @Override
   public void destroyQp() {
     NativeQp q = qp;

@@ -93,6 +93,7 @@ final class NativeDeviceContext extends NativeResource implements DeviceContext 
       String fw = NativeProvider.cString(p + Layout.DEVICE_ATTR_FW_VER, Layout.DEVICE_ATTR_FW_VER_LEN);
       long guid = Long.reverseBytes(NativeMemory.getLong(p + Layout.DEVICE_ATTR_NODE_GUID));
       long maxMrSize = NativeMemory.getLong(p + Layout.DEVICE_ATTR_MAX_MR_SIZE);
+      if (maxMrSize < 0) maxMrSize = Long.MAX_VALUE; // a u64 of 2^64 - 1: no limit
       int maxQp = i(p, Layout.DEVICE_ATTR_MAX_QP);
       int maxQpWr = i(p, Layout.DEVICE_ATTR_MAX_QP_WR);
       int flags = i(p, Layout.DEVICE_ATTR_DEVICE_CAP_FLAGS);
@@ -278,6 +279,11 @@ final class NativeDeviceContext extends NativeResource implements DeviceContext 
     if (cqe <= 0) {
       throw new RdmaException("ibv_create_cq", RdmaException.EINVAL,
           "cqe = " + cqe + " must be positive");
+    }
+    int max = queryDevice().maxCqe();
+    if (cqe > max) {
+      throw new RdmaException("ibv_create_cq", RdmaException.EINVAL,
+          "cqe = " + cqe + " is more than the device's maxCqe " + max);
     }
     long cq = Verbs.createCq(handle, cqe, ch == null ? 0 : ch.handle);
     NativeCq c = new NativeCq(this, ch, cq);

@@ -28,7 +28,11 @@ final class NativeMw extends NativeResource implements MemoryWindow {
     if (mr != null) mr.boundWindows.remove(this);
   }
 
-  @Override void forget() { pd.context.provider.mws.decrementAndGet(); }
+  @Override
+  void forget() {
+    if (type == Type.TYPE_2) pd.type2Windows.decrementAndGet();
+    pd.context.provider.mws.decrementAndGet();
+  }
 
   @Override public ProtectionDomain pd() { return pd; }
   @Override public Type type() { return type; }

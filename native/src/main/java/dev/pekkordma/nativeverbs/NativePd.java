@@ -17,6 +17,9 @@ import dev.pekkordma.verbs.SrqAttributes;
 /** A protection domain: {@code struct ibv_pd *}. */
 final class NativePd extends NativeResource implements ProtectionDomain {
   final NativeDeviceContext context;
+  /** Live type-2 windows: while there are any, posts look for BIND_MW requests. */
+  final java.util.concurrent.atomic.AtomicInteger type2Windows =
+      new java.util.concurrent.atomic.AtomicInteger();
 
   NativePd(NativeDeviceContext context, long pd) {
     super(pd, context);
@@ -53,6 +56,7 @@ final class NativePd extends NativeResource implements ProtectionDomain {
     checkOpen("ibv_alloc_mw");
     long mw = Verbs.allocMw(context.handle, handle, type.code);
     NativeMw w = new NativeMw(this, mw, type);
+    if (type == MemoryWindow.Type.TYPE_2) type2Windows.incrementAndGet();
     context.provider.mws.incrementAndGet();
     return w;
   }

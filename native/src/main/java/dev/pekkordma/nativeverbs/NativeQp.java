@@ -17,6 +17,7 @@ import dev.pekkordma.verbs.QueuePair;
 import dev.pekkordma.verbs.RdmaException;
 import dev.pekkordma.verbs.RecvRequests;
 import dev.pekkordma.verbs.SendRequests;
+import dev.pekkordma.verbs.WrOpcode;
 import java.util.function.IntToLongFunction;
 
 /**
@@ -251,11 +252,85 @@ final class NativeQp extends NativeResource implements QueuePair {
     int n = requests.size();
     if (n == 0) return;
     long head = requests.linkForPost();
-    long bad = Verbs.scratch(8);
-    int rc = Verbs.post(fnPostSend, handle, head, bad);
+    int refused = type == QpType.RC ? -1 : firstRefusedOpcode(requests, n);
+    int count = refused < 0 ? n : refused;
+    int rc = 0;
+    long bad = 0;
+    if (count > 0) {
+      if (count < n) { // post the ones before the refused request only
+        NativeMemory.putLong(requests.requestAddress(count - 1) + SendRequests.OFF_NEXT, 0L);
+      }
+      bad = Verbs.scratch(8);
+      rc = Verbs.post(fnPostSend, handle, head, bad);
+    }
+    if (pd.type2Windows.get() > 0) noteWindowBinds(requests, rc == 0 ? count : badIndex(head, bad, SendRequests.WR_SIZE, count));
     if (rc != 0) {
-      throw postFailure("ibv_post_send", describe(), rc, head, bad, SendRequests.WR_SIZE, n,
-          requests::wrId, requests);
+      long badWr = NativeMemory.getLong(bad); // read before anything else uses the scratch block
+      throw postFailure("ibv_post_send", describe(), rc, head, badWr, SendRequests.WR_SIZE, n,
+          requests::wrId, requests, sendLimits());
+    }
+    if (refused >= 0) {
+      throw new RdmaException("ibv_post_send", RdmaException.EINVAL, describe() + ": request "
+          + refused + " of " + n + " (wr_id " + requests.wrId(refused) + ", "
+          + requests.opcode(refused) + ") is not allowed on a " + type + " QP; it and the "
+          + (n - refused - 1) + " after it were not posted");
+    }
+  }
+
+  /** The first request whose opcode this QP type does not have (UC: no READ or atomics; UD: sends only). */
+  private int firstRefusedOpcode(SendRequests requests, int n) {
+    for (int i = 0; i < n; i++) {
+      int op = NativeMemory.getInt(requests.requestAddress(i) + SendRequests.OFF_OPCODE);
+      if (type == QpType.UD) {
+        if (op != WrOpcode.SEND.code && op != WrOpcode.SEND_WITH_IMM.code) return i;
+      } else if (op == WrOpcode.RDMA_READ.code || op == WrOpcode.ATOMIC_CMP_AND_SWP.code
+          || op == WrOpcode.ATOMIC_FETCH_AND_ADD.code) {
+        return i;
+      }
+    }
+    return -1;
+  }
+
+  private static int badIndex(long head, long badSlot, int wrSize, int n) {
+    long bad = badSlot == 0 ? 0 : NativeMemory.getLong(badSlot);
+    if (bad == 0) return 0;
+    long i = (bad - head) / wrSize;
+    return i < 0 || i > n ? 0 : (int) i;
+  }
+
+  /**
+   * A posted BIND_MW gives a type-2 window the request's rkey: keep {@code ibv_mw.rkey} current
+   * (drivers update it for ibv_bind_mw only), so that {@link MemoryWindow#rkey} is the key to
+   * increment for the next bind.
+   */
+  private static void noteWindowBinds(SendRequests requests, int posted) {
+    for (int i = 0; i < posted; i++) {
+      long wr = requests.requestAddress(i);
+      if (NativeMemory.getInt(wr + SendRequests.OFF_OPCODE) == WrOpcode.BIND_MW.code) {
+        long mw = NativeMemory.getLong(wr + SendRequests.OFF_BIND_MW);
+        if (mw != 0) {
+          NativeMemory.putInt(mw + Layout.MW_RKEY, NativeMemory.getInt(wr + SendRequests.OFF_BIND_RKEY));
+        }
+      }
+    }
+  }
+
+  /** For failure messages (the slow path only): the state and the send queue's limits. */
+  private String sendLimits() {
+    return "QP in " + stateOrUnknown() + "; maxSendWr " + caps.maxSendWr() + ", maxSendSge "
+        + caps.maxSendSge() + ", maxInlineData " + caps.maxInlineData();
+  }
+
+  private String recvLimits() {
+    return "QP in " + stateOrUnknown() + "; maxRecvWr " + caps.maxRecvWr() + ", maxRecvSge "
+        + caps.maxRecvSge();
+  }
+
+  private String stateOrUnknown() {
+    try {
+      return state().toString();
+    } catch (RuntimeException e) {
+      return "an unknown state";
     }
   }
 
@@ -272,15 +347,15 @@ final class NativeQp extends NativeResource implements QueuePair {
     long bad = Verbs.scratch(8);
     int rc = Verbs.post(fnPostRecv, handle, head, bad);
     if (rc != 0) {
-      throw postFailure("ibv_post_recv", describe(), rc, head, bad, RecvRequests.WR_SIZE, n,
-          requests::wrId, null);
+      long badWr = NativeMemory.getLong(bad);
+      throw postFailure("ibv_post_recv", describe(), rc, head, badWr, RecvRequests.WR_SIZE, n,
+          requests::wrId, null, recvLimits());
     }
   }
 
   /** The exception for a failed post: which request failed, and that none from it on was posted. */
-  static RdmaException postFailure(String verb, String queue, int rc, long head, long badSlot,
-      int wrSize, int n, IntToLongFunction wrId, SendRequests sends) {
-    long bad = NativeMemory.getLong(badSlot);
+  static RdmaException postFailure(String verb, String queue, int rc, long head, long bad,
+      int wrSize, int n, IntToLongFunction wrId, SendRequests sends, String limits) {
     int index = bad == 0 ? -1 : (int) ((bad - head) / wrSize);
     String which;
     if (index >= 0 && index < n) {
@@ -290,7 +365,7 @@ final class NativeQp extends NativeResource implements QueuePair {
     } else {
       which = "a batch of " + n + " request(s) failed";
     }
-    return Verbs.fail(verb, rc, queue + ": " + which);
+    return Verbs.fail(verb, rc, queue + ": " + which + " (" + limits + ")");
   }
 
   @Override

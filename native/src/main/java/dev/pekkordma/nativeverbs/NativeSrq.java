@@ -73,8 +73,9 @@ final class NativeSrq extends NativeResource implements SharedReceiveQueue {
     long bad = Verbs.scratch(8);
     int rc = Verbs.post(fnPostSrqRecv, handle, head, bad);
     if (rc != 0) {
-      throw NativeQp.postFailure("ibv_post_srq_recv", describe(), rc, head, bad,
-          RecvRequests.WR_SIZE, n, requests::wrId, null);
+      long badWr = NativeMemory.getLong(bad);
+      throw NativeQp.postFailure("ibv_post_srq_recv", describe(), rc, head, badWr,
+          RecvRequests.WR_SIZE, n, requests::wrId, null, "SRQ limits " + query());
     }
   }
 

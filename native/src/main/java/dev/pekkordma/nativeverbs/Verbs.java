@@ -93,6 +93,9 @@ public final class Verbs {
     int poll(long fds, long nfds, int timeoutMs);
     String strerror(int errnum);
     int getrlimit(int resource, long rlimit);
+    int eventfd(int initval, int flags);
+    long write(int fd, long buf, long count);
+    int close(int fd);
   }
 
   private static final LibIbverbs IBV;
@@ -596,6 +599,47 @@ public final class Verbs {
       if (e != 4) { // EINTR: retry
         throw fail("poll", e, "waiting on fd " + fd);
       }
+    }
+  }
+
+  /** An eventfd(2) for waking a thread blocked in {@link #awaitReadableOrWoken}. */
+  static int eventFd() {
+    int fd = LIBC.eventfd(0, 0);
+    if (fd < 0) throw fail("eventfd", Runtime.getRuntime(LIBC).getLastError(), "creating an eventfd");
+    return fd;
+  }
+
+  static void wake(int eventFd) {
+    long one = scratch(8);
+    NativeMemory.putLong(one, 1);
+    LIBC.write(eventFd, one, 8);
+  }
+
+  static void closeFd(int fd) {
+    LIBC.close(fd);
+  }
+
+  /**
+   * Blocks in poll(2) until {@code fd} is readable (true) or {@code wakeFd} is (false: someone
+   * called {@link #wake}; the eventfd stays readable).
+   */
+  static boolean awaitReadableOrWoken(int fd, int wakeFd) {
+    while (true) {
+      long pfd = scratch(2 * Layout.POLLFD_SIZE);
+      NativeMemory.putInt(pfd + Layout.POLLFD_FD, fd);
+      NativeMemory.putInt(pfd + Layout.POLLFD_EVENTS, Layout.POLLIN);
+      NativeMemory.putInt(pfd + Layout.POLLFD_SIZE + Layout.POLLFD_FD, wakeFd);
+      NativeMemory.putInt(pfd + Layout.POLLFD_SIZE + Layout.POLLFD_EVENTS, Layout.POLLIN);
+      int rc = LIBC.poll(pfd, 2, -1);
+      if (rc > 0) {
+        if ((NativeMemory.getInt(pfd + Layout.POLLFD_SIZE + Layout.POLLFD_EVENTS) >>> 16) != 0) {
+          return false;
+        }
+        if ((NativeMemory.getInt(pfd + Layout.POLLFD_EVENTS) >>> 16) != 0) return true;
+        continue;
+      }
+      int e = Runtime.getRuntime(LIBC).getLastError();
+      if (rc < 0 && e != 4) throw fail("poll", e, "waiting on fd " + fd);
     }
   }
 
