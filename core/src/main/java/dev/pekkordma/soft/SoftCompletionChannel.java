@@ -23,15 +23,22 @@ final class SoftCompletionChannel extends Closeable implements CompletionChannel
   }
 
   void signal(SoftCq cq) {
-    cq.unackedEvents.incrementAndGet();
     events.add(cq);
+  }
+
+  /** A destroyed CQ's unread events go with it (the kernel discards them too). */
+  void discard(SoftCq cq) {
+    events.removeIf(e -> e == cq);
   }
 
   @Override
   public CompletionQueue awaitEvent(Duration timeout) {
     checkOpen("ibv_get_cq_event");
     try {
-      return events.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
+      SoftCq cq = events.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
+      // an event counts as reported when it is read, as the kernel counts it
+      if (cq != null) cq.unackedEvents.incrementAndGet();
+      return cq;
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return null;

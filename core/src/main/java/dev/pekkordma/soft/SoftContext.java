@@ -25,8 +25,11 @@ final class SoftContext extends Closeable implements DeviceContext {
   private final Set<Object> children = ConcurrentHashMap.newKeySet();
   final Set<SoftQp> qps = ConcurrentHashMap.newKeySet();
 
+  private final int incarnation;
+
   SoftContext(SoftDevice device) {
     this.device = device;
+    this.incarnation = device.incarnation();
   }
 
   @Override
@@ -139,8 +142,9 @@ final class SoftContext extends Closeable implements DeviceContext {
   }
 
   void checkAlive(String verb) {
-    if (device.isFatal()) {
-      throw new RdmaException(verb, RdmaException.EIO, device.info.name() + " had a fatal error");
+    if (device.isFatal() || incarnation != device.incarnation()) {
+      throw new RdmaException(verb, RdmaException.EIO, device.info.name()
+          + " had a fatal error" + (device.isFatal() ? "" : ": close this context, open a new one"));
     }
   }
 

@@ -144,7 +144,10 @@ final class SoftCq extends Closeable implements CompletionQueue {
     synchronized (this) {
       ring.close();
     }
-    if (channel != null) channel.cqs.decrementAndGet();
+    if (channel != null) {
+      channel.discard(this);
+      channel.cqs.decrementAndGet();
+    }
     context.forget(this);
     context.device.provider.counters.cqs.decrementAndGet();
   }

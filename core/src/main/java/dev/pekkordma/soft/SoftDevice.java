@@ -32,6 +32,8 @@ final class SoftDevice {
   final List<Runnable> removalListeners = new CopyOnWriteArrayList<>();
   private volatile PortState portState = PortState.ACTIVE;
   private volatile boolean fatal;
+  /** Bumped by each fatal error: contexts opened before it stay dead. */
+  private volatile int incarnation;
 
   SoftDevice(SoftProvider provider, String name, Gid gid, long guid) {
     this.provider = provider;
@@ -80,7 +82,19 @@ final class SoftDevice {
     raiseToAll(AsyncEvent.ofPort(active ? AsyncEventType.PORT_ACTIVE : AsyncEventType.PORT_ERR, 1));
   }
 
+  int incarnation() {
+    return incarnation;
+  }
+
+  /** The device is back: the port comes up, new contexts work. */
+  void restore() {
+    if (!fatal) return;
+    fatal = false;
+    setPortActive(true);
+  }
+
   void deviceFatal() {
+    incarnation++;
     fatal = true;
     portState = PortState.DOWN;
     raiseToAll(AsyncEvent.ofDevice(AsyncEventType.DEVICE_FATAL));

@@ -131,6 +131,11 @@ public final class SoftProvider implements RdmaProvider, FaultInjection {
   }
 
   @Override
+  public void restoreDevice(DeviceContext context) {
+    soft(context).device.restore();
+  }
+
+  @Override
   public void qpFatal(QueuePair qp) {
     if (!(qp instanceof SoftQp)) throw new IllegalArgumentException("not a software QP: " + qp);
     ((SoftQp) qp).fatal(null);

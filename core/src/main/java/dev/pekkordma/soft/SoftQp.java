@@ -246,7 +246,7 @@ final class SoftQp extends Closeable implements QueuePair {
           break;
         case SQD:
           state = to;
-          sqDrainedRaised = false;
+          if (from != QpState.SQD) sqDrainedRaised = false; // SQD -> SQD drains nothing new
           maybeRaiseDrainedLocked();
           break;
         default:
@@ -386,7 +386,8 @@ final class SoftQp extends Closeable implements QueuePair {
           enqueueSend(requests, i);
         }
       } finally {
-        if (s == QpState.ERR || s == QpState.SQE) flushLocked();
+        if (s == QpState.ERR) flushLocked();
+        else if (s == QpState.SQE) flushSendQueueLocked(); // receives still work in SQE
         schedule = s == QpState.RTS && sqTail != before;
       }
     }
@@ -728,18 +729,17 @@ final class SoftQp extends Closeable implements QueuePair {
     long wr = sqSlot(sqHead);
     int flags = NativeMemory.getInt(wr + SendRequests.OFF_SEND_FLAGS);
     WrOpcode op = WrOpcode.of(NativeMemory.getInt(wr + SendRequests.OFF_OPCODE));
-    if (signalAll || (flags & SendRequests.SIGNALED) != 0 || status != WcStatus.SUCCESS) {
+    // on error the state changes first: whoever polls the error completion sees the new state
+    boolean failed = status != WcStatus.SUCCESS;
+    if (failed) state = type == QpType.RC ? QpState.ERR : QpState.SQE;
+    if (signalAll || (flags & SendRequests.SIGNALED) != 0 || failed) {
       sendCq.push(NativeMemory.getLong(wr + SendRequests.OFF_WR_ID), status,
           WcOpcode.forRequest(op), byteLen, 0, qpn, 0, 0, false);
     }
     sqHead++;
-    if (status != WcStatus.SUCCESS) {
-      if (type == QpType.RC) {
-        toErrorLocked();
-      } else {
-        state = QpState.SQE;
-        flushSendQueueLocked();
-      }
+    if (failed) {
+      if (state == QpState.ERR) flushLocked(); // RC: everything
+      else flushSendQueueLocked(); // UC, UD: the send queue only
       return;
     }
     maybeRaiseDrainedLocked();

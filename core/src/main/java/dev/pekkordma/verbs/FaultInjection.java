@@ -8,6 +8,12 @@ public interface FaultInjection {
   /** The device dies: DEVICE_FATAL, every QP to the error state, CM ids see DEVICE_REMOVAL. */
   void deviceFatal(DeviceContext context);
 
+  /**
+   * The device is back after {@link #deviceFatal} (a reset NIC, a re-plugged device): its port is
+   * active again and new contexts work; contexts from before stay dead and must be closed.
+   */
+  void restoreDevice(DeviceContext context);
+
   /** The QP hits an internal error: QP_FATAL and the error state. */
   void qpFatal(QueuePair qp);
 }

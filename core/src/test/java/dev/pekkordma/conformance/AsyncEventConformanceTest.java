@@ -4,6 +4,8 @@ import static dev.pekkordma.verbs.SendRequests.SIGNALED;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.ConfigFactory;
 import dev.pekkordma.verbs.AsyncEvent;
@@ -16,6 +18,7 @@ import dev.pekkordma.verbs.ProtectionDomain;
 import dev.pekkordma.verbs.QpAttributes;
 import dev.pekkordma.verbs.QpInitAttributes;
 import dev.pekkordma.verbs.QpState;
+import dev.pekkordma.verbs.RdmaException;
 import dev.pekkordma.verbs.QpType;
 import dev.pekkordma.verbs.QueuePair;
 import dev.pekkordma.verbs.RdmaProvider;
@@ -220,10 +223,18 @@ class AsyncEventConformanceTest extends ConformanceTest {
           awaitAsync(ctx, "DEVICE_FATAL", e -> e.type() == AsyncEventType.DEVICE_FATAL,
               ConformanceProvider.TIMEOUT);
           assertEquals(QpState.ERR, qp.state(), "QP state after DEVICE_FATAL");
+          RdmaException dead = assertThrows(RdmaException.class, ctx::allocPd);
+          assertTrue(dead.getMessage().contains("fatal"), dead.getMessage());
         } finally {
           qp.close();
           cq.close();
           pd.close();
+        }
+        faults.restoreDevice(ctx);
+        assertThrows(RdmaException.class, ctx::allocPd, "a context from before stays dead");
+        try (DeviceContext fresh = own.open(own.devices().get(0))) {
+          fresh.allocPd().close(); // a context opened after the device came back works
+          assertEquals(PortState.ACTIVE, fresh.queryPort(1).state(), "port after the restore");
         }
       } finally {
         ctx.close();

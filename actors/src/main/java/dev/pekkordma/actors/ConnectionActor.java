@@ -1,0 +1,385 @@
+package dev.pekkordma.actors;
+
+import dev.pekkordma.cm.CmEvent;
+import dev.pekkordma.cm.CmEventType;
+import dev.pekkordma.cm.CmId;
+import dev.pekkordma.cm.ConnectionParameters;
+import dev.pekkordma.verbs.ProtectionDomain;
+import dev.pekkordma.verbs.QpInitAttributes;
+import dev.pekkordma.verbs.QueuePair;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.PostStop;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.BehaviorBuilder;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
+import org.apache.pekko.pattern.StatusReply;
+import org.slf4j.Logger;
+
+/**
+ * One RDMA CM connection, either side: owns the CM id and, as its child, the QP actor of the
+ * connection's QP (made through the id, so the CM moves it through its states). A server
+ * connection asks the listener's handler to accept or reject; a client connection connects and
+ * reports to its connector. Once established the handler gets the QP actor and the buffer pool
+ * for the data path. A connection that fails or ends stops itself, which destroys its QP and id
+ * and gives its buffers back; nothing else.
+ */
+public final class ConnectionActor {
+  private ConnectionActor() {}
+
+  public sealed interface Command {}
+
+  /** Accept the request with private data; {@code handler} hears this connection's events. */
+  public record Accept(byte[] privateData, ActorRef<Event> handler) implements Command {}
+
+  /** Reject the request with private data (at most 148 bytes). */
+  public record Reject(byte[] privateData) implements Command {}
+
+  /** Disconnect: the connection reports {@link Disconnected} and stops. */
+  public enum Disconnect implements Command { INSTANCE }
+
+  record CmEventArrived(CmEvent event) implements Command {}
+
+  record QpCreated(StatusReply<ActorRef<QpActor.Command>> reply) implements Command {}
+
+  record QpEventArrived(QpActor.Event event) implements Command {}
+
+  private record Timeout(String what) implements Command {}
+
+  /** What a connection's handler hears. */
+  public sealed interface Event {}
+
+  /** Established: post work to {@code qp} with buffers of {@code pool}. */
+  public record Connected(ActorRef<Command> connection, ActorRef<QpActor.Command> qp,
+      BufferPool pool, byte[] privateData, InetSocketAddress local, InetSocketAddress remote)
+      implements Event {}
+
+  /** The server rejected the client's request; not retried. */
+  public record Rejected(InetSocketAddress remote, byte[] privateData) implements Event {}
+
+  /** The client gave up after {@code attempts} attempts. */
+  public record ConnectFailed(InetSocketAddress remote, String reason, int attempts)
+      implements Event {}
+
+  /** The client tries again after {@code delay}. */
+  public record Reconnecting(InetSocketAddress remote, int attempt, Duration delay, String reason)
+      implements Event {}
+
+  /** Disconnected by this side or the peer; the connection has stopped. */
+  public record Disconnected(ActorRef<Command> connection, boolean byPeer) implements Event {}
+
+  /** An established connection failed (its QP, its device); it has stopped. */
+  public record ConnectionLost(ActorRef<Command> connection, String reason) implements Event {}
+
+  /** What a client connection tells its connector. */
+  sealed interface Outcome {}
+
+  record Established(ActorRef<Command> connection) implements Outcome {}
+
+  /** The attempt failed before it was established; {@code retry} if trying again may help. */
+  record AttemptFailed(String reason, boolean retry) implements Outcome {}
+
+  record RejectedByPeer(byte[] privateData) implements Outcome {}
+
+  /** An established connection ended: lost (a failure) or disconnected. */
+  record Ended(String reason, boolean lost) implements Outcome {}
+
+  /**
+   * What makes a connection: its id and side. A server connection has the listener's handler, a
+   * client connection its connector, private data and handler.
+   */
+  record Spec(CmRouter router, CmId id, boolean active, QpSpec qp, byte[] privateData,
+      ActorRef<Event> handler, ActorRef<ListenerActor.Event> listener,
+      ActorRef<Outcome> connector) {
+
+    static Spec passive(CmRouter router, CmId id, QpSpec qp, byte[] privateData,
+        ActorRef<ListenerActor.Event> listener) {
+      return new Spec(router, id, false, qp, privateData, null, listener, null);
+    }
+
+    static Spec active(CmRouter router, CmId id, QpSpec qp, byte[] privateData,
+        ActorRef<Event> handler, ActorRef<Outcome> connector) {
+      return new Spec(router, id, true, qp, privateData, handler, null, connector);
+    }
+
+    /** No connection actor could be made for it: refuse or fail the attempt, destroy the id. */
+    void abandon(String reason, Logger log) {
+      if (active) {
+        router.destroy(id, log);
+        connector.tell(new AttemptFailed(reason, true));
+      } else {
+        router.refuse(id, null, log);
+      }
+    }
+  }
+
+  static Behavior<Command> create(Spec spec, DeviceSession session, ProtectionDomain pd,
+      BufferPool pool) {
+    return Behaviors.setup(ctx -> Behaviors.withTimers(
+        timers -> new State(ctx, timers, spec, session, pd, pool).start()));
+  }
+
+  private static final class State {
+    private final ActorContext<Command> ctx;
+    private final TimerScheduler<Command> timers;
+    private final Spec spec;
+    private final CmId id;
+    private final BufferPool pool;
+    private final RdmaActorsSettings settings;
+    private final InetSocketAddress remote;
+    private ActorRef<Event> handler;
+    private ActorRef<QpActor.Command> qp;
+    private Phase phase = Phase.STARTING;
+    /** Whether the handler and connector heard how it ended; if not, PostStop tells them. */
+    private boolean told;
+
+    private enum Phase { STARTING, CONNECTING, DECIDING, ACCEPTING, ESTABLISHED, DISCONNECTING }
+
+    State(ActorContext<Command> ctx, TimerScheduler<Command> timers, Spec spec,
+        DeviceSession session, ProtectionDomain pd, BufferPool pool) {
+      this.ctx = ctx;
+      this.timers = timers;
+      this.spec = spec;
+      this.id = spec.id();
+      this.pool = pool;
+      this.settings = session.settings;
+      this.handler = spec.handler();
+      this.remote = spec.id().remoteAddress();
+      spec.router().own(id, ctx.messageAdapter(CmEvent.class, CmEventArrived::new));
+      QpActor.QpMaker maker = new QpActor.QpMaker() {
+        @Override
+        public QueuePair create(ProtectionDomain p, QpInitAttributes attributes) {
+          return id.createQp(p, attributes);
+        }
+
+        @Override
+        public void destroy(QueuePair q) {
+          id.destroyQp();
+        }
+      };
+      ctx.spawn(QpActor.create(session, pd, spec.qp().withRestartOnFatal(false),
+          ctx.messageAdapter(QpActor.Event.class, QpEventArrived::new), qpReplies(ctx), maker),
+          "qp");
+    }
+
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private static ActorRef<StatusReply<ActorRef<QpActor.Command>>> qpReplies(
+        ActorContext<Command> ctx) {
+      // a class literal cannot carry StatusReply's type argument
+      return (ActorRef) ctx.messageAdapter(StatusReply.class, r -> new QpCreated((StatusReply) r));
+    }
+
+    Behavior<Command> start() {
+      return done(receive()
+          .onMessage(QpCreated.class, c -> {
+            if (c.reply().isError()) {
+              return failAttempt("no QP: " + c.reply().getError().getMessage());
+            }
+            qp = c.reply().getValue();
+            return spec.active() ? connect() : askHandler();
+          })
+          .onMessage(CmEventArrived.class, e -> unexpectedBeforeEstablished(e.event())));
+    }
+
+    // -------------------------------------------------------------- client side
+
+    private Behavior<Command> connect() {
+      try {
+        id.connect(ConnectionParameters.withPrivateData(spec.privateData()));
+      } catch (RuntimeException e) {
+        return failAttempt("rdma_connect: " + e.getMessage());
+      }
+      phase = Phase.CONNECTING;
+      timers.startSingleTimer(new Timeout("connect"), settings.connectTimeout);
+      return done(receive()
+          .onMessage(CmEventArrived.class, e -> {
+            CmEvent ev = e.event();
+            if (ev.type() == CmEventType.ESTABLISHED) return established(ev.privateData());
+            if (ev.type() == CmEventType.REJECTED
+                && ev.status() == CmEvent.REJECT_CONSUMER_DEFINED) {
+              told = true;
+              spec.connector().tell(new RejectedByPeer(ev.privateData()));
+              return Behaviors.stopped();
+            }
+            return unexpectedBeforeEstablished(ev);
+          })
+          .onMessage(Timeout.class, t -> failAttempt("no answer to the connect within "
+              + settings.connectTimeout)));
+    }
+
+    // -------------------------------------------------------------- server side
+
+    private Behavior<Command> askHandler() {
+      spec.listener().tell(new ListenerActor.ConnectionRequested(ctx.getSelf(),
+          spec.privateData(), remote));
+      phase = Phase.DECIDING;
+      timers.startSingleTimer(new Timeout("decide"), settings.acceptTimeout);
+      return done(receive()
+          .onMessage(Accept.class, this::accept)
+          .onMessage(Reject.class, r -> reject(r.privateData()))
+          .onMessage(Timeout.class, t -> {
+            ctx.getLog().warn("nobody accepted or rejected the request from {} within {}; "
+                + "rejecting it", remote, settings.acceptTimeout);
+            return reject(null);
+          })
+          .onMessage(CmEventArrived.class, e -> unexpectedBeforeEstablished(e.event())));
+    }
+
+    private Behavior<Command> reject(byte[] privateData) {
+      told = true; // the handler has not taken the connection: nobody else to tell
+      try {
+        id.reject(privateData);
+      } catch (RuntimeException e) {
+        ctx.getLog().debug("rejecting {} failed: {}", id, e.getMessage());
+      }
+      return Behaviors.stopped();
+    }
+
+    private Behavior<Command> accept(Accept a) {
+      timers.cancel(new Timeout("decide"));
+      handler = a.handler();
+      try {
+        id.accept(ConnectionParameters.withPrivateData(a.privateData()));
+      } catch (RuntimeException e) {
+        return failAttempt("rdma_accept: " + e.getMessage());
+      }
+      phase = Phase.ACCEPTING;
+      timers.startSingleTimer(new Timeout("accept"), settings.connectTimeout);
+      return done(receive()
+          .onMessage(CmEventArrived.class, e -> e.event().type() == CmEventType.ESTABLISHED
+              ? established(e.event().privateData()) : unexpectedBeforeEstablished(e.event()))
+          .onMessage(Timeout.class, t -> failAttempt("the client did not confirm within "
+              + settings.connectTimeout)));
+    }
+
+    // -------------------------------------------------------------- both sides
+
+    private Behavior<Command> established(byte[] privateData) {
+      timers.cancelAll();
+      phase = Phase.ESTABLISHED;
+      qp.tell(new QpActor.Sync("ESTABLISHED"));
+      if (handler != null) {
+        handler.tell(new Connected(ctx.getSelf(), qp, pool, privateData, id.localAddress(),
+            remote));
+      }
+      if (spec.active()) spec.connector().tell(new Established(ctx.getSelf()));
+      return done(receive()
+          .onMessage(Disconnect.class, d -> disconnect())
+          .onMessage(CmEventArrived.class, e -> eventWhileConnected(e.event())));
+    }
+
+    private Behavior<Command> disconnect() {
+      try {
+        id.disconnect();
+      } catch (RuntimeException e) {
+        ctx.getLog().debug("rdma_disconnect on {} failed: {}", id, e.getMessage());
+        return ended(false, false, "rdma_disconnect failed: " + e.getMessage());
+      }
+      phase = Phase.DISCONNECTING;
+      timers.startSingleTimer(new Timeout("disconnect"), settings.disconnectTimeout);
+      return done(receive()
+          .onMessage(Disconnect.class, d -> Behaviors.same())
+          .onMessage(CmEventArrived.class, e -> eventWhileConnected(e.event()))
+          .onMessage(Timeout.class, t -> ended(false, false, "no DISCONNECTED within "
+              + settings.disconnectTimeout)));
+    }
+
+    private Behavior<Command> eventWhileConnected(CmEvent e) {
+      switch (e.type()) {
+        case DISCONNECTED:
+          return ended(false, phase != Phase.DISCONNECTING, "DISCONNECTED");
+        case DEVICE_REMOVAL:
+          return ended(true, false, "DEVICE_REMOVAL");
+        default:
+          ctx.getLog().debug("{} on established {}", e, id);
+          return Behaviors.same();
+      }
+    }
+
+    /** The end of an established connection: tell the handler and connector, then stop. */
+    private Behavior<Command> ended(boolean lost, boolean byPeer, String reason) {
+      timers.cancelAll();
+      told = true;
+      qp.tell(new QpActor.Sync(reason)); // the CM flushed the QP: its actor reports the flushes
+      if (handler != null) {
+        handler.tell(lost ? new ConnectionLost(ctx.getSelf(), reason)
+            : new Disconnected(ctx.getSelf(), byPeer));
+      }
+      if (spec.active()) spec.connector().tell(new Ended(reason, lost));
+      return Behaviors.stopped();
+    }
+
+    /** Before ESTABLISHED every other event ends the attempt. */
+    private Behavior<Command> unexpectedBeforeEstablished(CmEvent e) {
+      String status = e.status() != 0 ? " (status " + e.status() + ")" : "";
+      switch (e.type()) {
+        case REJECTED:
+        case UNREACHABLE:
+        case CONNECT_ERROR:
+        case DEVICE_REMOVAL:
+        case DISCONNECTED:
+          return failAttempt(e.type() + status);
+        default:
+          ctx.getLog().debug("{} on {} while connecting", e, id);
+          return Behaviors.same();
+      }
+    }
+
+    private Behavior<Command> failAttempt(String reason) {
+      timers.cancelAll();
+      told = true;
+      if (spec.active()) {
+        spec.connector().tell(new AttemptFailed(reason, true));
+      } else if (handler != null) {
+        handler.tell(new ConnectionLost(ctx.getSelf(), reason));
+      }
+      ctx.getLog().debug("connection {} failed: {}", id, reason);
+      return Behaviors.stopped();
+    }
+
+    private void tellStopped() {
+      String reason = "stopped with its device";
+      boolean up = phase == Phase.ESTABLISHED || phase == Phase.DISCONNECTING;
+      if (handler != null && (up || !spec.active())) {
+        handler.tell(new ConnectionLost(ctx.getSelf(), reason));
+      }
+      if (spec.active()) {
+        spec.connector().tell(up ? new Ended(reason, true) : new AttemptFailed(reason, true));
+      }
+    }
+
+    /** Every state starts with this: a failed QP ends the connection. */
+    private BehaviorBuilder<Command> receive() {
+      return Behaviors.receive(Command.class)
+          .onMessage(QpEventArrived.class, e -> {
+            if (e.event() instanceof QpActor.Fatal f) {
+              String reason = "QP failed: " + f.reason();
+              return phase == Phase.ESTABLISHED || phase == Phase.DISCONNECTING
+                  ? ended(true, false, reason) : failAttempt(reason);
+            }
+            return Behaviors.same();
+          })
+          .onSignal(PostStop.class, s -> {
+            // stopped from above (its device failed, say) before it could say how it ended
+            if (!told) tellStopped();
+            // the QP actor, a child, has destroyed the QP by now
+            spec.router().destroy(id, ctx.getLog());
+            return Behaviors.same();
+          });
+    }
+
+    /** Every state ends with this: what the state did not handle. */
+    private Behavior<Command> done(BehaviorBuilder<Command> b) {
+      return b
+          .onMessage(Disconnect.class, d -> failAttempt("disconnected before it was established"))
+          .onMessage(CmEventArrived.class, e -> unexpectedBeforeEstablished(e.event()))
+          .onMessage(Accept.class, a -> Behaviors.same())
+          .onMessage(Reject.class, r -> Behaviors.same())
+          .onMessage(Timeout.class, t -> Behaviors.same())
+          .build();
+    }
+  }
+}

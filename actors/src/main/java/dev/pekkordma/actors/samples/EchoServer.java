@@ -1,0 +1,118 @@
+package dev.pekkordma.actors.samples;
+
+import dev.pekkordma.actors.Buffer;
+import dev.pekkordma.actors.BufferPool;
+import dev.pekkordma.actors.CmActor;
+import dev.pekkordma.actors.ConnectionActor;
+import dev.pekkordma.actors.ListenerActor;
+import dev.pekkordma.actors.QpActor;
+import dev.pekkordma.actors.QpSpec;
+import dev.pekkordma.actors.RdmaExtension;
+import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+
+/**
+ * An event-driven echo server over RDMA CM: every connection request is accepted, and every
+ * message received on a connection is sent back from the very buffer it arrived in.
+ */
+public final class EchoServer {
+  /** How many receives each connection keeps posted. */
+  static final int RECEIVE_DEPTH = 8;
+
+  private EchoServer() {}
+
+  /** Listens on {@code address}; tells {@code bound} the address it got. */
+  public static Behavior<ListenerActor.Event> create(InetSocketAddress address,
+      ActorRef<InetSocketAddress> bound) {
+    return Behaviors.setup(ctx -> {
+      RdmaExtension.get(ctx.getSystem()).cm()
+          .tell(new CmActor.Listen(address, QpSpec.rc(), ctx.getSelf()));
+      int[] sessions = {0};
+      return Behaviors.receive(ListenerActor.Event.class)
+          .onMessage(ListenerActor.Bound.class, b -> {
+            ctx.getLog().info("echo server listening on {}", b.address());
+            bound.tell(b.address());
+            return Behaviors.same();
+          })
+          .onMessage(ListenerActor.BindFailed.class, f -> {
+            ctx.getLog().error("echo server could not listen on {}: {}", f.address(), f.reason());
+            return Behaviors.stopped();
+          })
+          .onMessage(ListenerActor.ConnectionRequested.class, r -> {
+            ctx.spawn(Session.create(r.connection()), "session-" + (++sessions[0]));
+            return Behaviors.same();
+          })
+          .onMessage(ListenerActor.Unbound.class, u -> Behaviors.stopped())
+          .build();
+    });
+  }
+
+  /** One connection: keeps receives posted and sends each message back. */
+  static final class Session {
+    sealed interface Msg {}
+
+    record FromConnection(ConnectionActor.Event event) implements Msg {}
+
+    record FromQp(QpActor.WorkResult result) implements Msg {}
+
+    /** Accepts the request, with the session as the connection's handler. */
+    static Behavior<Msg> create(ActorRef<ConnectionActor.Command> connection) {
+      return Behaviors.setup(ctx -> {
+        connection.tell(new ConnectionActor.Accept("echo".getBytes(),
+            ctx.messageAdapter(ConnectionActor.Event.class, FromConnection::new)));
+        return Behaviors.receive(Msg.class)
+            .onMessage(FromConnection.class, m -> m.event() instanceof ConnectionActor.Connected c
+                ? new Session(ctx, c).running() : Behaviors.stopped())
+            .build();
+      });
+    }
+
+    private final ActorContext<Msg> ctx;
+    private final ActorRef<QpActor.Command> qp;
+    private final BufferPool pool;
+    private final ActorRef<QpActor.WorkResult> results;
+    private long nextId = 1;
+
+    private Session(ActorContext<Msg> ctx, ConnectionActor.Connected c) {
+      this.ctx = ctx;
+      this.qp = c.qp();
+      this.pool = c.pool();
+      this.results = ctx.messageAdapter(QpActor.WorkResult.class, FromQp::new);
+      List<QpActor.Work> receives = new ArrayList<>();
+      for (int i = 0; i < RECEIVE_DEPTH; i++) receives.add(receive());
+      qp.tell(new QpActor.Post(receives, results));
+      ctx.getLog().info("echo session with {}", c.remote());
+    }
+
+    private QpActor.Work receive() {
+      return new QpActor.Receive(nextId++, pool.lease());
+    }
+
+    private Behavior<Msg> running() {
+      return Behaviors.receive(Msg.class)
+          .onMessage(FromQp.class, m -> {
+            if (m.result() instanceof QpActor.Completed done) echo(done);
+            return Behaviors.same();
+          })
+          .onMessage(FromConnection.class, m -> Behaviors.stopped())
+          .build();
+    }
+
+    /** A new receive for each message that came, and the message back from its own buffer. */
+    private void echo(QpActor.Completed done) {
+      List<QpActor.Work> work = new ArrayList<>();
+      for (QpActor.Completion c : done.completions()) {
+        if (c.buffer() == null) continue; // a send's completion, or a flush at the end
+        Buffer b = c.buffer();
+        work.add(receive());
+        work.add(new QpActor.Send(-c.id(), b, c.byteLength()));
+      }
+      if (!work.isEmpty()) qp.tell(new QpActor.Post(work, results));
+    }
+  }
+}

@@ -1,0 +1,72 @@
+package dev.pekkordma.actors;
+
+import static dev.pekkordma.actors.TestRdma.*;
+import static org.junit.jupiter.api.Assertions.*;
+
+import dev.pekkordma.actors.ConnectionActor.*;
+import dev.pekkordma.actors.ListenerActor.*;
+import dev.pekkordma.verbs.DeviceContext;
+import dev.pekkordma.verbs.RdmaProvider;
+import java.net.InetSocketAddress;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
+
+/** A device that dies under established connections (a system of its own: it stays dead). */
+class CmDeviceFailureTest {
+  static final ActorTestKit kit = ActorTestKit.create("CmDeviceFailureTest", config(
+      "pekko-rdma.soft.devices = [\"soft0\"]\n"
+          + "pekko-rdma.cm.connect-timeout = 400ms\n"
+          + "pekko-rdma.actors.cm { connect-timeout = 2s, device-idle-timeout = 100ms,"
+          + " retry { min-backoff = 50ms, max-backoff = 100ms, max-attempts = 2 } }"));
+  static final RdmaExtension rdma = RdmaExtension.get(kit.system());
+  static final RdmaProvider provider = rdma.provider();
+
+  @AfterAll
+  static void shutdown() {
+    kit.shutdownTestKit();
+  }
+
+  @Test
+  void deviceRemovalEndsConnectionsAndTheListenerAndFreesEverything() {
+    TestProbe<ListenerActor.Event> server = kit.createTestProbe();
+    TestProbe<ConnectionActor.Event> client = kit.createTestProbe();
+    TestProbe<ConnectionActor.Event> serverSide = kit.createTestProbe();
+    rdma.cm().tell(new CmActor.Listen(new InetSocketAddress("127.0.0.1", 0), QpSpec.rc(),
+        server.getRef()));
+    Bound bound = server.expectMessageClass(Bound.class, WAIT);
+    rdma.cm().tell(new CmActor.Connect(bound.address(), new byte[0], QpSpec.rc(),
+        client.getRef()));
+    server.expectMessageClass(ConnectionRequested.class, WAIT).connection()
+        .tell(new Accept(new byte[0], serverSide.getRef()));
+    Connected c = client.expectMessageClass(Connected.class, WAIT);
+    Connected s = serverSide.expectMessageClass(Connected.class, WAIT);
+
+    try (DeviceContext other = provider.open("soft0")) {
+      provider.faults().orElseThrow().deviceFatal(other);
+    }
+    assertEquals(c.connection(), client.expectMessageClass(ConnectionLost.class, WAIT).connection());
+    assertEquals(s.connection(),
+        serverSide.expectMessageClass(ConnectionLost.class, WAIT).connection());
+    Unbound unbound = server.fishForMessage(WAIT, m -> m instanceof Unbound
+        ? FishingOutcomes.complete() : FishingOutcomes.continueAndIgnore())
+        .stream().filter(Unbound.class::isInstance).map(Unbound.class::cast).findFirst()
+        .orElseThrow();
+    assertEquals("DEVICE_REMOVAL", unbound.reason());
+    // the client tries again, but the device stays dead
+    assertEquals(1, client.expectMessageClass(Reconnecting.class, WAIT).attempt());
+    ConnectFailed failed = client.fishForMessage(WAIT, m -> m instanceof ConnectFailed
+        ? FishingOutcomes.complete() : FishingOutcomes.continueAndIgnore())
+        .stream().filter(ConnectFailed.class::isInstance).map(ConnectFailed.class::cast)
+        .findFirst().orElseThrow();
+    assertTrue(failed.reason().contains("DEVICE_REMOVAL") || failed.reason().contains("device"),
+        failed.reason());
+    TestProbe<Object> watcher = kit.createTestProbe();
+    watcher.expectTerminated(c.qp(), WAIT);
+    watcher.expectTerminated(s.qp(), WAIT);
+    // no QP, CQ, id, PD or context is left (the configured device keeps failing to reopen)
+    awaitResources(provider, counts(0, 0, 0, 0, 0, 0));
+  }
+}

@@ -1,0 +1,131 @@
+package dev.pekkordma.actors;
+
+import static dev.pekkordma.actors.TestRdma.*;
+import static org.junit.jupiter.api.Assertions.*;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigException;
+import com.typesafe.config.ConfigFactory;
+import dev.pekkordma.verbs.QpAttributes;
+import dev.pekkordma.verbs.RdmaProvider;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadInfo;
+import java.lang.management.ThreadMXBean;
+import java.time.Duration;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.junit.jupiter.api.Test;
+
+/** Settings checked at start, the extension's life, and pollers that cost nothing when idle. */
+class ExtensionTest {
+  private static Config with(String line) {
+    return ConfigFactory.parseString(line).withFallback(config(""));
+  }
+
+  private static void rejects(String line, String key, String words) {
+    ConfigException e = assertThrows(ConfigException.class,
+        () -> RdmaActorsSettings.from(with(line).resolve()), line);
+    assertTrue(e.getMessage().contains(key), e.getMessage());
+    assertTrue(e.getMessage().contains(words), e.getMessage());
+  }
+
+  @Test
+  void settingsThatMakeNoSenseFailNamingTheirKey() {
+    String d = "pekko-rdma.actors.poller-dispatcher";
+    rejects(d + " = \"no.such.dispatcher\"", d, "names no dispatcher");
+    rejects(d + " = \"pekko.actor.default-dispatcher\"", d, "must be a PinnedDispatcher");
+    rejects("pekko-rdma.actors.pinned-dispatcher.thread-pool-executor.allow-core-timeout = on",
+        d, "allow-core-timeout");
+    rejects("pekko-rdma.actors.poller.block-timeout = 0s", "poller.block-timeout", "positive");
+    rejects("pekko-rdma.actors.poller.block-timeout = 1m", "poller.block-timeout", "at most");
+    rejects("pekko-rdma.actors.poller.max-spins = -1", "poller.max-spins", "at least 0");
+    rejects("pekko-rdma.actors.poller.batch-size = 0", "poller.batch-size", "at least 1");
+    rejects("pekko-rdma.actors.device.reopen-backoff.max-backoff = 1ms",
+        "device.reopen-backoff.max-backoff", "at least min-backoff");
+    rejects("pekko-rdma.actors.qp.restart-backoff.random-factor = 2",
+        "qp.restart-backoff.random-factor", "[0, 1]");
+    rejects("pekko-rdma.actors.buffer-pool.slab-size = 5000", "buffer-pool.slab-size",
+        "multiple of buffer-size");
+    rejects("pekko-rdma.actors.cm.connect-timeout = 1s", "pekko-rdma.actors.cm.connect-timeout",
+        "longer than pekko-rdma.cm.connect-timeout");
+    rejects("pekko-rdma.actors.cm.retry.max-attempts = 0", "cm.retry.max-attempts", "at least 1");
+    rejects("pekko-rdma.actors.devices = [a, a]", "pekko-rdma.actors.devices", "repeat");
+    assertNotNull(RdmaActorsSettings.from(config("").resolve()));
+  }
+
+  @Test
+  void anUnknownDeviceFailsTheExtensionNamingTheKey() {
+    ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "UnknownDevice",
+        with("pekko-rdma.actors.devices = [nope]"));
+    try {
+      ConfigException e = assertThrows(ConfigException.class, () -> RdmaExtension.get(system));
+      assertTrue(e.getMessage().contains("pekko-rdma.actors.devices"), e.getMessage());
+      assertTrue(e.getMessage().contains("nope"), e.getMessage());
+    } finally {
+      system.terminate();
+    }
+  }
+
+  @Test
+  void terminatingTheSystemFreesEverything() throws Exception {
+    ActorTestKit kit = ActorTestKit.create("Terminates",
+        with("pekko-rdma.soft.devices = [a, b]"));
+    RdmaProvider provider;
+    try {
+      RdmaExtension rdma = RdmaExtension.get(kit.system());
+      provider = rdma.provider();
+      assertEquals(java.util.List.of("a", "b"), rdma.deviceNames());
+      for (String name : rdma.deviceNames()) {
+        ActorRef<PdActor.Command> pd = allocatePd(kit, rdma.device(name));
+        TestProbe<QpActor.Event> owner = kit.createTestProbe();
+        ActorRef<QpActor.Command> qp = createQp(kit, pd, QpSpec.rc(), owner.getRef());
+        transition(kit, qp, QpAttributes.toInit(1, ACCESS));
+        TestProbe<org.apache.pekko.pattern.StatusReply<PdActor.Registration>> reg =
+            kit.createTestProbe();
+        pd.tell(new PdActor.Register(8192, ACCESS, reg.getRef()));
+        ok(reg);
+      }
+      assertEquals(counts(2, 2, 4, 2, 2, 0), provider.liveResources());
+    } finally {
+      kit.shutdownTestKit();
+    }
+    assertEquals(counts(0, 0, 0, 0, 0, 0), provider.liveResources());
+  }
+
+  @Test
+  void idlePollersUseNoCpu() throws Exception {
+    ActorTestKit kit = ActorTestKit.create("Idle", with("pekko-rdma.soft.devices = [idle]"));
+    try {
+      RdmaExtension rdma = RdmaExtension.get(kit.system());
+      ActorRef<PdActor.Command> pd = allocatePd(kit, rdma.device("idle"));
+      TestProbe<QpActor.Event> owner = kit.createTestProbe();
+      createQp(kit, pd, QpSpec.rc(), owner.getRef());
+      Thread.sleep(200); // past the spin and yield budget
+      ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+      long before = pollerCpu(mx);
+      Thread.sleep(500);
+      long used = pollerCpu(mx) - before;
+      assertTrue(used < Duration.ofMillis(50).toNanos(),
+          "idle pollers used " + used / 1_000_000 + " ms of CPU in 500 ms");
+    } finally {
+      kit.shutdownTestKit();
+    }
+  }
+
+  /** CPU time of the pinned dispatcher's threads. */
+  private static long pollerCpu(ThreadMXBean mx) {
+    long total = 0;
+    int threads = 0;
+    for (ThreadInfo t : mx.dumpAllThreads(false, false)) {
+      if (t.getThreadName().startsWith("Idle-pekko-rdma.actors.pinned-dispatcher")) {
+        total += mx.getThreadCpuTime(t.getThreadId());
+        threads++;
+      }
+    }
+    assertEquals(3, threads, "a completion poller, an async event reader, a CM event reader");
+    return total;
+  }
+}

@@ -1,0 +1,70 @@
+package dev.pekkordma.actors.samples;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import com.typesafe.config.ConfigFactory;
+import dev.pekkordma.actors.RdmaExtension;
+import dev.pekkordma.verbs.RdmaProvider;
+import dev.pekkordma.verbs.ResourceCounts;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
+
+class EchoSampleTest {
+  static final Duration WAIT = Duration.ofSeconds(10);
+  static final ActorTestKit kit = ActorTestKit.create("EchoSampleTest", ConfigFactory.parseString(
+      "pekko-rdma.provider = soft\n"
+          + "pekko-rdma.actors.poller.block-timeout = 20ms\n"
+          + "pekko-rdma.actors.cm.device-idle-timeout = 100ms\n")
+      .withFallback(ConfigFactory.load()));
+
+  @AfterAll
+  static void shutdown() {
+    kit.shutdownTestKit();
+  }
+
+  @Test
+  void twoClientsAtOnceGetEveryMessageBackAndNothingIsLeftAfterwards() {
+    RdmaProvider provider = RdmaExtension.get(kit.system()).provider();
+    TestProbe<InetSocketAddress> bound = kit.createTestProbe();
+    ActorRef<?> server = kit.spawn(
+        EchoServer.create(new InetSocketAddress("127.0.0.1", 0), bound.getRef()));
+    InetSocketAddress address = bound.receiveMessage(WAIT);
+    TestProbe<EchoClient.Result> results = kit.createTestProbe();
+    kit.spawn(EchoClient.create(address, 300, results.getRef()));
+    kit.spawn(EchoClient.create(address, 200, results.getRef()));
+    int total = 0;
+    for (int i = 0; i < 2; i++) {
+      EchoClient.Result r = results.receiveMessage(WAIT);
+      assertNull(r.failure(), r.failure());
+      total += r.echoed();
+    }
+    assertEquals(500, total);
+    kit.stop(server);
+    // the listener stops with its handler; the sessions ended with their clients
+    long deadline = System.nanoTime() + WAIT.toNanos();
+    ResourceCounts idle = new ResourceCounts(1, 0, 0, 0, 0, 0, 0, 0, 0);
+    while (!provider.liveResources().equals(idle) && System.nanoTime() < deadline) {
+      Thread.onSpinWait();
+    }
+    assertEquals(idle, provider.liveResources());
+  }
+
+  @Test
+  void aClientOfNoServerReportsWhy() throws Exception {
+    int port;
+    try (java.net.ServerSocket s =
+        new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      port = s.getLocalPort();
+    }
+    TestProbe<EchoClient.Result> results = kit.createTestProbe();
+    kit.spawn(EchoClient.create(new InetSocketAddress("127.0.0.1", port), 1, results.getRef()));
+    EchoClient.Result r = results.receiveMessage(Duration.ofSeconds(30));
+    assertNotNull(r.failure());
+    assertTrue(r.failure().contains("ConnectFailed"), r.failure());
+  }
+}
