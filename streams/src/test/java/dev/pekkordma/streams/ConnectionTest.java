@@ -31,9 +31,9 @@ class ConnectionTest {
   static RdmaStreams rdma;
 
   @BeforeAll
-  static void start() {
+  static void start() throws InterruptedException {
     system = StreamsTestKit.system("ConnectionTest", "");
-    rdma = RdmaStreams.get(system);
+    rdma = StreamsTestKit.streams(system);
   }
 
   @AfterAll

@@ -24,7 +24,6 @@ import org.apache.pekko.stream.stage.AbstractOutHandler;
 import org.apache.pekko.stream.stage.AsyncCallback;
 import org.apache.pekko.stream.stage.GraphStageLogic;
 import org.apache.pekko.stream.stage.GraphStageWithMaterializedValue;
-import org.apache.pekko.stream.stage.TimerGraphStageLogic;
 import org.apache.pekko.util.ByteString;
 import scala.Tuple2;
 
@@ -83,7 +82,7 @@ public final class BindStage
     }
   }
 
-  private final class Logic extends TimerGraphStageLogic {
+  private final class Logic extends GraphStageLogic {
     private final CompletableFuture<ServerBinding> binding;
     private final CompletableFuture<Done> unbound = new CompletableFuture<>();
     private final ArrayDeque<CmEvent> waiting = new ArrayDeque<>();
@@ -158,7 +157,11 @@ public final class BindStage
     private IncomingConnection incoming(CmEvent e) {
       Offer offer = new Offer(e.id());
       offered.put(e.id(), offer);
-      scheduleOnce(offer, settings.acceptTimeout());
+      // the offer outlives this stage (a take(1) downstream stops listening at once): its
+      // timeout is the system's
+      rt.system.scheduler().scheduleOnce(settings.acceptTimeout(), () -> {
+        if (offer.claimed.compareAndSet(false, true)) rt.cm.destroy(offer.id, true);
+      }, rt.system.executionContext());
       InetSocketAddress remote = e.id().remoteAddress();
       ConnectionStage.Passive passive = new ConnectionStage.Passive(e.id(), e.privateData(),
           bound, remote, offer.claimed, settings.path() + ".accept-timeout");
@@ -170,21 +173,10 @@ public final class BindStage
     }
 
     @Override
-    public void onTimer(Object key) {
-      if (key instanceof Offer o) {
-        offered.remove(o.id);
-        if (o.claimed.compareAndSet(false, true)) rt.cm.destroy(o.id, true);
-      }
-    }
-
-    @Override
     public void postStop() {
       for (CmEvent e : waiting) rt.cm.destroy(e.id(), true);
       waiting.clear();
-      for (Offer o : offered.values()) {
-        if (o.claimed.compareAndSet(false, true)) rt.cm.destroy(o.id, true);
-      }
-      offered.clear();
+      offered.clear(); // handed out: each is accepted, or rejected after its timeout
       if (listener != null) rt.cm.destroy(listener, false);
       unbound.complete(Done.getInstance());
       binding.completeExceptionally(new RdmaStreamException("binding to", address,

@@ -74,7 +74,11 @@ final class CompletionPoller {
           })
           .onSignal(PostStop.class, s -> {
             wcs.close();
-            queue.complete();
+            try {
+              queue.complete();
+            } catch (IllegalStateException alreadyCompleted) {
+              // cancelled downstream, or failed above
+            }
             stopped.complete(Done.getInstance());
             return Behaviors.same();
           })
