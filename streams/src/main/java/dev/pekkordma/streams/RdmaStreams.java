@@ -168,8 +168,9 @@ public final class RdmaStreams implements Extension {
 
   public Source<ByteString, CompletionStage<ServerBinding>> bulkSource(String host, int port,
       RdmaStreamSettings settings) {
-    return Source.fromGraph(new BindStage(rt, new InetSocketAddress(host, port), settings, true,
-        false)).take(1).flatMapConcat(c -> Source.<ByteString>empty().via(c.flow()));
+    return Source.<ByteString>empty().viaMat(ConnectionStage.<ByteString>flow(
+        ConnectionStage.listenOnce(rt, new InetSocketAddress(host, port), settings, true, false)),
+        Keep.right()).mapMaterializedValue(m -> m.binding());
   }
 
   // ---------------------------------------------------------------- completions

@@ -11,6 +11,7 @@ import dev.pekkordma.streams.OutgoingConnection;
 import dev.pekkordma.streams.RdmaIdleTimeoutException;
 import dev.pekkordma.streams.RdmaStreamException;
 import dev.pekkordma.streams.RdmaStreamSettings;
+import dev.pekkordma.streams.ServerBinding;
 import dev.pekkordma.streams.TransferResult;
 import dev.pekkordma.verbs.Access;
 import dev.pekkordma.verbs.CompletionQueue;
@@ -28,6 +29,7 @@ import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.pekko.Done;
 import org.apache.pekko.stream.Attributes;
 import org.apache.pekko.stream.FlowShape;
 import org.apache.pekko.stream.Inlet;
@@ -66,7 +68,7 @@ public final class ConnectionStage
 
   /** What a connection materializes: when it is up, and how it ended. */
   public record Mat(CompletableFuture<OutgoingConnection> connected,
-      CompletableFuture<TransferResult> closed) {}
+      CompletableFuture<TransferResult> closed, CompletableFuture<ServerBinding> binding) {}
 
   /** A connection request to accept: its id and the client's ring. */
   public record Passive(CmId id, byte[] privateData, InetSocketAddress local,
@@ -96,26 +98,39 @@ public final class ConnectionStage
   private final boolean keepBoundaries;
   private final InetSocketAddress remote; // active side
   private final Passive passive; // passive side
+  private final InetSocketAddress listenAt; // passive side that listens for its one client
 
   private ConnectionStage(StreamsRuntime rt, RdmaStreamSettings settings, boolean halfClose,
-      boolean keepBoundaries, InetSocketAddress remote, Passive passive) {
+      boolean keepBoundaries, InetSocketAddress remote, Passive passive,
+      InetSocketAddress listenAt) {
     this.rt = rt;
     this.settings = settings;
     this.halfClose = halfClose;
     this.keepBoundaries = keepBoundaries;
     this.remote = remote;
     this.passive = passive;
+    this.listenAt = listenAt;
   }
 
   public static ConnectionStage outgoing(StreamsRuntime rt, InetSocketAddress remote,
       RdmaStreamSettings settings, boolean halfClose, boolean keepBoundaries) {
-    return new ConnectionStage(rt, settings, halfClose, keepBoundaries, remote, null);
+    return new ConnectionStage(rt, settings, halfClose, keepBoundaries, remote, null, null);
   }
 
   public static ConnectionStage incoming(StreamsRuntime rt, Passive passive,
       RdmaStreamSettings settings, boolean halfClose, boolean keepBoundaries) {
     return new ConnectionStage(rt, settings, halfClose, keepBoundaries, passive.remote(),
-        passive);
+        passive, null);
+  }
+
+  /**
+   * The server side of a single connection: listens at {@code address}, accepts the first
+   * client and stops listening. Its data goes straight to this stage's downstream, so the
+   * close handshake's "your data reached my application" holds up to the user's own stages.
+   */
+  public static ConnectionStage listenOnce(StreamsRuntime rt, InetSocketAddress address,
+      RdmaStreamSettings settings, boolean halfClose, boolean keepBoundaries) {
+    return new ConnectionStage(rt, settings, halfClose, keepBoundaries, null, null, address);
   }
 
   @Override
@@ -130,14 +145,18 @@ public final class ConnectionStage
 
   @Override
   public Tuple2<GraphStageLogic, Mat> createLogicAndMaterializedValue(Attributes attrs) {
-    Mat mat = new Mat(new CompletableFuture<>(), new CompletableFuture<>());
+    Mat mat = new Mat(new CompletableFuture<>(), new CompletableFuture<>(),
+        new CompletableFuture<>());
     return new Tuple2<>(new Logic(mat), mat);
   }
 
-  private enum Phase { RESOLVING_ADDRESS, RESOLVING_ROUTE, CONNECTING, RUNNING }
+  private enum Phase { LISTENING, RESOLVING_ADDRESS, RESOLVING_ROUTE, CONNECTING, RUNNING }
 
   private final class Logic extends TimerGraphStageLogic {
     private final Mat mat;
+    private InetSocketAddress remote = ConnectionStage.this.remote;
+    private CmId listener;
+    private final CompletableFuture<Done> unbound = new CompletableFuture<>();
     private final int slots = settings.receiveBuffers();
     private final int slotSize = settings.bufferSize();
     private final int sqDepth = settings.sendQueueDepth();
@@ -264,12 +283,18 @@ public final class ConnectionStage
       });
     }
 
+    private boolean active() {
+      return passive == null && listenAt == null;
+    }
+
     private String peerName() {
-      return RdmaStreamException.format(remote);
+      return remote == null ? "the client at " + RdmaStreamException.format(listenAt)
+          : RdmaStreamException.format(remote);
     }
 
     private RdmaStreamException failure(String reason) {
-      return new RdmaStreamException("RDMA connection to", remote, reason);
+      return remote == null ? new RdmaStreamException("listening on", listenAt, reason)
+          : new RdmaStreamException("RDMA connection to", remote, reason);
     }
 
     // ------------------------------------------------------------ connecting
@@ -280,8 +305,22 @@ public final class ConnectionStage
       setKeepGoing(true);
       cmEvents = createAsyncCallback(this::onCmEvent);
       wake = createAsyncCallback(x -> drainCq());
-      scheduleOnce("connect", settings.connectTimeout());
       try {
+        if (listenAt != null) {
+          phase = Phase.LISTENING;
+          listener = rt.cm.createId("listener " + listenAt, cmEvents::invoke);
+          listener.bind(listenAt);
+          listener.listen(1);
+          AsyncCallback<Done> unbind = createAsyncCallback(d -> {
+            if (phase == Phase.LISTENING) completeStage();
+          });
+          mat.binding().complete(new ServerBinding(listener.localAddress(), () -> {
+            unbind.invoke(Done.getInstance());
+            return unbound;
+          }, unbound));
+          return;
+        }
+        scheduleOnce("connect", settings.connectTimeout());
         if (passive == null) {
           id = rt.cm.createId("stream to " + peerName(), cmEvents::invoke);
           id.resolveAddress(null, remote, settings.connectTimeout());
@@ -301,13 +340,36 @@ public final class ConnectionStage
           accepted = true;
         }
       } catch (RuntimeException e) {
-        fail(failure((passive == null ? "connecting: " : "accepting: ") + e.getMessage()));
+        fail(failure((listenAt != null ? "binding: " : passive == null ? "connecting: "
+            : "accepting: ") + e.getMessage()));
       }
     }
 
     private void onCmEvent(CmEvent e) {
       if (tornDown) return;
       try {
+        if (e.type() == CmEventType.CONNECT_REQUEST) {
+          if (phase != Phase.LISTENING) {
+            rt.cm.destroy(e.id(), true); // one client only
+            return;
+          }
+          unlisten();
+          remote = e.id().remoteAddress();
+          id = e.id();
+          phase = Phase.CONNECTING;
+          scheduleOnce("connect", settings.connectTimeout());
+          setUp();
+          usePeerRing(Wire.Ring.decode(e.privateData()));
+          id.accept(ConnectionParameters.withPrivateData(ourRing().encode()));
+          accepted = true;
+          return;
+        }
+        if (e.id() == listener && listener != null) {
+          if (e.type() == CmEventType.DEVICE_REMOVAL) {
+            fail(failure("the RDMA device was removed (DEVICE_REMOVAL)"));
+          }
+          return;
+        }
         switch (e.type()) {
           case ADDR_RESOLVED:
             if (phase != Phase.RESOLVING_ADDRESS) break;
@@ -322,7 +384,7 @@ public final class ConnectionStage
             return;
           case ESTABLISHED:
             if (phase != Phase.CONNECTING) break;
-            if (passive == null) usePeerRing(Wire.Ring.decode(e.privateData()));
+            if (active()) usePeerRing(Wire.Ring.decode(e.privateData()));
             running();
             return;
           case DISCONNECTED:
@@ -344,7 +406,7 @@ public final class ConnectionStage
               String why = e.type() == CmEventType.REJECTED
                   ? "connection refused: REJECTED" + status + " (nobody listens there?)"
                   : e.type() + status;
-              fail(failure((passive == null ? "connecting: " : "accepting: ") + why));
+              fail(failure((active() ? "connecting: " : "accepting: ") + why));
               return;
             }
         }
@@ -732,7 +794,7 @@ public final class ConnectionStage
 
     private void finish() {
       log.debug("{} connection with {} closed: {} messages sent, {} received",
-          passive == null ? "client" : "server", peerName(), messagesSent, messagesReceived);
+          active() ? "client" : "server", peerName(), messagesSent, messagesReceived);
       mat.closed().complete(new TransferResult(bytesSent, messagesSent, bytesReceived,
           messagesReceived));
       completeStage();
@@ -770,19 +832,30 @@ public final class ConnectionStage
           : failure("the stream stopped before the connection was up"));
       mat.closed().completeExceptionally(cause != null ? cause
           : failure("the stream stopped before the connection closed gracefully"));
+      mat.binding().completeExceptionally(cause != null ? cause
+          : failure("the stream stopped before it was bound"));
     }
 
     private void fail(Throwable ex) {
-      log.debug("{} connection with {} failed: {}", passive == null ? "client" : "server",
+      log.debug("{} connection with {} failed: {}", active() ? "client" : "server",
           peerName(), ex.toString());
       if (cause == null) cause = ex;
       failStage(ex);
+    }
+
+    private void unlisten() {
+      if (listener != null) {
+        rt.cm.destroy(listener, false);
+        listener = null;
+      }
+      unbound.complete(Done.getInstance());
     }
 
     /** The CM disconnect, then the QP, then what it used; the CQ and the id last. */
     private void tearDown() {
       if (tornDown) return;
       tornDown = true;
+      unlisten();
       if (id != null && established && !disconnected) {
         try {
           id.disconnect();
@@ -803,7 +876,7 @@ public final class ConnectionStage
       if (sendMemory != null) sendMemory.close();
       if (scratch != null) scratch.close();
       if (cq != null) hub.closeCq(cq);
-      if (id != null) rt.cm.destroy(id, passive != null && !accepted);
+      if (id != null) rt.cm.destroy(id, (passive != null || listenAt != null) && !accepted);
       if (hub != null) rt.hubs.release(hub);
       if (sendWr != null) sendWr.close();
       if (recvWr != null) recvWr.close();
