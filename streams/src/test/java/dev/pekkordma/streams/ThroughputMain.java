@@ -189,7 +189,9 @@ public final class ThroughputMain {
             binding.localAddress().getPort()), settings), system)
         .toCompletableFuture().get(120, TimeUnit.SECONDS);
     long nanos = System.nanoTime() - t0;
-    if (got.get() != r.bytesSent()) throw new IllegalStateException("lost data");
+    if (got.get() != r.bytesSent()) {
+      throw new IllegalStateException("bulk chunks: lost data: " + got.get() + " of " + r);
+    }
     return rate(r.bytesSent(), nanos);
   }
 
@@ -208,7 +210,9 @@ public final class ThroughputMain {
             binding.localAddress().getPort()), settings), system)
         .toCompletableFuture().get(120, TimeUnit.SECONDS);
     long nanos = System.nanoTime() - t0;
-    if (got.get() != r.bytesSent()) throw new IllegalStateException("lost data");
+    if (got.get() != r.bytesSent()) {
+      throw new IllegalStateException("bulk bytes: lost data: " + got.get() + " of " + r);
+    }
     return rate(r.bytesSent(), nanos);
   }
 

@@ -14,7 +14,6 @@ import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.PostStop;
-import org.apache.pekko.actor.typed.Props;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -134,9 +133,5 @@ public final class CmService {
     } catch (RuntimeException e) {
       log.warn("closing the streams' CM event channel failed: {}", e.getMessage());
     }
-  }
-
-  static Props props() {
-    return Props.empty();
   }
 }

@@ -6,7 +6,6 @@ import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.ProtectionDomain;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.IdentityHashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -88,7 +87,6 @@ public final class DeviceHub {
   private Behavior<Command> behavior(Duration blockTimeout) {
     return Behaviors.setup(ctx -> {
       ctx.getSelf().tell(Spin.INSTANCE);
-      Map<CompletionQueue, Boolean> open = new IdentityHashMap<>();
       return Behaviors.receive(Command.class)
           .onMessageEquals(Spin.INSTANCE, () -> {
             CompletionQueue fired;
@@ -100,15 +98,24 @@ public final class DeviceHub {
               return Behaviors.same();
             }
             // every event waiting now, each acknowledged at once and its owner woken
-            while (fired != null) {
-              deliver(fired);
-              fired = channel.awaitEvent(Duration.ZERO);
+            try {
+              while (fired != null) {
+                deliver(fired);
+                fired = channel.awaitEvent(Duration.ZERO);
+              }
+            } catch (RuntimeException e) {
+              // the poller must outlive one bad event: its connections depend on it
+              log.error("{}: delivering a completion event failed", context.device().name(), e);
             }
             ctx.getSelf().tell(Spin.INSTANCE);
             return Behaviors.same();
           })
           .onMessage(CloseCq.class, c -> {
-            drain();
+            try {
+              drain();
+            } catch (RuntimeException e) {
+              log.error("{}: delivering a completion event failed", context.device().name(), e);
+            }
             try {
               c.cq().close();
             } catch (RuntimeException e) {
