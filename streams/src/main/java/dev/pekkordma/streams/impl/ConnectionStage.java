@@ -731,6 +731,9 @@ public final class ConnectionStage
     private void deliver() {
       while (entryCount > 0) {
         byte kind = entryKind[entryHead];
+        // the FIN too waits for demand: downstream asking again is what says it has taken the
+        // last message, and only then may the FIN_ACK say so
+        if (!discarding && !outDone && !isAvailable(out)) return;
         if (kind == ENTRY_FIN) {
           pop();
           finAckDue = true;
@@ -740,7 +743,6 @@ public final class ConnectionStage
           }
           return;
         }
-        if (!discarding && !isAvailable(out)) return;
         int length = entryLength[entryHead];
         pop();
         int slot = (int) (consumed % slots);
