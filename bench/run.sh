@@ -22,6 +22,7 @@
 #   MVN_ARGS=            extra Maven arguments, e.g. -o -Dmaven.repo.local=...
 #   SKIP_BUILD=1         use what is built
 set -uo pipefail
+{ # read whole before it runs: editing this file during a run cannot derail it
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -113,14 +114,17 @@ manifest series soft-send_bw soft-send_bw.txt
 manifest series soft-send_lat soft-send_lat.txt
 manifest series pekko-tcp pekko-tcp.txt
 manifest series pekko-tcp-lat pekko-tcp-lat.txt
-if [[ $STREAMS == yes ]] && "${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport rdma \
-    --help >/dev/null 2>&1; then
-  "${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport rdma --test throughput \
-    --sizes "$SIZES" --bytes "$BYTES" > "$OUT/rdma-streams.txt" 2>&1 || say "streams failed"
-  "${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport rdma --test latency \
-    -s "$LAT_SIZE" -n "$LAT_ITERS" > "$OUT/rdma-streams-lat.txt" 2>&1 || say "streams lat failed"
+if [[ $STREAMS == yes ]]; then
+  say "  the streams layer (RdmaStreams, software provider): the same two benchmarks"
+  "${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport rdma --provider soft \
+    --test throughput --sizes "$SIZES" --bytes "$BYTES" > "$OUT/rdma-streams.txt" 2>&1 \
+    || say "streams throughput failed: see $OUT/rdma-streams.txt"
+  "${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport rdma --provider soft \
+    --test latency -s "$LAT_SIZE" -n "$LAT_ITERS" > "$OUT/rdma-streams-lat.txt" 2>&1 \
+    || say "streams latency failed: see $OUT/rdma-streams-lat.txt"
   manifest series rdma-streams rdma-streams.txt
   manifest series rdma-streams-lat rdma-streams-lat.txt
+  manifest note "$A" "the streams layer (RdmaStreams, defaults: 64 KiB buffers, so 1 MiB chunks go as 16 writes) against Tcp; then rdma-perf's raw verbs path against Tcp, for scale."
   manifest compare "$A" rdma-streams pekko-tcp bw 3 65536
   manifest compare "$A" rdma-streams-lat pekko-tcp-lat lat - -
 else
@@ -172,3 +176,5 @@ echo
 echo "benchmark run in $OUT"
 sed 's/^/  /' "$OUT/machine.txt"
 "${JAVA[@]}" dev.pekkordma.benchmarks.BenchReport "$OUT"
+exit
+}

@@ -4,6 +4,7 @@
 # device (rxe_lo, GID index 1: plain verbs over loopback) with the same sizes and iterations.
 # perftest runs as two processes (server, then client to 127.0.0.1); rdma-perf runs both sides
 # in one JVM with QPs connected by hand. Inline size: what perftest reports using, passed on.
+# Without the native provider (NATIVE=no) only perftest runs.
 # Environment (from run.sh): OUT CP SIZES VM_BYTES LAT_SIZE NATIVE
 set -uo pipefail
 DEV=${DEV:-rxe_lo}
@@ -23,7 +24,7 @@ iters() { # at least 100, at most 5000 iterations within VM_BYTES
   echo $n
 }
 
-echo "[vm] $(uname -r); devices: $(ibv_devices | awk 'NR>2{print $1}' | tr '\n' ' ')"
+echo "[vm] $(uname -r), $(nproc) CPUs; devices: $(ibv_devices | awk 'NR>2{print $1}' | tr '\n' ' ')"
 rdma resource show > "$OUT/vm-resources-before.txt" 2>&1
 
 perftest() { # TOOL SIZE ITERS FILE: server in the background, client to it
@@ -40,32 +41,30 @@ inline_of() { # the inline size perftest reports in FILE
   awk -F: '/Max inline data/{gsub(/[^0-9]/,"",$2); print $2; exit}' "$OUT/$1"
 }
 
+JAVA=(java -Xms256m -Xmx1g -cp "$CP" dev.pekkordma.samples.perf.RdmaPerf)
+rdmaperf() { # TEST SIZE ITERS WARMUP INLINE FILE
+  [[ $NATIVE == yes ]] || return 0
+  "${JAVA[@]}" "$1" --provider native -d "$DEV" -x "$GID" -s "$2" -n "$3" --warmup "$4" \
+    -I "$5" -v >> "$OUT/$6" 2>&1 || echo "[vm] rdma-perf $1 -s $2 failed" >&2
+}
+
+# each size: perftest, then rdma-perf right after it, so that both see the same load; rdma-perf
+# warms up with as many iterations as it measures (the JIT is slow under emulation)
 for t in write_bw send_bw read_bw; do
   : > "$OUT/perftest-$t.txt"
+  : > "$OUT/native-$t.txt"
   for s in ${SIZES//,/ }; do
     size=$(bytes "$s")
-    perftest "ib_$t" "$size" "$(iters "$s")" "perftest-$t.txt"
+    n=$(iters "$s")
+    perftest "ib_$t" "$size" "$n" "perftest-$t.txt"
+    inline=$(inline_of "perftest-$t.txt"); inline=${inline:-0}
+    rdmaperf "$t" "$size" "$n" "$n" "$inline" "native-$t.txt"
   done
 done
 : > "$OUT/perftest-send_lat.txt"
+: > "$OUT/native-send_lat.txt"
 perftest ib_send_lat "$LAT_SIZE" "$LAT_ITERS" perftest-send_lat.txt
-
-if [[ $NATIVE == yes ]]; then
-  JAVA=(java -Xms256m -Xmx1g -cp "$CP" dev.pekkordma.samples.perf.RdmaPerf)
-  for t in write_bw send_bw read_bw; do
-    : > "$OUT/native-$t.txt"
-    inline=$(inline_of "perftest-$t.txt"); inline=${inline:-0}
-    for s in ${SIZES//,/ }; do
-      n=$(iters "$s")
-      "${JAVA[@]}" "$t" --provider native -d "$DEV" -x "$GID" -s "$s" -n "$n" \
-        --warmup $(( n / 5 + 10 )) -I "$inline" -v >> "$OUT/native-$t.txt" 2>&1 \
-        || echo "[vm] rdma-perf $t -s $s failed" >&2
-    done
-  done
-  inline=$(inline_of perftest-send_lat.txt); inline=${inline:-0}
-  "${JAVA[@]}" send_lat --provider native -d "$DEV" -x "$GID" -s "$LAT_SIZE" -n "$LAT_ITERS" \
-    --warmup 500 -I "$inline" -v > "$OUT/native-send_lat.txt" 2>&1 \
-    || echo "[vm] rdma-perf send_lat failed" >&2
-fi
+inline=$(inline_of perftest-send_lat.txt); inline=${inline:-0}
+rdmaperf send_lat "$LAT_SIZE" "$LAT_ITERS" 5000 "$inline" native-send_lat.txt
 rdma resource show > "$OUT/vm-resources-after.txt" 2>&1
 echo "[vm] done"

@@ -44,8 +44,14 @@ import picocli.CommandLine.Option;
         + " layout.")
 public final class StreamBench implements Callable<Integer> {
   @Option(names = "--transport", defaultValue = "tcp",
-      description = "tcp: Pekko Streams Tcp (default: ${DEFAULT-VALUE}).")
+      description = "tcp: Pekko Streams Tcp; rdma: the streams layer, RdmaStreams"
+          + " (default: ${DEFAULT-VALUE}).")
   String transport;
+
+  @Option(names = "--provider", defaultValue = "soft",
+      description = "The RDMA provider for --transport rdma: soft, native or auto"
+          + " (default: ${DEFAULT-VALUE}).")
+  String provider;
 
   @Option(names = "--test", defaultValue = "throughput",
       description = "throughput or latency (default: ${DEFAULT-VALUE}).")
@@ -76,26 +82,38 @@ public final class StreamBench implements Callable<Integer> {
       description = "Unmeasured pings first (default: ${DEFAULT-VALUE}).")
   int warmup;
 
-  private final PrintStream out = System.out;
+  private final PrintStream out;
+
+  StreamBench() {
+    this(System.out);
+  }
+
+  StreamBench(PrintStream out) {
+    this.out = out;
+  }
 
   public static void main(String[] args) {
-    System.setProperty("java.awt.headless", "true");
     int code = new CommandLine(new StreamBench()).execute(args);
     System.exit(code);
   }
 
   static Transport transport(String name) {
     if (name.equals("tcp")) return new TcpTransport();
+    if (name.equals("rdma")) return new RdmaTransport();
     throw new CommandLine.ParameterException(new CommandLine(new StreamBench()),
-        "--transport must be tcp, was '" + name + "'");
+        "--transport must be tcp or rdma, was '" + name + "'");
   }
 
   @Override
   public Integer call() throws Exception {
     Transport t = transport(transport);
+    if (!provider.equals("soft") && !provider.equals("native") && !provider.equals("auto")) {
+      throw new CommandLine.ParameterException(new CommandLine(this),
+          "--provider must be soft, native or auto, was '" + provider + "'");
+    }
     ActorSystem system = ActorSystem.create("stream-bench", ConfigFactory.parseString(
-        "pekko.loglevel = WARNING\npekko.stdout-loglevel = WARNING")
-        .withFallback(ConfigFactory.load()));
+        "pekko.loglevel = WARNING\npekko.stdout-loglevel = WARNING\npekko-rdma.provider = "
+            + provider).withFallback(ConfigFactory.load()));
     try {
       if (test.equals("throughput")) {
         throughput(system, t);
@@ -115,7 +133,8 @@ public final class StreamBench implements Callable<Integer> {
   private void banner(Transport t, String title) {
     out.println(RULE);
     out.println("                    " + title);
-    out.println(" Transport       : " + t.name() + " over 127.0.0.1, server and client in this JVM");
+    out.println(" Transport       : " + t.name() + " over 127.0.0.1, server and client in this JVM"
+        + (t instanceof RdmaTransport ? ", " + provider + " provider" : ""));
     out.println(" Java            : " + System.getProperty("java.version") + ", "
         + Runtime.getRuntime().availableProcessors() + " cores");
     out.println(RULE);
@@ -228,7 +247,11 @@ public final class StreamBench implements Callable<Integer> {
       posted[i] = System.nanoTime();
       pingPong(q, ping, size);
     }
+    // end of data; the echo server then closes, which ends the client's side too
     q.first().complete();
+    while (q.second().pull().toCompletableFuture().get(30, TimeUnit.SECONDS).isPresent()) {
+      // drain
+    }
     out.println(LatResult.HEADER);
     out.println(LatResult.of(size, iterations, posted, 2).line());
     out.println(RULE);

@@ -1,0 +1,51 @@
+package dev.pekkordma.benchmarks;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import picocli.CommandLine;
+
+/**
+ * The stream benchmark runs over both transports and prints lines the report reads (a small
+ * run: it checks that the benchmark works, not how fast anything is).
+ */
+class StreamBenchTest {
+  @TempDir Path dir;
+
+  @ParameterizedTest
+  @ValueSource(strings = {"tcp", "rdma"})
+  void throughputAndLatencyPrintPerftestLines(String transport) throws Exception {
+    String tp = run("--transport", transport, "--test", "throughput", "--sizes", "4k,64k",
+        "--bytes", "1m", "--warmup-bytes", "256k");
+    Files.writeString(dir.resolve("tp.txt"), tp);
+    BenchReport.Series s = BenchReport.parse("tp", dir.resolve("tp.txt"));
+    assertTrue(s.bandwidth(), tp);
+    assertEquals(2, s.rows().size(), tp);
+    assertEquals(16, s.rows().get(65536L).iterations(), tp);
+    assertTrue(BenchReport.value(s.rows().get(4096L), true) > 0, tp);
+
+    String lat = run("--transport", transport, "--test", "latency", "-n", "50", "--warmup",
+        "10");
+    Files.writeString(dir.resolve("lat.txt"), lat);
+    BenchReport.Series l = BenchReport.parse("lat", dir.resolve("lat.txt"));
+    assertTrue(!l.bandwidth(), lat);
+    assertTrue(BenchReport.value(l.rows().get(64L), false) > 0, lat);
+  }
+
+  private static String run(String... args) {
+    ByteArrayOutputStream b = new ByteArrayOutputStream();
+    int code = new CommandLine(new StreamBench(new PrintStream(b, true, StandardCharsets.UTF_8)))
+        .execute(args);
+    String out = b.toString(StandardCharsets.UTF_8);
+    assertEquals(0, code, out);
+    return out;
+  }
+}
