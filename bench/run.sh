@@ -14,8 +14,10 @@
 # Not a test: figures depend on the machine and its load (uptime is recorded with them).
 # Settings, from the environment:
 #   SIZES=4k,64k,1m      message / chunk sizes
-#   BYTES=512m           bytes moved per size in (a) and (c) (rdma-perf: BYTES/size iterations)
+#   BYTES=2g             bytes moved per size in (a) and (c) (rdma-perf: BYTES/size iterations)
 #   LAT_SIZE=64 LAT_ITERS=10000   the ping-pong
+#   REPEAT=3             runs of each (a)/(c) measurement; the report takes the best of them
+#                        (on a shared machine a run can lose the CPU; each side gets the same)
 #   VM=auto|skip|perftest         (b): auto runs it when the native provider is built
 #   VM_BYTES=64m         bytes per size inside the VM (emulated: ~50 MB/s)
 #   OUT=bench/results/DATE        where outputs, manifest.tsv and throughput.png go
@@ -27,9 +29,10 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 SIZES=${SIZES:-4k,64k,1m}
-BYTES=${BYTES:-512m}
+BYTES=${BYTES:-2g}
 LAT_SIZE=${LAT_SIZE:-64}
 LAT_ITERS=${LAT_ITERS:-10000}
+REPEAT=${REPEAT:-3}
 VM=${VM:-auto}
 VM_BYTES=${VM_BYTES:-64m}
 OUT=${OUT:-bench/results/$(date +%Y%m%d-%H%M%S)}
@@ -89,7 +92,6 @@ fi
 run_perf() { # FILE ARGS...: rdma-perf, once per size, appended to FILE
   local file=$1; shift
   local test=$1; shift
-  : > "$OUT/$file"
   for s in ${SIZES//,/ }; do
     "${PERF[@]}" "$test" -s "$s" -n "$(iters "$s" "$BYTES")" "$@" >> "$OUT/$file" 2>&1 \
       || say "rdma-perf $test -s $s failed: see $OUT/$file"
@@ -99,29 +101,35 @@ run_perf() { # FILE ARGS...: rdma-perf, once per size, appended to FILE
 # ---- (a) software provider against Pekko Tcp -------------------------------------------------
 A="(a) software provider against Pekko Streams Tcp over loopback, one JVM"
 say "$A"
-say "  rdma-perf soft: write_bw, send_bw at $SIZES; send_lat at $LAT_SIZE"
-run_perf soft-write_bw.txt write_bw --provider soft
-run_perf soft-send_bw.txt send_bw --provider soft
-"${PERF[@]}" send_lat --provider soft -s "$LAT_SIZE" -n "$LAT_ITERS" > "$OUT/soft-send_lat.txt" 2>&1 \
-  || say "rdma-perf send_lat failed: see $OUT/soft-send_lat.txt"
-say "  Pekko Tcp: throughput at $SIZES, $BYTES each; ping-pong of $LAT_SIZE bytes"
-"${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport tcp --test throughput \
-  --sizes "$SIZES" --bytes "$BYTES" > "$OUT/pekko-tcp.txt" 2>&1 || say "Tcp throughput failed"
-"${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport tcp --test latency \
-  -s "$LAT_SIZE" -n "$LAT_ITERS" > "$OUT/pekko-tcp-lat.txt" 2>&1 || say "Tcp latency failed"
+for f in soft-write_bw soft-send_bw soft-send_lat pekko-tcp pekko-tcp-lat rdma-streams \
+    rdma-streams-lat; do : > "$OUT/$f.txt"; done
+for r in $(seq "$REPEAT"); do
+  say "  run $r of $REPEAT: rdma-perf soft (write_bw, send_bw at $SIZES; send_lat at $LAT_SIZE),"
+  say "    Pekko Tcp (throughput at $SIZES, $BYTES each; ping-pong of $LAT_SIZE bytes)"
+  run_perf soft-write_bw.txt write_bw --provider soft
+  run_perf soft-send_bw.txt send_bw --provider soft
+  "${PERF[@]}" send_lat --provider soft -s "$LAT_SIZE" -n "$LAT_ITERS" >> "$OUT/soft-send_lat.txt" \
+    2>&1 || say "rdma-perf send_lat failed: see $OUT/soft-send_lat.txt"
+  "${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport tcp --test throughput \
+    --sizes "$SIZES" --bytes "$BYTES" >> "$OUT/pekko-tcp.txt" 2>&1 || say "Tcp throughput failed"
+  "${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport tcp --test latency \
+    -s "$LAT_SIZE" -n "$LAT_ITERS" >> "$OUT/pekko-tcp-lat.txt" 2>&1 || say "Tcp latency failed"
+  if [[ $STREAMS == yes ]]; then
+    say "    the streams layer (RdmaStreams, software provider): the same two benchmarks"
+    "${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport rdma --provider soft \
+      --test throughput --sizes "$SIZES" --bytes "$BYTES" >> "$OUT/rdma-streams.txt" 2>&1 \
+      || say "streams throughput failed: see $OUT/rdma-streams.txt"
+    "${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport rdma --provider soft \
+      --test latency -s "$LAT_SIZE" -n "$LAT_ITERS" >> "$OUT/rdma-streams-lat.txt" 2>&1 \
+      || say "streams latency failed: see $OUT/rdma-streams-lat.txt"
+  fi
+done
 manifest series soft-write_bw soft-write_bw.txt
 manifest series soft-send_bw soft-send_bw.txt
 manifest series soft-send_lat soft-send_lat.txt
 manifest series pekko-tcp pekko-tcp.txt
 manifest series pekko-tcp-lat pekko-tcp-lat.txt
 if [[ $STREAMS == yes ]]; then
-  say "  the streams layer (RdmaStreams, software provider): the same two benchmarks"
-  "${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport rdma --provider soft \
-    --test throughput --sizes "$SIZES" --bytes "$BYTES" > "$OUT/rdma-streams.txt" 2>&1 \
-    || say "streams throughput failed: see $OUT/rdma-streams.txt"
-  "${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport rdma --provider soft \
-    --test latency -s "$LAT_SIZE" -n "$LAT_ITERS" > "$OUT/rdma-streams-lat.txt" 2>&1 \
-    || say "streams latency failed: see $OUT/rdma-streams-lat.txt"
   manifest series rdma-streams rdma-streams.txt
   manifest series rdma-streams-lat rdma-streams-lat.txt
   manifest note "$A" "the streams layer (RdmaStreams, defaults: 64 KiB buffers, so 1 MiB chunks go as 16 writes) against Tcp; then rdma-perf's raw verbs path against Tcp, for scale."

@@ -28,13 +28,21 @@ echo "[vm] $(uname -r), $(nproc) CPUs; devices: $(ibv_devices | awk 'NR>2{print 
 rdma resource show > "$OUT/vm-resources-before.txt" 2>&1
 
 perftest() { # TOOL SIZE ITERS FILE: server in the background, client to it
-  local tool=$1 size=$2 n=$3 file=$4
+  local tool=$1 size=$2 n=$3 file=$4 try
   "$tool" -d "$DEV" -x "$GID" -s "$size" -n "$n" -F > "$OUT/$file.server" 2>&1 &
   local server=$!
-  sleep 1
-  "$tool" -d "$DEV" -x "$GID" -s "$size" -n "$n" -F 127.0.0.1 >> "$OUT/$file" 2>&1 \
-    || echo "[vm] $tool -s $size failed" >&2
-  wait "$server"
+  # the server takes a while to listen under emulation: try the client until it connects
+  for try in 1 2 3 4 5 6 7 8 9 10; do
+    sleep 2
+    "$tool" -d "$DEV" -x "$GID" -s "$size" -n "$n" -F 127.0.0.1 > "$OUT/$file.client" 2>&1
+    grep -q "Couldn't connect" "$OUT/$file.client" || break
+  done
+  cat "$OUT/$file.client" >> "$OUT/$file"
+  grep -q "#bytes" "$OUT/$file.client" || echo "[vm] $tool -s $size failed" >&2
+  # a server left waiting (its client failed) is ended after a minute
+  for try in $(seq 60); do kill -0 "$server" 2>/dev/null || break; sleep 1; done
+  kill "$server" 2>/dev/null
+  wait "$server" 2>/dev/null
 }
 
 inline_of() { # the inline size perftest reports in FILE

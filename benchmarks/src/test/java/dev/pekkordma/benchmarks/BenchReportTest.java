@@ -75,4 +75,16 @@ class BenchReportTest {
     assertEquals(2, s.rows().size());
     assertEquals(100.25, BenchReport.value(s.rows().get(4096L), true), 1e-9);
   }
+
+  @Test
+  void repeatedRunsKeepTheBest() throws Exception {
+    Path f = dir.resolve("r.txt");
+    Files.writeString(f, BW + BW.replace("100.25", "150.00") + BW.replace("100.25", "90.00"));
+    BenchReport.Series s = BenchReport.parse("r", f);
+    assertEquals(150.0, BenchReport.value(s.rows().get(4096L), true), 1e-9);
+    assertEquals(3, s.rows().get(4096L).runs());
+    Path l = dir.resolve("l.txt");
+    Files.writeString(l, LAT + LAT.replace("23.00", "21.00") + LAT.replace("23.00", "29.00"));
+    assertEquals(21.0, BenchReport.value(BenchReport.parse("l", l).rows().get(64L), false), 1e-9);
+  }
 }
