@@ -20,6 +20,7 @@
 #                        (on a shared machine a run can lose the CPU; each side gets the same)
 #   VM=auto|skip|perftest         (b): auto runs it when the native provider is built
 #   VM_BYTES=64m         bytes per size inside the VM (emulated: ~50 MB/s)
+#   VM_REPEAT=1          rounds of (b) (about ten minutes each); the report takes the best
 #   OUT=bench/results/DATE        where outputs, manifest.tsv and throughput.png go
 #   MVN_ARGS=            extra Maven arguments, e.g. -o -Dmaven.repo.local=...
 #   SKIP_BUILD=1         use what is built
@@ -35,6 +36,7 @@ LAT_ITERS=${LAT_ITERS:-10000}
 REPEAT=${REPEAT:-3}
 VM=${VM:-auto}
 VM_BYTES=${VM_BYTES:-64m}
+VM_REPEAT=${VM_REPEAT:-1}
 OUT=${OUT:-bench/results/$(date +%Y%m%d-%H%M%S)}
 MVN_ARGS=${MVN_ARGS:-}
 LAB=${LAB:-/work/shared/softroce-lab/run-in-vm}
@@ -156,7 +158,8 @@ else
   [[ $NATIVE == no ]] && manifest note "$B" "the native provider is not on main yet: perftest only (VM=perftest)"
   say "(b) booting the Soft-RoCE VM (about a minute of emulation per size and test)"
   (cd "$ROOT" && "$LAB" --timeout "${VM_TIMEOUT:-3000}" -- env OUT="$OUT" CP="$CP" SIZES="$SIZES" \
-      VM_BYTES="$VM_BYTES" LAT_SIZE="$LAT_SIZE" NATIVE="$NATIVE" bash bench/vm-native.sh) \
+      VM_BYTES="$VM_BYTES" VM_REPEAT="$VM_REPEAT" LAT_SIZE="$LAT_SIZE" NATIVE="$NATIVE" \
+      bash bench/vm-native.sh) \
       > "$OUT/vm.log" 2>&1 || say "(b) the VM run failed: see $OUT/vm.log"
   for t in write_bw send_bw read_bw send_lat; do
     manifest series "perftest-$t" "perftest-$t.txt"

@@ -119,7 +119,7 @@ public final class BenchReport {
       if (d == null) continue;
       double a = value(e.getValue(), bw);
       double b = value(d, bw);
-      double ratio = a / b;
+      double ratio = a / b; // both positive: rows without a figure are not kept
       String verdict = "";
       if (e.getKey() == targetSize) {
         boolean met = bw ? ratio >= target : ratio <= target;
@@ -156,6 +156,7 @@ public final class BenchReport {
         for (int i = 0; i < v.length; i++) v[i] = Double.parseDouble(f[i + 2]);
         long size = Long.parseLong(f[0]);
         Row row = new Row(size, Long.parseLong(f[1]), v, 1);
+        if (value(row, bandwidth) <= 0) continue; // perftest's 0.00: no measurement
         Row seen = rows.get(size);
         if (seen != null) {
           // repeated runs: the best one stands (highest bandwidth, lowest typical latency)
