@@ -175,12 +175,13 @@ public final class BenchReport {
 
   /** Bandwidth against size for every bandwidth series; false when there is none. */
   static boolean chart(Map<String, Series> series, Path png) throws IOException {
-    XYChart chart = new XYChartBuilder().width(1000).height(640)
-        .title("Throughput against message size (BW average, MB = 2^20 bytes)")
+    XYChart chart = new XYChartBuilder().width(1100).height(640)
+        .title("Throughput against message size (BW average, MB = 2^20 bytes; native-* and"
+            + " perftest-* ran in the emulated VM)")
         .xAxisTitle("message / chunk size [bytes]").yAxisTitle("MB/sec").build();
     chart.getStyler().setXAxisLogarithmic(true);
     chart.getStyler().setYAxisLogarithmic(true);
-    chart.getStyler().setLegendPosition(Styler.LegendPosition.InsideNW);
+    chart.getStyler().setLegendPosition(Styler.LegendPosition.OutsideE);
     chart.getStyler().setDefaultSeriesRenderStyle(XYSeries.XYSeriesRenderStyle.Line);
     int n = 0;
     for (Series s : series.values()) {
