@@ -49,7 +49,10 @@ inline_of() { # the inline size perftest reports in FILE
   awk -F: '/Max inline data/{gsub(/[^0-9]/,"",$2); print $2; exit}' "$OUT/$1"
 }
 
-JAVA=(java -Xms256m -Xmx1g -cp "$CP" dev.pekkordma.samples.perf.RdmaPerf)
+# the serial collector, as native's VM tests use (a G1 JVM crashed under emulation); a crash
+# log, if any, lands with the results
+JAVA=(java -Xms256m -Xmx1g -XX:+UseSerialGC -XX:ErrorFile="$OUT/hs_err_pid%p.log" -cp "$CP"
+  dev.pekkordma.samples.perf.RdmaPerf)
 rdmaperf() { # TEST SIZE ITERS WARMUP INLINE FILE
   [[ $NATIVE == yes ]] || return 0
   "${JAVA[@]}" "$1" --provider native -d "$DEV" -x "$GID" -s "$2" -n "$3" --warmup "$4" \
