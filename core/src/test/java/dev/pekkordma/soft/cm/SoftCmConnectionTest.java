@@ -239,7 +239,7 @@ class SoftCmConnectionTest extends CmFixture {
       }
       // say who answered: seen twice while other JVMs on the machine were binding ports
       Process ss = new ProcessBuilder("sh", "-c",
-          "ss -tanp | grep ':" + listener.localAddress().getPort() + "\\b'")
+          "ss -tanp | grep 'pid=" + ProcessHandle.current().pid() + ",'")
           .redirectErrorStream(true).start();
       fail("something answers on " + listener.localAddress() + " (probe from "
           + probe.getLocalSocketAddress() + "):\n" + new String(ss.getInputStream().readAllBytes()));
