@@ -84,6 +84,12 @@ public final class ClusterSettings {
     return new ClusterSettings(config);
   }
 
+  /** A duration as config writes it: 2s, 500ms. */
+  static String show(Duration d) {
+    long ms = d.toMillis();
+    return ms % 1000 == 0 ? ms / 1000 + "s" : ms + "ms";
+  }
+
   private static int port(Config c, String path) {
     int v = c.getInt(path);
     if (v < 0 || v > 65535) {

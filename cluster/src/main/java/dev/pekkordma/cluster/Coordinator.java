@@ -296,7 +296,7 @@ final class Coordinator {
           describe(d.ref(), d.attempt() + 1);
         } else {
           String detail = address + " registered an RDMA endpoint but did not describe it ("
-              + d.attempt() + " asks, " + settings.describeTimeout + " each)";
+              + d.attempt() + " asks, " + ClusterSettings.show(settings.describeTimeout) + " each)";
           silent.put(address, detail);
           for (Peer p : peers.values()) {
             if (!p.removed && p.endpoint == null && p.address.address().equals(address)) {
@@ -538,7 +538,7 @@ final class Coordinator {
       if (waiting == null || !waiting.remove(e.connection())) return Behaviors.same();
       if (waiting.isEmpty()) pending.remove(e.uid());
       String why = "no member with uid " + e.uid() + " has described its endpoint to "
-          + self.address() + " within " + settings.pendingRequestTimeout;
+          + self.address() + " within " + ClusterSettings.show(settings.pendingRequestTimeout);
       ctx.getLog().warn("rejecting an RDMA connection request: {}", why);
       reject(e.connection(), why);
       return Behaviors.same();

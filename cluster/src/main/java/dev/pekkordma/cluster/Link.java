@@ -217,7 +217,7 @@ final class Link {
           .onMessageEquals(EndpointDeadline.INSTANCE, () -> {
             if (endpoint == null && refusal == null) {
               failQueue(member + " has advertised no RDMA endpoint within "
-                  + settings.endpointTimeout + " (does it run RdmaCluster?)");
+                  + ClusterSettings.show(settings.endpointTimeout) + " (does it run RdmaCluster?)");
             }
             return Behaviors.same();
           })
@@ -230,7 +230,7 @@ final class Link {
           .onMessageEquals(ConnectWait.INSTANCE, () -> {
             if (connection == null && closing == null && refusal == null && failure == null) {
               giveUp(Reason.NO_ANSWER, member + " did not connect to this member's RDMA endpoint "
-                  + "within " + settings.connectWait + " (" + ClusterSettings.ROOT
+                  + "within " + ClusterSettings.show(settings.connectWait) + " (" + ClusterSettings.ROOT
                   + ".connect-wait)");
             }
             return Behaviors.same();
@@ -327,7 +327,7 @@ final class Link {
           reconnectLater();
         } else {
           giveUp(Reason.NO_ANSWER, member + "'s RDMA endpoint " + f.remote() + " has not "
-              + "answered for " + settings.connectWait + " while the member is reachable ("
+              + "answered for " + ClusterSettings.show(settings.connectWait) + " while the member is reachable ("
               + ClusterSettings.ROOT + ".connect-wait); last: " + f.reason());
         }
         return done();
