@@ -360,8 +360,9 @@ final class Coordinator {
           p.link.tell(new Link.Close(m.address() + " was removed from the cluster"));
         } else {
           peers.remove(p.address);
-          publish(new PeerEvent.Removed(m.address()));
         }
+        // now, in the cluster's order: a new incarnation of the address comes after this
+        publish(new PeerEvent.Removed(m.address()));
       }
       if (peers.values().stream().noneMatch(x -> x.address.address().equals(m.address()))) {
         silent.remove(m.address());
@@ -413,8 +414,7 @@ final class Coordinator {
       if (p.removed) {
         peers.remove(s.peer());
         ctx.getLog().info("RDMA link to removed {} closed: its connection and buffers are "
-            + "released", s.peer().address());
-        publish(new PeerEvent.Removed(s.peer().address()));
+            + "released, every message to it is reported", s.peer().address());
       } else {
         ctx.getLog().error("the RDMA link to {} stopped unexpectedly; the next message makes "
             + "another", s.peer().address());

@@ -21,7 +21,12 @@ public sealed interface PeerEvent {
   /** Reachable again: queued messages go. */
   record Resumed(Address member) implements PeerEvent {}
 
-  /** The member left or was downed: its connection is closed, its buffers are back. */
+  /**
+   * The member left or was downed (in the cluster's order: before any new incarnation of its
+   * address). Messages queued for it fail now; its connection closes, and with it its QP and
+   * buffers; those in flight fail as the connection's flush reports them (within {@code
+   * pekko-rdma.cluster.flush-timeout}).
+   */
   record Removed(Address member) implements PeerEvent {}
 
   /** No connection will be made to the member; messages to it fail with {@code detail}. */
