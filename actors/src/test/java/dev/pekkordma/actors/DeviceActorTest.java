@@ -51,7 +51,7 @@ class DeviceActorTest {
     unsubscribed.expectNoMessage(java.time.Duration.ofMillis(50));
   }
 
-  /** A system of its own: the soft device stays dead, and no other device muddles the counts. */
+  /** A system of its own: no other device muddles the counts. */
   @Test
   void deviceFatalStopsTheSubtreeFreesItAndReopensWithBackoff() {
     ActorTestKit own =
@@ -89,6 +89,21 @@ class DeviceActorTest {
       }
       // the device actor's context, PD, pool slab, CQ and QP are gone, and so is ours
       awaitResources(provider, counts(0, 0, 0, 0, 0, 0));
+
+      // the device comes back: the next attempt reopens it and it serves again
+      try (DeviceContext probe = provider.open("dies")) {
+        provider.faults().orElseThrow().restoreDevice(probe);
+      }
+      DeviceEvent e;
+      do {
+        e = subscriber.receiveMessage(java.time.Duration.ofSeconds(15));
+      } while (e instanceof ReopenFailed || e instanceof PortChanged);
+      assertTrue(e instanceof DeviceReopened, "after the restore: " + e);
+      ActorRef<PdActor.Command> again = allocatePd(own, dev);
+      createQp(own, again, QpSpec.rc(), owner.getRef());
+      again.tell(PdActor.Close.INSTANCE);
+      own.createTestProbe().expectTerminated(again, WAIT);
+      awaitResources(provider, counts(1, 0, 0, 0, 0, 0)); // the reopened device's context
     } finally {
       own.shutdownTestKit();
     }
