@@ -98,6 +98,7 @@ final class Coordinator {
     boolean up;
     boolean reachable = true;
     boolean removed;
+    String closed; // why its link closed (downed, removed): no new one
     Endpoint endpoint;
     ActorRef<Protocol.Request> protocol;
     Reason refusedFor;
@@ -324,15 +325,21 @@ final class Coordinator {
     private Behavior<Command> memberEvent(ClusterEvent.MemberEvent e) {
       Member m = e.member();
       if (m.uniqueAddress().equals(self)) {
-        if (e instanceof ClusterEvent.MemberRemoved) {
-          for (Peer p : peers.values()) {
-            if (p.link != null) p.link.tell(new Link.Close("this member left the cluster"));
-          }
+        if (e instanceof ClusterEvent.MemberRemoved || e instanceof ClusterEvent.MemberDowned) {
+          String why = e instanceof ClusterEvent.MemberDowned ? "this member was downed"
+              : "this member left the cluster";
+          for (Peer p : peers.values()) close(p, why);
         }
         return Behaviors.same();
       }
       if (e instanceof ClusterEvent.MemberRemoved) {
         removed(m);
+        return Behaviors.same();
+      }
+      if (e instanceof ClusterEvent.MemberDowned) {
+        // it will be removed; it is dead to the cluster already, so its resources go now
+        Peer p = peers.get(m.uniqueAddress());
+        if (p != null) close(p, m.address() + " was downed");
         return Behaviors.same();
       }
       if (removedUids.contains(m.uniqueAddress().longUid())) return Behaviors.same();
@@ -356,11 +363,8 @@ final class Coordinator {
       Peer p = peers.get(m.uniqueAddress());
       if (p != null) {
         p.removed = true;
-        if (p.link != null) {
-          p.link.tell(new Link.Close(m.address() + " was removed from the cluster"));
-        } else {
-          peers.remove(p.address);
-        }
+        close(p, m.address() + " was removed from the cluster");
+        if (p.link == null) peers.remove(p.address);
         // now, in the cluster's order: a new incarnation of the address comes after this
         publish(new PeerEvent.Removed(m.address()));
       }
@@ -368,6 +372,13 @@ final class Coordinator {
         silent.remove(m.address());
       }
       evaluateAll(); // a conflict may have gone with it
+    }
+
+    /** The link closes; messages for the member fail with {@code why} from now on. */
+    private void close(Peer p, String why) {
+      if (p.closed != null) return;
+      p.closed = why;
+      if (p.link != null) p.link.tell(new Link.Close(why));
     }
 
     private Behavior<Command> reachability(ClusterEvent.ReachabilityEvent e) {
@@ -396,7 +407,7 @@ final class Coordinator {
     }
 
     private void ensureLink(Peer p) {
-      if (p.link != null || p.removed) return;
+      if (p.link != null || p.removed || p.closed != null) return;
       Link.Spec spec = new Link.Spec(self, p.address, compare(self, p.address) < 0, settings,
           rdma.settings().bufferSize, rdma.settings().disconnectTimeout, rdma.cm(), ctx.getSelf(),
           channels);
@@ -411,8 +422,9 @@ final class Coordinator {
     private Behavior<Command> linkStopped(LinkStopped s) {
       Peer p = peers.get(s.peer());
       if (p == null) return Behaviors.same();
-      if (p.removed) {
-        peers.remove(s.peer());
+      if (p.closed != null) {
+        if (p.removed) peers.remove(s.peer());
+        p.link = null;
         ctx.getLog().info("RDMA link to removed {} closed: its connection and buffers are "
             + "released, every message to it is reported", s.peer().address());
       } else {
@@ -530,6 +542,10 @@ final class Coordinator {
         return;
       }
       ensureLink(p);
+      if (p.link == null) {
+        reject(connection, p.closed);
+        return;
+      }
       p.link.tell(new Link.Incoming(connection));
     }
 
@@ -569,8 +585,9 @@ final class Coordinator {
         why = notListening;
       } else {
         for (Peer p : peers.values()) {
-          if (!p.removed && p.address.address().equals(s.to())
-              && (target == null || p.member && !target.member)) {
+          // of two incarnations of the address, the one that is not going
+          if (!p.removed && p.address.address().equals(s.to()) && (target == null
+              || target.closed != null && p.closed == null || p.member && !target.member)) {
             target = p;
           }
         }
@@ -578,6 +595,7 @@ final class Coordinator {
           why = silent.getOrDefault(s.to(), "it is not a member of the cluster");
         }
       }
+      if (why == null && target.closed != null) why = target.closed;
       if (why != null) {
         s.promise().completeExceptionally(new SendFailed(s.to(), why));
         return Behaviors.same();

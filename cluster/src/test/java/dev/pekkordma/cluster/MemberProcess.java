@@ -53,6 +53,7 @@ final class MemberProcess implements AutoCloseable {
   private final PrintWriter stdin;
   private final LinkedBlockingQueue<String> lines = new LinkedBlockingQueue<>();
   private final List<String> seen = Collections.synchronizedList(new ArrayList<>());
+  private final List<String> untaken = new ArrayList<>(); // the test thread's
 
   private MemberProcess(String name, Process process) {
     this.name = name;
@@ -92,9 +93,16 @@ final class MemberProcess implements AutoCloseable {
     return new MemberProcess(name, p);
   }
 
-  /** The first line from now on that matches; fails with what the process said. */
+  /**
+   * The first line not taken yet that matches; fails with what the process said. Lines that do
+   * not match stay for later awaits: the process may print things in another order than the
+   * test looks for them.
+   */
   String await(String what, Predicate<String> matches, Duration timeout) {
     long deadline = System.nanoTime() + timeout.toNanos();
+    for (int i = 0; i < untaken.size(); i++) {
+      if (matches.test(untaken.get(i))) return untaken.remove(i);
+    }
     try {
       while (true) {
         long left = deadline - System.nanoTime();
@@ -105,6 +113,7 @@ final class MemberProcess implements AutoCloseable {
               + "; its last lines:\n  " + String.join("\n  ", tail(30)));
         }
         if (matches.test(line)) return line;
+        untaken.add(line);
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();

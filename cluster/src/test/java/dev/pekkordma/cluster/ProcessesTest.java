@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
@@ -29,6 +30,12 @@ class ProcessesTest {
   /** p1's and p2's resources with one peer connected. */
   static String onePeer1;
   static String onePeer2;
+  /** The steps done so far: a step runs only on the state the ones before it made. */
+  static int done;
+
+  private static void after(int step) {
+    Assumptions.assumeTrue(done == step, "step " + (done + 1) + " failed");
+  }
 
   @AfterAll
   static void stop() throws InterruptedException {
@@ -64,6 +71,7 @@ class ProcessesTest {
   @Test
   @Order(1)
   void membersJoinAndMoveData() throws Exception {
+    after(0);
     p1 = MemberProcess.start("p1", "--port", "0");
     a1 = address(p1.await("UP ", WAIT));
     p2 = MemberProcess.start("p2", "--port", "0", "--seed", seed(a1));
@@ -82,11 +90,13 @@ class ProcessesTest {
     receiving(p1, a2, a3);
     receiving(p2, a1, a3);
     receiving(p3, a1, a2);
+    done = 1;
   }
 
   @Test
   @Order(2)
   void aKilledMemberIsRemovedAndEveryChunkSentToItIsAccountedFor() throws Exception {
+    after(1);
     p3.kill();
     for (MemberProcess p : new MemberProcess[] {p1, p2}) {
       p.await("EVENT Removed member=" + a3, WAIT);
@@ -99,11 +109,13 @@ class ProcessesTest {
     }
     assertEquals(onePeer1, p1.awaitResources(onePeer1, WAIT), "p1 freed what it had for p3");
     assertEquals(onePeer2, p2.awaitResources(onePeer2, WAIT), "p2 freed what it had for p3");
+    done = 2;
   }
 
   @Test
   @Order(3)
   void aRestartedMemberIsConnectedAgain() throws Exception {
+    after(2);
     p3 = MemberProcess.start("p3-again", "--port", a3.substring(a3.lastIndexOf(':') + 1),
         "--seed", seed(a1));
     assertEquals(a3, address(p3.await("UP ", WAIT)), "the same address, a new incarnation");
@@ -111,11 +123,13 @@ class ProcessesTest {
     connected(p2, a3);
     receiving(p3, a1, a2);
     receiving(p1, a2, a3);
+    done = 3;
   }
 
   @Test
   @Order(4)
   void aLeavingMemberIsRemoved() throws Exception {
+    after(3);
     p2.command("leave");
     assertEquals(0, p2.awaitExit(WAIT), "a member that left exits cleanly");
     for (MemberProcess p : new MemberProcess[] {p1, p3}) {
@@ -125,5 +139,6 @@ class ProcessesTest {
     }
     // one peer left each: the same resources as with one peer before
     assertEquals(onePeer1, p1.awaitResources(onePeer1, WAIT));
+    done = 4;
   }
 }
