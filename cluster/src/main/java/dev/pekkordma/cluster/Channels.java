@@ -30,7 +30,9 @@ final class Channels {
 
   /** Opens {@code name}, or finds it open with the same codec; fails otherwise. */
   synchronized int open(String name, Codec<?> codec) {
-    if (name == null || name.isEmpty()) throw new IllegalArgumentException("a channel needs a name");
+    if (name == null || name.isEmpty()) {
+      throw new IllegalArgumentException("a channel needs a name");
+    }
     if (codec == null) throw new IllegalArgumentException("channel '" + name + "' needs a codec");
     int id = name.hashCode();
     Entry e = byId.get(id);

@@ -230,8 +230,9 @@ final class Coordinator {
         ctx.getLog().error("{}; no RDMA connections", notListening);
         selfEndpoint.completeExceptionally(new IllegalStateException(notListening));
       } else if (e instanceof ListenerActor.Unbound u) {
-        notListening = "this member's RDMA listener on " + u.address() + " stopped: " + u.reason();
-        ctx.getLog().error("{}; other members can no longer connect to this one", notListening);
+        // its connections live on; only new ones from members with higher addresses cannot come
+        ctx.getLog().error("this member's RDMA listener on {} stopped ({}): members that connect "
+            + "to this one can no longer do so", u.address(), u.reason());
       } else if (e instanceof ListenerActor.ConnectionRequested r) {
         requested(r.connection(), r.privateData(), r.remote());
       }

@@ -223,15 +223,15 @@ final class Link {
           })
           .onMessage(FlushDeadline.class, f -> {
             failInflight(f.generation(), "it was in flight when the connection to " + member
-                + " ended, and no completion came within " + settings.flushTimeout
-                + ": its delivery is not known");
+                + " ended, and no completion came within "
+                + ClusterSettings.show(settings.flushTimeout) + ": its delivery is not known");
             return done();
           })
           .onMessageEquals(ConnectWait.INSTANCE, () -> {
             if (connection == null && closing == null && refusal == null && failure == null) {
               giveUp(Reason.NO_ANSWER, member + " did not connect to this member's RDMA endpoint "
-                  + "within " + ClusterSettings.show(settings.connectWait) + " (" + ClusterSettings.ROOT
-                  + ".connect-wait)");
+                  + "within " + ClusterSettings.show(settings.connectWait) + " ("
+                  + ClusterSettings.ROOT + ".connect-wait)");
             }
             return Behaviors.same();
           })
@@ -262,7 +262,8 @@ final class Link {
             + " a frame to it carries");
       } else if (queue.size() >= settings.maxQueuedSends) {
         fail(s, queue.size() + " messages are queued for it already ("
-            + ClusterSettings.ROOT + ".max-queued-sends)" + (reachable ? "" : "; it is unreachable"));
+            + ClusterSettings.ROOT + ".max-queued-sends)"
+            + (reachable ? "" : "; it is unreachable"));
       } else {
         queue.add(s);
         demanded = true;
@@ -327,8 +328,8 @@ final class Link {
           reconnectLater();
         } else {
           giveUp(Reason.NO_ANSWER, member + "'s RDMA endpoint " + f.remote() + " has not "
-              + "answered for " + ClusterSettings.show(settings.connectWait) + " while the member is reachable ("
-              + ClusterSettings.ROOT + ".connect-wait); last: " + f.reason());
+              + "answered for " + ClusterSettings.show(settings.connectWait) + " while the member "
+              + "is reachable (" + ClusterSettings.ROOT + ".connect-wait); last: " + f.reason());
         }
         return done();
       }

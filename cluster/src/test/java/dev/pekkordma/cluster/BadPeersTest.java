@@ -83,8 +83,8 @@ class BadPeersTest {
 
   @Test
   void aMemberOnANativeDeviceIsIncompatible() {
-    ActorTestKit n = fakeMember(self -> new Endpoint(self.address(), self.longUid(), "127.0.0.1", 4791,
-        "native", "InfiniBand", "INFINIBAND", 16384, 4096, Endpoint.VERSION));
+    ActorTestKit n = fakeMember(self -> new Endpoint(self.address(), self.longUid(), "127.0.0.1",
+        4791, "native", "InfiniBand", "INFINIBAND", 16384, 4096, Endpoint.VERSION));
     try {
       Address member = address(n);
       Refused r = x.await(Refused.class, member);
