@@ -45,6 +45,18 @@ class ClusterSettingsTest {
   }
 
   @Test
+  void aSystemThatIsNoClusterIsRefusedSayingSo() {
+    var kit = org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit.create("NoCluster",
+        ConfigFactory.parseString("pekko-rdma.provider = soft"));
+    try {
+      var e = assertThrows(RuntimeException.class, () -> RdmaCluster.get(kit.system()));
+      assertTrue(String.valueOf(e.getMessage()).contains("cluster"), e.toString());
+    } finally {
+      kit.shutdownTestKit();
+    }
+  }
+
+  @Test
   void aWrongSettingStopsTheExtensionNamingTheKey() {
     var kit = org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit.create("BadSettings",
         TestCluster.config("pekko-rdma.cluster.connect = never"));

@@ -199,16 +199,26 @@ class ThreeMembersTest {
     inbox.receiveMessage(WAIT);
 
     blackhole(a, b, true);
+    java.util.concurrent.CompletableFuture<org.apache.pekko.Done> sink = null;
     try {
       a.await(PeerEvent.Paused.class, b.address());
       var waiting = ch.send(b.address(), "while unreachable").toCompletableFuture();
+      var streamed = Source.range(1, 100).map(i -> "s" + i)
+          .runWith(ch.sink(b.address()), a.system()).toCompletableFuture();
       inbox.expectNoMessage(Duration.ofMillis(300)); // the RDMA path is fine: we hold it back
       assertFalse(waiting.isDone(), "a message to an unreachable member waits");
+      assertFalse(streamed.isDone(), "a stream to an unreachable member is backpressured");
+      sink = streamed;
     } finally {
       blackhole(a, b, false);
     }
     a.await(PeerEvent.Resumed.class, b.address());
     assertEquals("while unreachable", inbox.receiveMessage(WAIT).message());
+    result(sink);
+    List<String> got = inbox.receiveSeveralMessages(100, WAIT).stream().map(Received::message)
+        .collect(Collectors.toList());
+    assertEquals(IntStream.rangeClosed(1, 100).mapToObj(i -> "s" + i)
+        .collect(Collectors.toList()), got);
   }
 
   /** Drops (or lets through again) all Pekko traffic between x and y, as a partition would. */
