@@ -108,14 +108,16 @@ class QpActorTest {
     expectState(QpState.RTS, QpState.ERR);
     transition(kit, a, new QpAttributes().state(QpState.RESET));
     expectState(QpState.ERR, QpState.RESET);
-    // to ERR and RESET from anywhere
+    // to RESET from anywhere, to ERR from anywhere but RESET (the kernel's table)
     transition(kit, a, QpAttributes.toInit(1, ACCESS));
     expectState(QpState.RESET, QpState.INIT);
-    transition(kit, a, new QpAttributes().state(QpState.RESET));
-    expectState(QpState.INIT, QpState.RESET);
     transition(kit, a, new QpAttributes().state(QpState.ERR));
-    expectState(QpState.RESET, QpState.ERR);
-    assertEquals(QpState.ERR, state(kit, a).state());
+    expectState(QpState.INIT, QpState.ERR);
+    transition(kit, a, new QpAttributes().state(QpState.RESET));
+    expectState(QpState.ERR, QpState.RESET);
+    assertInstanceOf(TransitionRejected.class,
+        modify(kit, a, new QpAttributes().state(QpState.ERR)));
+    assertEquals(QpState.RESET, state(kit, a).state());
   }
 
   @Test

@@ -49,8 +49,11 @@ public final class QpStateMachine {
     boolean rc = type == QpType.RC;
     boolean uc = type == QpType.UC;
     boolean ud = type == QpType.UD;
-    if (to == QpState.RESET || to == QpState.ERR) {
+    if (to == QpState.RESET) {
       return new int[] {0, 0};
+    }
+    if (to == QpState.ERR) { // from any state but RESET
+      return from == QpState.RESET ? null : new int[] {0, 0};
     }
     switch (from) {
       case RESET:

@@ -44,7 +44,7 @@ class QpStateConformanceTest extends ConformanceTest {
 
   /** The IB specification's illegal transitions a user can attempt (SQE is never a target). */
   private static final QpState[][] ILLEGAL = {
-      {RESET, RTR}, {RESET, RTS}, {RESET, SQD}, {RESET, SQE},
+      {RESET, RTR}, {RESET, RTS}, {RESET, SQD}, {RESET, SQE}, {RESET, ERR},
       {INIT, RTS}, {INIT, SQD}, {INIT, SQE},
       {RTR, INIT}, {RTR, RTR}, {RTR, SQD}, {RTR, SQE},
       {RTS, INIT}, {RTS, RTR}, {RTS, SQE},
@@ -173,8 +173,10 @@ class QpStateConformanceTest extends ConformanceTest {
   void rcEveryLegalTransition() {
     walk(QpType.RC, INIT, INIT, RTR, RTS, RTS, SQD, SQD, RTS, ERR, ERR, RESET, RESET, INIT, RTR,
         RTS);
-    for (QpState s : new QpState[] {RESET, INIT, RTR, RTS, SQD, ERR}) {
+    for (QpState s : new QpState[] {INIT, RTR, RTS, SQD, ERR}) {
       move(qpIn(QpType.RC, s), ERR);
+    }
+    for (QpState s : new QpState[] {RESET, INIT, RTR, RTS, SQD, ERR}) {
       move(qpIn(QpType.RC, s), RESET);
     }
   }

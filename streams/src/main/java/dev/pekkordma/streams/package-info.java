@@ -1,2 +1,29 @@
-/** streams: see the README for what this module holds and what is still to come. */
+/**
+ * Pekko Streams over RDMA, shaped like Pekko's {@code Tcp} (javadsl).
+ *
+ * <p>{@link dev.pekkordma.streams.RdmaStreams#get RdmaStreams.get(system)} is the entry point,
+ * as {@code Tcp.get(system)}: {@code bind} gives a source of {@link
+ * dev.pekkordma.streams.IncomingConnection}s materializing a {@link
+ * dev.pekkordma.streams.ServerBinding}; {@code outgoingConnection} a flow materializing an
+ * {@link dev.pekkordma.streams.OutgoingConnection}. Unlike TCP, one ByteString written is one
+ * ByteString read.
+ *
+ * <p>How a connection works (the stages are in {@code impl}): each side registers a receive ring
+ * and tells the other where it is in the CM's private data; data goes by RDMA WRITE WITH IMM
+ * into the peer's next slot, and each free slot is a credit the writer holds. The receiver
+ * frees a slot, and returns its credit, only when downstream has taken the message, so a slow
+ * consumer slows the producer through RDMA itself and neither side buffers more than its ring.
+ * Upstream's completion sends a FIN after the last write; the peer answers FIN_ACK once its
+ * application has taken everything, and only then is the connection torn down.
+ *
+ * <p>Threads: each connection stage posts and polls on its own (the stream's) thread. A device
+ * hub per device context (a PD and a completion channel) has an actor on the pinned poller
+ * dispatcher that waits for completion events and wakes the stage whose CQ fired; another
+ * reads CM events and hands each to its stage. Nothing on the data path allocates per work
+ * request but the ByteStrings handed downstream.
+ *
+ * <p>Settings: {@code pekko-rdma.streams} and {@code pekko-rdma.streams.bulk} in this module's
+ * reference.conf, each checked at start and named when wrong; {@link
+ * dev.pekkordma.streams.RdmaStreamSettings} changes them per call.
+ */
 package dev.pekkordma.streams;

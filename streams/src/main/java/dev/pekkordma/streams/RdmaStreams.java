@@ -1,0 +1,200 @@
+package dev.pekkordma.streams;
+
+import dev.pekkordma.streams.impl.BindStage;
+import dev.pekkordma.streams.impl.CompletionSources;
+import dev.pekkordma.streams.impl.ConnectionStage;
+import dev.pekkordma.streams.impl.StreamsRuntime;
+import dev.pekkordma.verbs.CompletionQueue;
+import dev.pekkordma.verbs.ResourceCounts;
+import java.net.InetSocketAddress;
+import java.util.concurrent.CompletionStage;
+import org.apache.pekko.Done;
+import org.apache.pekko.actor.ClassicActorSystemProvider;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Extension;
+import org.apache.pekko.actor.typed.ExtensionId;
+import org.apache.pekko.actor.typed.javadsl.Adapter;
+import org.apache.pekko.japi.Pair;
+import org.apache.pekko.stream.Materializer;
+import org.apache.pekko.stream.javadsl.Flow;
+import org.apache.pekko.stream.javadsl.Keep;
+import org.apache.pekko.stream.javadsl.Sink;
+import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.util.ByteString;
+
+/**
+ * Pekko Streams over RDMA, shaped like Pekko's {@code Tcp}: swap {@code Tcp.get(system)} for
+ * {@code RdmaStreams.get(system)} and bind and connect the same way. Unlike TCP, message
+ * boundaries are kept (one ByteString in, one out), and backpressure is RDMA's own: a sender
+ * writes only into receive slots the receiver has freed.
+ *
+ * <pre>{@code
+ * RdmaStreams rdma = RdmaStreams.get(system);
+ * rdma.bind("127.0.0.1", 9000).runForeach(c -> c.handleWith(Flow.of(ByteString.class), system),
+ *     system);
+ * Source.single(ByteString.fromString("hello"))
+ *     .via(rdma.outgoingConnection("127.0.0.1", 9000)).runWith(Sink.head(), system);
+ * }</pre>
+ *
+ * <p>Settings come from {@code pekko-rdma.streams} (checked at start, a wrong one named) and can
+ * be changed per call with a {@link RdmaStreamSettings}. The bulk sink and source move large
+ * data with larger slots ({@code pekko-rdma.streams.bulk}); {@link #completions} turns any CQ
+ * into a source.
+ */
+public final class RdmaStreams implements Extension {
+  private final StreamsRuntime rt;
+
+  private RdmaStreams(ActorSystem<?> system) {
+    this.rt = new StreamsRuntime(system);
+  }
+
+  public static RdmaStreams get(ActorSystem<?> system) {
+    return Id.INSTANCE.apply(system);
+  }
+
+  public static RdmaStreams get(ClassicActorSystemProvider system) {
+    return get(Adapter.toTyped(system.classicSystem()));
+  }
+
+  /** The message connections' settings from the config. */
+  public RdmaStreamSettings settings() {
+    return rt.settings;
+  }
+
+  /** The bulk sink and source's settings from the config. */
+  public RdmaStreamSettings bulkSettings() {
+    return rt.bulkSettings;
+  }
+
+  /** The provider's live resources: what every test of a clean end compares. */
+  public ResourceCounts liveResources() {
+    return rt.provider.liveResources();
+  }
+
+  // ---------------------------------------------------------------- server
+
+  /** Listens on {@code host:port} (port 0 picks one), as {@code Tcp.bind}; no half-close. */
+  public Source<IncomingConnection, CompletionStage<ServerBinding>> bind(String host, int port) {
+    return bind(host, port, rt.settings, false);
+  }
+
+  /**
+   * Listens with these settings. With {@code halfClose}, a connection whose handler completes
+   * its output still reads until the client completes; without, it closes (once the client has
+   * taken what was sent).
+   */
+  public Source<IncomingConnection, CompletionStage<ServerBinding>> bind(String host, int port,
+      RdmaStreamSettings settings, boolean halfClose) {
+    return Source.fromGraph(new BindStage(rt, new InetSocketAddress(host, port), settings,
+        halfClose, true));
+  }
+
+  /** Binds and runs every connection through {@code handler}, as {@code Tcp.bindAndHandle}. */
+  public CompletionStage<ServerBinding> bindAndHandle(Flow<ByteString, ByteString, ?> handler,
+      String host, int port) {
+    Materializer mat = Materializer.matFromSystem(rt.system);
+    return bind(host, port).to(Sink.foreach(c -> c.handleWith(handler, mat))).run(mat);
+  }
+
+  // ---------------------------------------------------------------- client
+
+  /** Connects to {@code host:port}, as {@code Tcp.outgoingConnection}; with half-close. */
+  public Flow<ByteString, ByteString, CompletionStage<OutgoingConnection>> outgoingConnection(
+      String host, int port) {
+    return outgoingConnection(new InetSocketAddress(host, port), rt.settings, true);
+  }
+
+  /**
+   * Connects with these settings. With {@code halfClose}, completing upstream sends the end of
+   * data and the flow goes on reading until the server closes; without, the connection closes
+   * as soon as the server has taken what was sent.
+   */
+  public Flow<ByteString, ByteString, CompletionStage<OutgoingConnection>> outgoingConnection(
+      InetSocketAddress remote, RdmaStreamSettings settings, boolean halfClose) {
+    return ConnectionStage.<ByteString>flow(ConnectionStage.outgoing(rt, remote, settings,
+        halfClose, true)).mapMaterializedValue(m -> m.connected());
+  }
+
+  /**
+   * As {@link #outgoingConnection(InetSocketAddress, RdmaStreamSettings, boolean)}, with how the
+   * connection ended: a {@link TransferResult} after a graceful close (everything sent had
+   * reached the server's application), else the failure.
+   */
+  public Flow<ByteString, ByteString,
+      Pair<CompletionStage<OutgoingConnection>, CompletionStage<TransferResult>>>
+      outgoingConnectionWithResult(InetSocketAddress remote, RdmaStreamSettings settings,
+          boolean halfClose) {
+    return ConnectionStage.<ByteString>flow(ConnectionStage.outgoing(rt, remote, settings,
+        halfClose, true)).mapMaterializedValue(m -> Pair.create(m.connected(), m.closed()));
+  }
+
+  // ---------------------------------------------------------------- bulk
+
+  /**
+   * Sends everything to a {@link #bulkSource} at {@code host:port} by RDMA WRITE WITH IMM into
+   * its registered ring (ByteStrings longer than a slot are split). Completes, with what was
+   * moved, once the receiver's application has taken the last byte.
+   */
+  public Sink<ByteString, CompletionStage<TransferResult>> bulkSink(String host, int port) {
+    return bulkSink(new InetSocketAddress(host, port), rt.bulkSettings);
+  }
+
+  public Sink<ByteString, CompletionStage<TransferResult>> bulkSink(InetSocketAddress remote,
+      RdmaStreamSettings settings) {
+    return ConnectionStage.<ByteString>flow(ConnectionStage.outgoing(rt, remote,
+        settings.withOversize(RdmaStreamSettings.Oversize.SPLIT), true, false))
+        .toMat(Sink.ignore(), Keep.left()).mapMaterializedValue(m -> m.closed());
+  }
+
+  /**
+   * The zero-copy bulk sink: each {@link BulkChunk} writes its data straight into a registered
+   * send buffer, which is written to the receiver's ring as it is and goes back to the pool
+   * after the write's completion.
+   */
+  public Sink<BulkChunk, CompletionStage<TransferResult>> bulkChunkSink(InetSocketAddress remote,
+      RdmaStreamSettings settings) {
+    return ConnectionStage.<BulkChunk>flow(ConnectionStage.outgoing(rt, remote, settings, true,
+        false)).toMat(Sink.ignore(), Keep.left()).mapMaterializedValue(m -> m.closed());
+  }
+
+  /**
+   * Receives one bulk sender at {@code host:port}: binds, accepts the first connection (then
+   * stops listening), and emits what each write carried, in order, completing when the sender
+   * has completed and everything was taken.
+   */
+  public Source<ByteString, CompletionStage<ServerBinding>> bulkSource(String host, int port) {
+    return bulkSource(host, port, rt.bulkSettings);
+  }
+
+  public Source<ByteString, CompletionStage<ServerBinding>> bulkSource(String host, int port,
+      RdmaStreamSettings settings) {
+    return Source.<ByteString>empty().viaMat(ConnectionStage.<ByteString>flow(
+        ConnectionStage.listenOnce(rt, new InetSocketAddress(host, port), settings, true, false)),
+        Keep.right()).mapMaterializedValue(m -> m.binding());
+  }
+
+  // ---------------------------------------------------------------- completions
+
+  /**
+   * A CQ's completions as a source, fed by a poller on the pinned poller dispatcher through a
+   * bounded queue of {@code bufferSize}. The poller takes from the CQ only what the queue has
+   * room for: a slow consumer leaves completions in the CQ, so size it for what is posted. The
+   * CQ's completion channel, if any, must serve this CQ alone. The materialized stage completes
+   * when the poller has stopped (after cancellation): only then close the CQ.
+   */
+  public Source<WorkCompletion, CompletionStage<Done>> completions(CompletionQueue cq,
+      int bufferSize) {
+    return CompletionSources.create(rt, cq, bufferSize);
+  }
+
+  public static final class Id extends ExtensionId<RdmaStreams> {
+    static final Id INSTANCE = new Id();
+
+    private Id() {}
+
+    @Override
+    public RdmaStreams createExtension(ActorSystem<?> system) {
+      return new RdmaStreams(system);
+    }
+  }
+}

@@ -1,0 +1,137 @@
+package dev.pekkordma.streams.impl;
+
+import dev.pekkordma.cm.CmEvent;
+import dev.pekkordma.cm.CmEventChannel;
+import dev.pekkordma.cm.CmEventType;
+import dev.pekkordma.cm.CmId;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.DispatcherSelector;
+import org.apache.pekko.actor.typed.PostStop;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The streams' connection manager: one CM event channel, read by an actor on the pinned poller
+ * dispatcher (it blocks there, at most a block-timeout at a time), which hands each event to
+ * the stage that owns its id through that stage's async callback. A CONNECT_REQUEST goes to the
+ * listener's owner, and the new id is the listener's until a connection stage takes it.
+ */
+public final class CmService {
+  private static final Logger log = LoggerFactory.getLogger(CmService.class);
+
+  private final CmEventChannel channel;
+  private final Map<CmId, Consumer<CmEvent>> owners = new ConcurrentHashMap<>();
+  private final ActorRef<Spin> reader;
+  private volatile boolean closed;
+
+  private enum Spin { INSTANCE }
+
+  CmService(ActorSystem<?> system, CmEventChannel channel, String dispatcher,
+      Duration blockTimeout) {
+    this.channel = channel;
+    this.reader = system.systemActorOf(reader(blockTimeout), "pekko-rdma-streams-cm",
+        DispatcherSelector.fromConfig(dispatcher));
+  }
+
+  private Behavior<Spin> reader(Duration blockTimeout) {
+    return Behaviors.setup(ctx -> {
+      ctx.getSelf().tell(Spin.INSTANCE);
+      return Behaviors.receive(Spin.class)
+          .onMessageEquals(Spin.INSTANCE, () -> {
+            if (closed) return Behaviors.stopped();
+            CmEvent e;
+            try {
+              e = channel.awaitEvent(blockTimeout);
+            } catch (RuntimeException ex) {
+              log.warn("reading CM events failed: {}", ex.getMessage());
+              return Behaviors.stopped();
+            }
+            if (e != null) dispatch(e);
+            ctx.getSelf().tell(Spin.INSTANCE);
+            return Behaviors.same();
+          })
+          .onSignal(PostStop.class, s -> {
+            shutdown();
+            return Behaviors.same();
+          })
+          .build();
+    });
+  }
+
+  private void dispatch(CmEvent e) {
+    CmId key = e.type() == CmEventType.CONNECT_REQUEST ? e.listenId() : e.id();
+    Consumer<CmEvent> owner = key == null ? null : owners.get(key);
+    if (owner == null) {
+      if (e.type() == CmEventType.CONNECT_REQUEST) {
+        log.debug("a connection request for a listener that is gone: rejecting it");
+        destroyQuietly(e.id(), true);
+      } else {
+        log.debug("{} for an id nobody owns", e);
+      }
+      return;
+    }
+    if (e.type() == CmEventType.CONNECT_REQUEST) owners.put(e.id(), owner);
+    try {
+      owner.accept(e);
+    } catch (RuntimeException ex) {
+      log.warn("delivering {} failed: {}", e, ex.getMessage());
+    }
+  }
+
+  /** A new id whose events go to {@code owner}. */
+  public CmId createId(Object context, Consumer<CmEvent> owner) {
+    CmId id = channel.createId(context);
+    owners.put(id, owner);
+    return id;
+  }
+
+  /** From now on the id's events go to {@code owner}. */
+  public void own(CmId id, Consumer<CmEvent> owner) {
+    owners.put(id, owner);
+  }
+
+  /** Forgets the id and destroys it (rejecting it first if asked: a request nobody took). */
+  public void destroy(CmId id, boolean reject) {
+    owners.remove(id);
+    destroyQuietly(id, reject);
+  }
+
+  private static void destroyQuietly(CmId id, boolean reject) {
+    if (reject) {
+      try {
+        id.reject(null);
+      } catch (RuntimeException e) {
+        log.debug("rejecting a connection request failed: {}", e.getMessage());
+      }
+    }
+    try {
+      if (id.qp() != null) id.destroyQp();
+    } catch (RuntimeException e) {
+      log.debug("destroying a CM id's QP failed: {}", e.getMessage());
+    }
+    try {
+      id.close();
+    } catch (RuntimeException e) {
+      log.warn("destroying a CM id failed: {}", e.getMessage());
+    }
+  }
+
+  /** At the system's end: whatever ids are left go, then the channel. */
+  private void shutdown() {
+    closed = true;
+    for (CmId id : new ArrayList<>(owners.keySet())) destroy(id, false);
+    try {
+      channel.close();
+    } catch (RuntimeException e) {
+      log.warn("closing the streams' CM event channel failed: {}", e.getMessage());
+    }
+  }
+}

@@ -1,0 +1,897 @@
+package dev.pekkordma.streams.impl;
+
+import dev.pekkordma.cm.CmEvent;
+import dev.pekkordma.cm.CmEventType;
+import dev.pekkordma.cm.CmId;
+import dev.pekkordma.cm.ConnectionParameters;
+import dev.pekkordma.memory.NativeMemory;
+import dev.pekkordma.memory.OffHeapBuffer;
+import dev.pekkordma.streams.BulkChunk;
+import dev.pekkordma.streams.OutgoingConnection;
+import dev.pekkordma.streams.RdmaIdleTimeoutException;
+import dev.pekkordma.streams.RdmaStreamException;
+import dev.pekkordma.streams.RdmaStreamSettings;
+import dev.pekkordma.streams.ServerBinding;
+import dev.pekkordma.streams.TransferResult;
+import dev.pekkordma.verbs.Access;
+import dev.pekkordma.verbs.CompletionQueue;
+import dev.pekkordma.verbs.MemoryRegion;
+import dev.pekkordma.verbs.QpInitAttributes;
+import dev.pekkordma.verbs.QpType;
+import dev.pekkordma.verbs.QueuePair;
+import dev.pekkordma.verbs.RecvRequests;
+import dev.pekkordma.verbs.SendRequests;
+import dev.pekkordma.verbs.WcStatus;
+import dev.pekkordma.verbs.WorkCompletions;
+import dev.pekkordma.verbs.WrOpcode;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.pekko.Done;
+import org.apache.pekko.stream.Attributes;
+import org.apache.pekko.stream.FlowShape;
+import org.apache.pekko.stream.Inlet;
+import org.apache.pekko.stream.Outlet;
+import org.apache.pekko.stream.SubscriptionWithCancelException;
+import org.apache.pekko.stream.javadsl.Flow;
+import org.apache.pekko.stream.stage.AbstractInHandler;
+import org.apache.pekko.stream.stage.AbstractOutHandler;
+import org.apache.pekko.stream.stage.AsyncCallback;
+import org.apache.pekko.stream.stage.GraphStageLogic;
+import org.apache.pekko.stream.stage.GraphStageWithMaterializedValue;
+import org.apache.pekko.stream.stage.TimerGraphStageLogic;
+import org.apache.pekko.util.ByteString;
+import org.apache.pekko.util.ByteStringBuilder;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import scala.Tuple2;
+
+/**
+ * One RDMA connection as a flow: elements in (ByteStrings, or {@link BulkChunk}s that write
+ * straight into registered memory) go to the peer, what the peer sends comes out. The protocol
+ * is in {@link Wire}. Everything runs on the stage's own thread: it posts, polls its CQ when the
+ * device hub's poller wakes it, and reacts to the CM events the CM reader hands it.
+ *
+ * <p>Backpressure is RDMA's: the peer's free ring slots are this side's credits and nothing is
+ * written without one; a slot of our ring is given back (as a credit) only when downstream has
+ * taken its message, so a slow consumer stops the producer with no buffer in between.
+ *
+ * <p>Close: when upstream completes, after the last write a FIN goes; the peer answers FIN_ACK
+ * once its application has taken everything before the FIN. The connection is torn down (the
+ * CM disconnect, then the QP, registrations and CQ) only when each direction is done and the
+ * last control message has completed, so a graceful close loses nothing in flight.
+ */
+public final class ConnectionStage
+    extends GraphStageWithMaterializedValue<FlowShape<Object, ByteString>, ConnectionStage.Mat> {
+
+  /** What a connection materializes: when it is up, and how it ended. */
+  public record Mat(CompletableFuture<OutgoingConnection> connected,
+      CompletableFuture<TransferResult> closed, CompletableFuture<ServerBinding> binding) {}
+
+  /** A connection request to accept: its id and the client's ring. */
+  public record Passive(CmId id, byte[] privateData, InetSocketAddress local,
+      InetSocketAddress remote, AtomicBoolean claimed, String acceptTimeoutSetting) {}
+
+  /** The stage as a flow of {@code T}: ByteStrings, or BulkChunks. */
+  @SuppressWarnings({"unchecked", "rawtypes"})
+  public static <T> Flow<T, ByteString, Mat> flow(ConnectionStage stage) {
+    return (Flow) Flow.fromGraph(stage);
+  }
+
+  private static final Logger log = LoggerFactory.getLogger(ConnectionStage.class);
+  private static final long RECV_WR_ID = -1L;
+  private static final byte ENTRY_END = 0;
+  private static final byte ENTRY_MORE = 1;
+  private static final byte ENTRY_FIN = 2;
+  private static final int SQ_CONTROL_RESERVE = 2;
+  private static final Duration FLUSH_GRACE = Duration.ofMillis(300);
+
+  private final Inlet<Object> in = Inlet.create("RdmaConnection.in");
+  private final Outlet<ByteString> out = Outlet.create("RdmaConnection.out");
+  private final FlowShape<Object, ByteString> shape = FlowShape.of(in, out);
+
+  private final StreamsRuntime rt;
+  private final RdmaStreamSettings settings;
+  private final boolean halfClose;
+  private final boolean keepBoundaries;
+  private final InetSocketAddress remote; // active side
+  private final Passive passive; // passive side
+  private final InetSocketAddress listenAt; // passive side that listens for its one client
+
+  private ConnectionStage(StreamsRuntime rt, RdmaStreamSettings settings, boolean halfClose,
+      boolean keepBoundaries, InetSocketAddress remote, Passive passive,
+      InetSocketAddress listenAt) {
+    this.rt = rt;
+    this.settings = settings;
+    this.halfClose = halfClose;
+    this.keepBoundaries = keepBoundaries;
+    this.remote = remote;
+    this.passive = passive;
+    this.listenAt = listenAt;
+  }
+
+  public static ConnectionStage outgoing(StreamsRuntime rt, InetSocketAddress remote,
+      RdmaStreamSettings settings, boolean halfClose, boolean keepBoundaries) {
+    return new ConnectionStage(rt, settings, halfClose, keepBoundaries, remote, null, null);
+  }
+
+  public static ConnectionStage incoming(StreamsRuntime rt, Passive passive,
+      RdmaStreamSettings settings, boolean halfClose, boolean keepBoundaries) {
+    return new ConnectionStage(rt, settings, halfClose, keepBoundaries, passive.remote(),
+        passive, null);
+  }
+
+  /**
+   * The server side of a single connection: listens at {@code address}, accepts the first
+   * client and stops listening. Its data goes straight to this stage's downstream, so the
+   * close handshake's "your data reached my application" holds up to the user's own stages.
+   */
+  public static ConnectionStage listenOnce(StreamsRuntime rt, InetSocketAddress address,
+      RdmaStreamSettings settings, boolean halfClose, boolean keepBoundaries) {
+    return new ConnectionStage(rt, settings, halfClose, keepBoundaries, null, null, address);
+  }
+
+  @Override
+  public FlowShape<Object, ByteString> shape() {
+    return shape;
+  }
+
+  @Override
+  public Attributes initialAttributes() {
+    return Attributes.name("RdmaConnection");
+  }
+
+  @Override
+  public Tuple2<GraphStageLogic, Mat> createLogicAndMaterializedValue(Attributes attrs) {
+    Mat mat = new Mat(new CompletableFuture<>(), new CompletableFuture<>(),
+        new CompletableFuture<>());
+    return new Tuple2<>(new Logic(mat), mat);
+  }
+
+  private enum Phase { LISTENING, RESOLVING_ADDRESS, RESOLVING_ROUTE, CONNECTING, RUNNING }
+
+  private final class Logic extends TimerGraphStageLogic {
+    private final Mat mat;
+    private InetSocketAddress remote = ConnectionStage.this.remote;
+    private CmId listener;
+    private final CompletableFuture<Done> unbound = new CompletableFuture<>();
+    private final int slots = settings.receiveBuffers();
+    private final int slotSize = settings.bufferSize();
+    private final int sqDepth = settings.sendQueueDepth();
+    private final int rqDepth = settings.receiveBuffers() + 8;
+    private final int creditThreshold = Math.max(1, (slots + 3) / 4);
+    private Phase phase = Phase.RESOLVING_ADDRESS;
+    private CmId id;
+    private DeviceHub hub;
+    private CompletionQueue cq;
+    private QueuePair qp;
+    private OffHeapBuffer ringMemory;
+    private OffHeapBuffer sendMemory;
+    private OffHeapBuffer scratch;
+    private MemoryRegion ringMr;
+    private MemoryRegion sendMr;
+    private SendRequests sendWr;
+    private RecvRequests recvWr;
+    private WorkCompletions wcs;
+    private ByteBuffer[] sendViews;
+    private boolean established;
+    private boolean disconnected;
+    private boolean tornDown;
+
+    // the peer's ring, and what we may write into it
+    private long peerRing;
+    private int peerRkey;
+    private int peerSlots;
+    private int peerSlotSize;
+    private int writeMax;
+    private int inlineMax;
+    private int credits;
+    private long writes; // data writes posted: the next goes to slot writes % peerSlots
+
+    // send queue
+    private int[] freeSend;
+    private int freeSendCount;
+    private int[] sqBuffer; // by wr_id % sqDepth: the send buffer the request reads, or -1
+    private long nextWrId;
+    private long oldestWrId;
+    private int sqOutstanding;
+    private int unsignaled;
+
+    // the element being sent
+    private Object current;
+    private byte[] currentBytes;
+    private int currentOffset;
+    private int currentLength;
+    private boolean upstreamDone;
+    private boolean finSent;
+    private boolean finAcked;
+
+    // receive side: completed messages (and the FIN) in order, until downstream takes them
+    private int[] entryLength;
+    private byte[] entryKind;
+    private int entryHead;
+    private int entryCount;
+    private long consumed; // data messages taken: the next is in slot consumed % slots
+    private int creditsToReturn;
+    private int receivesToRepost;
+    private ByteStringBuilder pieces;
+    private boolean discarding;
+    private boolean outDone;
+    private boolean peerFin;
+    private boolean finAckDue;
+    private boolean finAckSent;
+
+    private long bytesSent;
+    private long messagesSent;
+    private long bytesReceived;
+    private long messagesReceived;
+    private long lastActivity = System.nanoTime();
+    private String flushReason;
+    private Throwable cause;
+    private boolean accepted;
+    private boolean downstreamCancelled;
+
+    private AsyncCallback<CmEvent> cmEvents;
+    private AsyncCallback<Boolean> wake;
+
+    Logic(Mat mat) {
+      super(shape);
+      this.mat = mat;
+      setHandler(in, new AbstractInHandler() {
+        @Override
+        public void onPush() {
+          onElement(grab(in));
+        }
+
+        @Override
+        public void onUpstreamFinish() {
+          upstreamDone = true;
+          progress();
+        }
+
+        @Override
+        public void onUpstreamFailure(Throwable ex) {
+          // an abort, as Tcp's: no FIN, the peer's stream fails
+          fail(ex);
+        }
+      });
+      setHandler(out, new AbstractOutHandler() {
+        @Override
+        public void onPull() {
+          progress();
+        }
+
+        @Override
+        public void onDownstreamFinish(Throwable cause) {
+          outDone = true;
+          downstreamCancelled = true;
+          if (!(cause instanceof SubscriptionWithCancelException.NonFailureCancellation)) {
+            fail(cause);
+            return;
+          }
+          discarding = true;
+          if (!halfClose || upstreamDone) {
+            // a full close: nothing more is sent either
+            if (!isClosed(in)) cancel(in);
+            upstreamDone = true;
+            current = null;
+          }
+          progress();
+        }
+      });
+    }
+
+    private boolean active() {
+      return passive == null && listenAt == null;
+    }
+
+    private String peerName() {
+      return remote == null ? "the client at " + RdmaStreamException.format(listenAt)
+          : RdmaStreamException.format(remote);
+    }
+
+    private RdmaStreamException failure(String reason) {
+      return remote == null ? new RdmaStreamException("listening on", listenAt, reason)
+          : new RdmaStreamException("RDMA connection to", remote, reason);
+    }
+
+    // ------------------------------------------------------------ connecting
+
+    @Override
+    public void preStart() {
+      // both ports closed is not the end: the close handshake and the teardown come after
+      setKeepGoing(true);
+      cmEvents = createAsyncCallback(this::onCmEvent);
+      wake = createAsyncCallback(x -> drainCq());
+      try {
+        if (listenAt != null) {
+          phase = Phase.LISTENING;
+          listener = rt.cm.createId("listener " + listenAt, cmEvents::invoke);
+          listener.bind(listenAt);
+          listener.listen(1);
+          AsyncCallback<Done> unbind = createAsyncCallback(d -> {
+            if (phase == Phase.LISTENING) completeStage();
+          });
+          mat.binding().complete(new ServerBinding(listener.localAddress(), () -> {
+            unbind.invoke(Done.getInstance());
+            return unbound;
+          }, unbound));
+          return;
+        }
+        scheduleOnce("connect", settings.connectTimeout());
+        if (passive == null) {
+          id = rt.cm.createId("stream to " + peerName(), cmEvents::invoke);
+          id.resolveAddress(null, remote, settings.connectTimeout());
+        } else {
+          if (!passive.claimed().compareAndSet(false, true)) {
+            fail(failure("accepting: the connection was materialized already, or rejected after "
+                + passive.acceptTimeoutSetting() + ", or the client withdrew it"));
+            return;
+          }
+          id = passive.id();
+          rt.cm.own(id, cmEvents::invoke);
+          phase = Phase.CONNECTING;
+          Wire.Ring peer = Wire.Ring.decode(passive.privateData());
+          setUp();
+          usePeerRing(peer);
+          id.accept(ConnectionParameters.withPrivateData(ourRing().encode()));
+          accepted = true;
+        }
+      } catch (RuntimeException e) {
+        fail(failure((listenAt != null ? "binding: " : passive == null ? "connecting: "
+            : "accepting: ") + e.getMessage()));
+      }
+    }
+
+    private void onCmEvent(CmEvent e) {
+      if (tornDown) return;
+      try {
+        if (e.type() == CmEventType.CONNECT_REQUEST) {
+          if (phase != Phase.LISTENING) {
+            rt.cm.destroy(e.id(), true); // one client only
+            return;
+          }
+          unlisten();
+          remote = e.id().remoteAddress();
+          id = e.id();
+          phase = Phase.CONNECTING;
+          scheduleOnce("connect", settings.connectTimeout());
+          setUp();
+          usePeerRing(Wire.Ring.decode(e.privateData()));
+          id.accept(ConnectionParameters.withPrivateData(ourRing().encode()));
+          accepted = true;
+          return;
+        }
+        if (e.id() == listener && listener != null) {
+          if (e.type() == CmEventType.DEVICE_REMOVAL) {
+            fail(failure("the RDMA device was removed (DEVICE_REMOVAL)"));
+          }
+          return;
+        }
+        switch (e.type()) {
+          case ADDR_RESOLVED:
+            if (phase != Phase.RESOLVING_ADDRESS) break;
+            phase = Phase.RESOLVING_ROUTE;
+            id.resolveRoute(settings.connectTimeout());
+            return;
+          case ROUTE_RESOLVED:
+            if (phase != Phase.RESOLVING_ROUTE) break;
+            phase = Phase.CONNECTING;
+            setUp();
+            id.connect(ConnectionParameters.withPrivateData(ourRing().encode()));
+            return;
+          case ESTABLISHED:
+            if (phase != Phase.CONNECTING) break;
+            if (active()) usePeerRing(Wire.Ring.decode(e.privateData()));
+            running();
+            return;
+          case DISCONNECTED:
+            disconnected = true;
+            if (phase == Phase.RUNNING) {
+              peerGone("the peer disconnected");
+            } else {
+              fail(failure("connecting: DISCONNECTED"));
+            }
+            return;
+          case DEVICE_REMOVAL:
+            fail(failure("the RDMA device was removed (DEVICE_REMOVAL)"));
+            return;
+          case TIMEWAIT_EXIT:
+            return;
+          default:
+            if (phase != Phase.RUNNING) {
+              String status = e.status() != 0 ? " (status " + e.status() + ")" : "";
+              String why = e.type() == CmEventType.REJECTED
+                  ? "connection refused: REJECTED" + status + " (nobody listens there?)"
+                  : e.type() + status;
+              fail(failure((active() ? "connecting: " : "accepting: ") + why));
+              return;
+            }
+        }
+      } catch (RuntimeException ex) {
+        fail(failure(e.type() + ": " + ex.getMessage()));
+      }
+    }
+
+    private Wire.Ring ourRing() {
+      return new Wire.Ring(ringMr.address(), ringMr.rkey(), slots, slotSize);
+    }
+
+    private void usePeerRing(Wire.Ring peer) {
+      peerRing = peer.address();
+      peerRkey = peer.rkey();
+      peerSlots = peer.slots();
+      peerSlotSize = peer.slotSize();
+      writeMax = Math.min(slotSize, peerSlotSize);
+      credits = peerSlots;
+    }
+
+    /** The QP and everything it uses, registered once for the connection's life. */
+    private void setUp() {
+      hub = rt.hubs.acquire(id.verbs());
+      int deviceInline = id.verbs().queryDevice().maxInlineData();
+      inlineMax = Math.min(settings.inlineThreshold(), deviceInline);
+      ringMemory = OffHeapBuffer.allocate((long) slots * slotSize);
+      ringMr = hub.pd().registerMemory(ringMemory, Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+      int sendCount = settings.sendBuffers();
+      sendMemory = OffHeapBuffer.allocate((long) sendCount * slotSize);
+      sendMr = hub.pd().registerMemory(sendMemory, Access.LOCAL_WRITE);
+      scratch = OffHeapBuffer.allocate(Math.max(1, inlineMax));
+      freeSend = new int[sendCount];
+      sendViews = new ByteBuffer[sendCount];
+      for (int i = 0; i < sendCount; i++) {
+        freeSend[i] = sendCount - 1 - i;
+        sendViews[i] = sendMemory.view(i * slotSize, slotSize);
+      }
+      freeSendCount = sendCount;
+      sqBuffer = new int[sqDepth];
+      entryLength = new int[rqDepth];
+      entryKind = new byte[rqDepth];
+      sendWr = new SendRequests(1, 1);
+      recvWr = new RecvRequests(rqDepth, 1);
+      wcs = new WorkCompletions(64);
+      cq = hub.createCq(sqDepth + rqDepth, () -> wake.invoke(Boolean.TRUE));
+      qp = id.createQp(hub.pd(), QpInitAttributes.of(QpType.RC, cq, cq)
+          .maxSendWr(sqDepth).maxRecvWr(rqDepth).maxInlineData(inlineMax));
+      receivesToRepost = rqDepth;
+      repost();
+      cq.requestNotify(false);
+    }
+
+    private void running() {
+      phase = Phase.RUNNING;
+      established = true;
+      cancelTimer("connect");
+      settings.idleTimeout().ifPresent(t -> {
+        long every = Math.max(10, t.toMillis() / 4);
+        scheduleWithFixedDelay("idle", Duration.ofMillis(every), Duration.ofMillis(every));
+      });
+      lastActivity = System.nanoTime();
+      mat.connected().complete(new OutgoingConnection(remote, id.localAddress()));
+      if (!isClosed(in) && !upstreamDone) pull(in);
+      drainCq();
+    }
+
+    @Override
+    public void onTimer(Object key) {
+      if ("connect".equals(key)) {
+        fail(failure("not connected within " + settings.connectTimeout() + " ("
+            + settings.path() + ".connect-timeout)"));
+      } else if ("idle".equals(key)) {
+        Duration t = settings.idleTimeout().orElseThrow();
+        if (System.nanoTime() - lastActivity >= t.toNanos()) {
+          fail(new RdmaIdleTimeoutException(remote, t, settings.path() + ".idle-timeout"));
+        }
+      } else if ("flushed".equals(key)) {
+        peerGone(flushReason);
+      }
+    }
+
+    // ------------------------------------------------------------ sending
+
+    private void onElement(Object element) {
+      current = element;
+      currentOffset = 0;
+      if (element instanceof ByteString bs) {
+        currentLength = bs.length();
+        if (currentLength > writeMax && settings.oversize() == RdmaStreamSettings.Oversize.FAIL) {
+          fail(failure("a ByteString of " + currentLength + " bytes is larger than "
+              + settings.path() + ".buffer-size (" + writeMax + " bytes" + (writeMax < slotSize
+              ? ", the peer's" : "") + "); raise it, or set " + settings.path()
+              + ".oversize-chunks = split"));
+          return;
+        }
+        currentBytes = bs.toArrayUnsafe();
+      } else if (element instanceof BulkChunk) {
+        currentBytes = null;
+        currentLength = -1;
+      } else {
+        fail(new IllegalArgumentException("an RDMA connection takes ByteString or BulkChunk,"
+            + " got " + (element == null ? "null" : element.getClass().getName())));
+        return;
+      }
+      progress();
+    }
+
+    /** Writes as much of the current element as credits, buffers and the send queue allow. */
+    private void trySend() {
+      while (current != null && credits > 0 && sqOutstanding < sqDepth - SQ_CONTROL_RESERVE) {
+        int n;
+        boolean last;
+        int buffer = -1;
+        long address;
+        int lkey;
+        boolean inline;
+        if (current instanceof BulkChunk chunk) {
+          if (freeSendCount == 0) return;
+          buffer = freeSend[--freeSendCount];
+          ByteBuffer view = sendViews[buffer];
+          view.clear().limit(writeMax);
+          try {
+            chunk.writeTo(view);
+          } catch (RuntimeException e) {
+            freeSend[freeSendCount++] = buffer;
+            fail(e);
+            return;
+          }
+          n = view.position();
+          last = true;
+          inline = false;
+          address = sendMr.address() + (long) buffer * slotSize;
+          lkey = sendMr.lkey();
+        } else {
+          n = Math.min(currentLength - currentOffset, writeMax);
+          last = currentOffset + n == currentLength;
+          inline = n <= inlineMax;
+          if (inline) {
+            address = scratch.address();
+            lkey = 0;
+          } else {
+            if (freeSendCount == 0) return;
+            buffer = freeSend[--freeSendCount];
+            address = sendMr.address() + (long) buffer * slotSize;
+            lkey = sendMr.lkey();
+          }
+          if (n > 0) NativeMemory.copyFromArray(currentBytes, currentOffset, address, n);
+        }
+        long slot = writes % peerSlots;
+        int imm = Wire.data(last ? Wire.END : Wire.MORE, takeCredits());
+        post(WrOpcode.RDMA_WRITE_WITH_IMM, address, n, lkey, peerRing + slot * peerSlotSize,
+            imm, buffer, inline, false);
+        if (tornDown) return;
+        writes++;
+        credits--;
+        bytesSent += n;
+        lastActivity = System.nanoTime();
+        currentOffset += n;
+        if (last) {
+          messagesSent++;
+          current = null;
+          currentBytes = null;
+          if (!upstreamDone && !isClosed(in) && !hasBeenPulled(in)) pull(in);
+        }
+      }
+    }
+
+    private int takeCredits() {
+      int c = creditsToReturn;
+      creditsToReturn = 0;
+      return c;
+    }
+
+    private void post(WrOpcode opcode, long address, int length, int lkey, long remoteAddress,
+        int imm, int buffer, boolean inline, boolean control) {
+      boolean signal = control || ++unsignaled >= settings.signalEvery()
+          || sqOutstanding + 1 >= sqDepth - SQ_CONTROL_RESERVE
+          || (buffer >= 0 && freeSendCount == 0);
+      if (signal) unsignaled = 0;
+      long wrId = nextWrId;
+      sendWr.clear();
+      sendWr.add(wrId, opcode, (signal ? SendRequests.SIGNALED : 0)
+          | (inline ? SendRequests.INLINE : 0));
+      if (length > 0 || !control) sendWr.sge(address, length, lkey);
+      if (opcode == WrOpcode.RDMA_WRITE_WITH_IMM) sendWr.rdma(remoteAddress, peerRkey);
+      sendWr.immediate(imm);
+      try {
+        qp.postSend(sendWr);
+      } catch (RuntimeException e) {
+        if (buffer >= 0) freeSend[freeSendCount++] = buffer;
+        fail(failure("posting a " + opcode + " failed: " + e.getMessage()));
+        return;
+      }
+      sqBuffer[(int) (wrId % sqDepth)] = buffer;
+      nextWrId++;
+      sqOutstanding++;
+    }
+
+    private void postControl(int code) {
+      post(WrOpcode.SEND_WITH_IMM, 0, 0, 0, 0, Wire.control(code, takeCredits()), -1, false,
+          true);
+    }
+
+    /** Credits, FIN_ACK and FIN, when the send queue has room for them. */
+    private void sendControl() {
+      if (tornDown || phase != Phase.RUNNING) return;
+      if (finAckDue && !finAckSent && sqOutstanding < sqDepth) {
+        postControl(Wire.FIN_ACK);
+        finAckSent = true;
+      }
+      if (upstreamDone && current == null && !finSent && sqOutstanding < sqDepth) {
+        postControl(Wire.FIN);
+        finSent = true;
+      }
+      if (creditsToReturn >= creditThreshold && !finAckSent && sqOutstanding < sqDepth) {
+        postControl(Wire.CREDIT);
+      }
+    }
+
+    // ------------------------------------------------------------ completions
+
+    private void drainCq() {
+      if (tornDown || cq == null) return;
+      try {
+        while (true) {
+          int n = cq.poll(wcs);
+          if (n == 0) {
+            cq.requestNotify(false);
+            n = cq.poll(wcs); // what came before the arming raised no event
+            if (n == 0) break;
+          }
+          for (int i = 0; i < n && !tornDown; i++) completion(i);
+          if (tornDown) return;
+        }
+      } catch (RuntimeException e) {
+        fail(failure("polling the CQ failed: " + e.getMessage()));
+        return;
+      }
+      repost();
+      progress();
+    }
+
+    private void completion(int i) {
+      long wrId = wcs.wrId(i);
+      int status = wcs.statusCode(i);
+      if (wrId == RECV_WR_ID) {
+        receivesToRepost++;
+        if (status != 0) {
+          broken(status, "a receive");
+          return;
+        }
+        int imm = wcs.immediate(i);
+        credits += Wire.credits(imm);
+        int kind = Wire.kind(imm);
+        if (kind == Wire.CONTROL) {
+          int code = Wire.code(imm);
+          if (code == Wire.FIN) {
+            peerFin = true;
+            enqueue(0, ENTRY_FIN);
+          } else if (code == Wire.FIN_ACK) {
+            finAcked = true;
+          }
+        } else {
+          int length = wcs.byteLength(i);
+          enqueue(length, kind == Wire.MORE ? ENTRY_MORE : ENTRY_END);
+          lastActivity = System.nanoTime();
+        }
+        return;
+      }
+      for (long k = oldestWrId; k <= wrId; k++) {
+        int buffer = sqBuffer[(int) (k % sqDepth)];
+        if (buffer >= 0) freeSend[freeSendCount++] = buffer;
+        sqOutstanding--;
+      }
+      if (wrId >= oldestWrId) oldestWrId = wrId + 1;
+      if (status != 0) broken(status, "a send");
+    }
+
+    private void enqueue(int length, byte kind) {
+      if (entryCount == entryLength.length) {
+        fail(failure("protocol error: the peer wrote more messages than it had credits"));
+        return;
+      }
+      int at = (entryHead + entryCount) % entryLength.length;
+      entryLength[at] = length;
+      entryKind[at] = kind;
+      entryCount++;
+    }
+
+    private void broken(int status, String what) {
+      WcStatus s = WcStatus.of(status);
+      if (s == WcStatus.WR_FLUSH_ERR) {
+        // the QP went to the error state: the CM's DISCONNECTED usually says why, shortly
+        if (flushReason == null) {
+          flushReason = "the QP went to the error state (" + what + " completed with "
+              + s.description + ", " + s + ")";
+          scheduleOnce("flushed", FLUSH_GRACE);
+        }
+        return;
+      }
+      fail(failure(what + " completed with " + s.description + " (" + s + ")"
+          + (s == WcStatus.RETRY_EXC_ERR ? ": the peer is unreachable" : "")));
+    }
+
+    private void repost() {
+      if (receivesToRepost == 0 || tornDown || disconnected || flushReason != null) return;
+      recvWr.clear();
+      for (int i = 0; i < receivesToRepost; i++) recvWr.add(RECV_WR_ID);
+      try {
+        qp.postRecv(recvWr);
+      } catch (RuntimeException e) {
+        fail(failure("posting receives failed: " + e.getMessage()));
+        return;
+      }
+      receivesToRepost = 0;
+    }
+
+    // ------------------------------------------------------------ delivering
+
+    /** Gives downstream what it asked for, freeing each slot as its message is taken. */
+    private void deliver() {
+      while (entryCount > 0) {
+        byte kind = entryKind[entryHead];
+        // the FIN too waits for demand: downstream asking again is what says it has taken the
+        // last message, and only then may the FIN_ACK say so
+        if (!discarding && !outDone && !isAvailable(out)) return;
+        if (kind == ENTRY_FIN) {
+          pop();
+          finAckDue = true;
+          if (!outDone) {
+            outDone = true;
+            complete(out);
+          }
+          return;
+        }
+        int length = entryLength[entryHead];
+        pop();
+        int slot = (int) (consumed % slots);
+        consumed++;
+        creditsToReturn++;
+        bytesReceived += length;
+        if (discarding) continue;
+        byte[] bytes = new byte[length];
+        if (length > 0) {
+          NativeMemory.copyToArray(ringMemory.address() + (long) slot * slotSize, bytes, 0,
+              length);
+        }
+        ByteString piece = ByteString.fromArrayUnsafe(bytes);
+        if (kind == ENTRY_MORE && keepBoundaries) {
+          if (pieces == null) pieces = new ByteStringBuilder();
+          pieces.append(piece);
+          continue;
+        }
+        if (pieces != null && keepBoundaries) {
+          pieces.append(piece);
+          piece = pieces.result();
+          pieces = null;
+        }
+        messagesReceived++;
+        push(out, piece);
+      }
+    }
+
+    private void pop() {
+      entryHead = (entryHead + 1) % entryLength.length;
+      entryCount--;
+    }
+
+    /** After anything happened: deliver, send, say what is due, and see if we are done. */
+    private void progress() {
+      if (tornDown || phase != Phase.RUNNING) return;
+      deliver();
+      if (tornDown) return;
+      trySend();
+      if (tornDown) return;
+      sendControl();
+      if (tornDown) return;
+      checkDone();
+    }
+
+    private void checkDone() {
+      if (!finSent || !finAcked || sqOutstanding != 0) return;
+      boolean received = peerFin && finAckSent;
+      if (received || !halfClose || downstreamCancelled) finish();
+    }
+
+    private void finish() {
+      log.debug("{} connection with {} closed: {} messages sent, {} received",
+          active() ? "client" : "server", peerName(), messagesSent, messagesReceived);
+      mat.closed().complete(new TransferResult(bytesSent, messagesSent, bytesReceived,
+          messagesReceived));
+      completeStage();
+    }
+
+    /**
+     * The peer is gone (DISCONNECTED, or the QP flushed). After its FIN, and once we have
+     * answered it, that is how a connection ends; before, the peer vanished or aborted.
+     */
+    private void peerGone(String reason) {
+      if (tornDown) return;
+      // completions that came before the end are still in the CQ: take them first
+      drainCq();
+      if (tornDown) return;
+      log.debug("{}: {}; peerFin={} entries={} finAckSent={} finSent={} finAcked={} sq={}",
+          peerName(), reason, peerFin, entryCount, finAckSent, finSent, finAcked, sqOutstanding);
+      if (peerFin && entryCount == 0 && finAckSent) {
+        if (!finSent || finAcked) {
+          finish();
+        } else {
+          fail(failure("the peer closed the connection before acknowledging our last "
+              + "messages"));
+        }
+        return;
+      }
+      fail(failure(reason + " without closing the stream"));
+    }
+
+    // ------------------------------------------------------------ the end
+
+    @Override
+    public void postStop() {
+      tearDown();
+      mat.connected().completeExceptionally(cause != null ? cause
+          : failure("the stream stopped before the connection was up"));
+      mat.closed().completeExceptionally(cause != null ? cause
+          : failure("the stream stopped before the connection closed gracefully"));
+      mat.binding().completeExceptionally(cause != null ? cause
+          : failure("the stream stopped before it was bound"));
+    }
+
+    private void fail(Throwable ex) {
+      log.debug("{} connection with {} failed: {}", active() ? "client" : "server",
+          peerName(), ex.toString());
+      if (cause == null) cause = ex;
+      failStage(ex);
+    }
+
+    private void unlisten() {
+      if (listener != null) {
+        rt.cm.destroy(listener, false);
+        listener = null;
+      }
+      unbound.complete(Done.getInstance());
+    }
+
+    /** The CM disconnect, then the QP, then what it used; the CQ and the id last. */
+    private void tearDown() {
+      if (tornDown) return;
+      tornDown = true;
+      unlisten();
+      if (id != null && established && !disconnected) {
+        try {
+          id.disconnect();
+        } catch (RuntimeException e) {
+          // gone already
+        }
+      }
+      if (id != null && qp != null) {
+        try {
+          id.destroyQp();
+        } catch (RuntimeException e) {
+          // reported by the id's destruction below if it matters
+        }
+      }
+      closeQuietly(ringMr);
+      closeQuietly(sendMr);
+      if (ringMemory != null) ringMemory.close();
+      if (sendMemory != null) sendMemory.close();
+      if (scratch != null) scratch.close();
+      if (cq != null) hub.closeCq(cq);
+      if (id != null) rt.cm.destroy(id, (passive != null || listenAt != null) && !accepted);
+      if (hub != null) rt.hubs.release(hub);
+      if (sendWr != null) sendWr.close();
+      if (recvWr != null) recvWr.close();
+      if (wcs != null) wcs.close();
+    }
+
+    private void closeQuietly(MemoryRegion mr) {
+      if (mr == null) return;
+      try {
+        mr.close();
+      } catch (RuntimeException e) {
+        // the PD's deallocation reports what is left
+      }
+    }
+  }
+}

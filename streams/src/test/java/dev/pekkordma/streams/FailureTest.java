@@ -1,0 +1,113 @@
+package dev.pekkordma.streams;
+
+import static dev.pekkordma.streams.StreamsTestKit.await;
+import static dev.pekkordma.streams.StreamsTestKit.awaitResources;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.pekkordma.verbs.ResourceCounts;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.pekko.Done;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.japi.Pair;
+import org.apache.pekko.stream.KillSwitches;
+import org.apache.pekko.stream.UniqueKillSwitch;
+import org.apache.pekko.stream.javadsl.Flow;
+import org.apache.pekko.stream.javadsl.Keep;
+import org.apache.pekko.stream.javadsl.Sink;
+import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.util.ByteString;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/** Peers that vanish, streams cancelled mid-transfer: errors name the peer, nothing leaks. */
+class FailureTest {
+  static ActorSystem<Void> system;
+  static RdmaStreams rdma;
+  static final ByteString CHUNK = ByteString.fromArray(new byte[16 * 1024]);
+
+  @BeforeAll
+  static void start() throws InterruptedException {
+    system = StreamsTestKit.system("FailureTest", "");
+    rdma = StreamsTestKit.streams(system);
+  }
+
+  @AfterAll
+  static void stop() {
+    system.terminate();
+  }
+
+  @Test
+  void aVanishedPeerFailsTheStreamNamingIt() throws Exception {
+    ResourceCounts start = rdma.liveResources();
+    // the server lives in an actor system (and provider) of its own, which then goes away
+    ActorSystem<Void> other = StreamsTestKit.system("Vanishing", "");
+    CountDownLatch serving = new CountDownLatch(1);
+    ServerBinding binding = await(RdmaStreams.get(other).bindAndHandle(
+        Flow.of(ByteString.class).map(b -> {
+          serving.countDown();
+          return b;
+        }), "127.0.0.1", 0));
+    int port = binding.localAddress().getPort();
+    CompletionStage<Done> client = Source.repeat(CHUNK).throttle(200, Duration.ofSeconds(1))
+        .via(rdma.outgoingConnection("127.0.0.1", port)).runWith(Sink.ignore(), system);
+    assertTrue(serving.await(10, TimeUnit.SECONDS));
+    other.terminate();
+    ExecutionException e = assertThrows(ExecutionException.class, () -> await(client));
+    RdmaStreamException lost = assertInstanceOf(RdmaStreamException.class, e.getCause());
+    assertEquals(port, lost.peer().getPort());
+    assertTrue(lost.getMessage().contains("127.0.0.1:" + port), lost.getMessage());
+    assertTrue(lost.reason().contains("disconnected") || lost.reason().contains("unreachable")
+        || lost.reason().contains("error state"), lost.reason());
+    awaitResources(rdma, start);
+  }
+
+  @Test
+  void abortingMidTransferFreesEverythingOnBothSides() throws Exception {
+    ResourceCounts start = rdma.liveResources();
+    AtomicInteger received = new AtomicInteger();
+    CompletionStage<?>[] serverSide = new CompletionStage<?>[1];
+    ServerBinding binding = await(rdma.bind("127.0.0.1", 0).to(Sink.foreach(c ->
+        serverSide[0] = c.handleWith(Flow.fromSinkAndSourceMat(
+            Sink.foreach(b -> received.incrementAndGet()), Source.never(), Keep.left()),
+            system))).run(system));
+    Pair<UniqueKillSwitch, CompletionStage<Done>> run = Source.repeat(CHUNK)
+        .viaMat(KillSwitches.single(), Keep.right())
+        .via(rdma.outgoingConnection("127.0.0.1", binding.localAddress().getPort()))
+        .toMat(Sink.ignore(), Keep.both()).run(system);
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (received.get() < 200 && System.nanoTime() < deadline) Thread.sleep(5);
+    assertTrue(received.get() >= 200, "the transfer is under way");
+    run.first().abort(new IllegalStateException("test abort"));
+    ExecutionException e = assertThrows(ExecutionException.class, () -> await(run.second()));
+    assertEquals("test abort", e.getCause().getMessage());
+    // the server's connection sees the client vanish
+    ExecutionException s = assertThrows(ExecutionException.class, () -> await(serverSide[0]));
+    assertInstanceOf(RdmaStreamException.class, s.getCause());
+    await(binding.unbind());
+    awaitResources(rdma, start);
+  }
+
+  @Test
+  void cancellingDownstreamMidTransferClosesAndFreesEverything() throws Exception {
+    ResourceCounts start = rdma.liveResources();
+    ServerBinding binding = await(rdma.bindAndHandle(
+        Flow.fromSinkAndSource(Sink.ignore(), Source.repeat(CHUNK)), "127.0.0.1", 0));
+    InetSocketAddress server = new InetSocketAddress("127.0.0.1", binding.localAddress().getPort());
+    int got = await(Source.<ByteString>maybe()
+        .via(rdma.outgoingConnection(server, rdma.settings(), false))
+        .take(300).runWith(Sink.fold(0, (n, b) -> n + 1), system));
+    assertEquals(300, got);
+    await(binding.unbind());
+    awaitResources(rdma, start);
+  }
+}

@@ -1,0 +1,58 @@
+package dev.pekkordma.streams;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import dev.pekkordma.verbs.ResourceCounts;
+import java.time.Duration;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+
+/** The tests' actor systems (software provider, quick pollers) and waiting helpers. */
+final class StreamsTestKit {
+  static final Duration WAIT = Duration.ofSeconds(10);
+
+  private StreamsTestKit() {}
+
+  static Config config(String extra) {
+    return ConfigFactory.parseString(extra + "\n"
+        + "pekko-rdma.provider = soft\n"
+        + "pekko-rdma.actors.poller.block-timeout = 20ms\n"
+        + "pekko.loglevel = WARNING\n"
+        + "pekko.stdout-loglevel = WARNING\n")
+        .withFallback(ConfigFactory.load());
+  }
+
+  static ActorSystem<Void> system(String name, String extra) {
+    return ActorSystem.create(Behaviors.empty(), name, config(extra));
+  }
+
+  /**
+   * The system's RdmaStreams, once the actors' extension has opened its device (it does so
+   * in its own time, and a baseline of live resources taken before would be off by it).
+   */
+  static RdmaStreams streams(ActorSystem<?> system) throws InterruptedException {
+    RdmaStreams rdma = RdmaStreams.get(system);
+    long deadline = System.nanoTime() + WAIT.toNanos();
+    while (rdma.liveResources().contexts() < 1 && System.nanoTime() < deadline) Thread.sleep(5);
+    return rdma;
+  }
+
+  static <T> T await(CompletionStage<T> stage) throws Exception {
+    return stage.toCompletableFuture().get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+  }
+
+  /** Waits until the provider's live resources are back at {@code start}. */
+  static void awaitResources(RdmaStreams rdma, ResourceCounts start) throws InterruptedException {
+    long deadline = System.nanoTime() + WAIT.toNanos();
+    ResourceCounts now = rdma.liveResources();
+    while (!now.equals(start) && System.nanoTime() < deadline) {
+      Thread.sleep(20);
+      now = rdma.liveResources();
+    }
+    assertEquals(start, now, "live resources (left minus start: " + now.minus(start) + ")");
+  }
+}
