@@ -2,6 +2,7 @@ package dev.pekkordma.cluster;
 
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.function.Function;
 import org.apache.pekko.Done;
 import org.apache.pekko.NotUsed;
 import org.apache.pekko.actor.Address;
@@ -58,9 +59,11 @@ public final class Channel<T> {
   }
 
   /**
-   * Sends each element to {@code member} and emits it once delivered, keeping {@code
-   * pekko-rdma.cluster.stream-parallelism} in flight: while the member is connecting, out of
-   * credit or unreachable, the flow backpressures. It fails on the first message that fails.
+   * Sends each element to {@code member} over its connection, as {@link #send}, and emits it once
+   * delivered, keeping {@code pekko-rdma.cluster.stream-parallelism} in flight: while the member
+   * is connecting, out of credit or unreachable, the flow backpressures. It fails on the first
+   * message that fails. The member's subscribers get the elements; for backpressure from the
+   * member's application itself, see {@link #streamFlow}.
    */
   public Flow<T, T, NotUsed> flow(Address member) {
     return Flow.<T>create().mapAsync(cluster.settings().streamParallelism,
@@ -70,6 +73,35 @@ public final class Channel<T> {
   /** {@link #flow} into a sink: its future completes when every element is delivered. */
   public Sink<T, CompletionStage<Done>> sink(Address member) {
     return flow(member).toMat(Sink.ignore(), Keep.right());
+  }
+
+  /**
+   * A stream connection of its own to {@code member} (the streams module), materialized per run:
+   * each element goes to the member's stream handler for this channel ({@link #handleStreams}),
+   * and what the handler emits comes back. Backpressure is end to end: the member's handler
+   * takes an element before its slot is given back to the sender. The flow holds its elements
+   * while the member is unreachable and fails once it is refused, downed or removed.
+   */
+  public Flow<T, T, NotUsed> streamFlow(Address member) {
+    return Streams.outgoing(cluster, id, codec, member);
+  }
+
+  /**
+   * {@link #streamFlow} into a sink: its future completes when the member's handler has taken
+   * every element and completed, and fails if the stream does.
+   */
+  public Sink<T, CompletionStage<Done>> streamSink(Address member) {
+    return streamFlow(member).toMat(Sink.ignore(), Keep.right());
+  }
+
+  /**
+   * How this member takes the streams other members open on this channel: {@code handler} makes
+   * a flow per incoming stream, given its sender; what it emits goes back to the sender. Without
+   * one, each element goes to the channel's subscribers (as {@link Received}) and nothing goes
+   * back.
+   */
+  public void handleStreams(Function<Address, Flow<T, T, ?>> handler) {
+    cluster.channels().entry(id).streamHandler = handler;
   }
 
   @Override

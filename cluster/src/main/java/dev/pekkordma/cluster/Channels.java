@@ -4,8 +4,10 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArraySet;
+import java.util.function.Function;
 import org.apache.pekko.actor.Address;
 import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.stream.javadsl.Flow;
 import org.apache.pekko.util.ByteString;
 import org.slf4j.Logger;
 
@@ -19,6 +21,8 @@ final class Channels {
     final String name;
     final Codec<?> codec;
     final Set<ActorRef<?>> subscribers = new CopyOnWriteArraySet<>();
+    /** Makes the flow each incoming stream runs through; null: to the subscribers. */
+    volatile Function<Address, ? extends Flow<?, ?, ?>> streamHandler;
 
     Entry(String name, Codec<?> codec) {
       this.name = name;
@@ -46,6 +50,10 @@ final class Channels {
           + e.codec + ")");
     }
     return id;
+  }
+
+  Entry entry(int id) {
+    return byId.get(id);
   }
 
   void subscribe(int id, ActorRef<?> subscriber) {
@@ -84,6 +92,12 @@ final class Channels {
           + "dropped", bytes.size(), from, e.name, e.codec, ex.toString());
       return;
     }
+    deliver(e, from, message);
+  }
+
+  /** Hands a decoded message to the channel's subscribers. */
+  @SuppressWarnings({"unchecked", "rawtypes"})
+  static void deliver(Entry e, Address from, Object message) {
     Received<?> r = new Received<>(from, message);
     for (ActorRef s : e.subscribers) s.tell(r);
   }

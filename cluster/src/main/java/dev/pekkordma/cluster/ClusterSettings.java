@@ -16,6 +16,7 @@ public final class ClusterSettings {
   public enum Connect { EAGER, LAZY }
 
   public final Connect connect;
+  public final boolean streams;
   public final String bindHost;
   public final int bindPort;
   public final String advertiseHost;
@@ -41,6 +42,7 @@ public final class ClusterSettings {
       default -> throw new ConfigException.BadValue(p + "connect",
           "must be eager or lazy, was '" + mode + "'");
     }
+    streams = c.getBoolean(p + "streams");
     bindHost = c.getString(p + "bind-host");
     bindPort = port(c, p + "bind-port");
     advertiseHost = c.getString(p + "advertise-host");

@@ -5,6 +5,8 @@ import dev.pekkordma.actors.DeviceActor;
 import dev.pekkordma.actors.ListenerActor;
 import dev.pekkordma.actors.RdmaExtension;
 import dev.pekkordma.cluster.PeerEvent.Reason;
+import dev.pekkordma.streams.RdmaStreams;
+import dev.pekkordma.streams.ServerBinding;
 import dev.pekkordma.verbs.RdmaDevice;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
@@ -21,6 +23,7 @@ import org.apache.pekko.Done;
 import org.apache.pekko.actor.Address;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.PostStop;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
@@ -32,6 +35,8 @@ import org.apache.pekko.cluster.UniqueAddress;
 import org.apache.pekko.cluster.typed.Cluster;
 import org.apache.pekko.cluster.typed.Subscribe;
 import org.apache.pekko.pattern.StatusReply;
+import org.apache.pekko.stream.Materializer;
+import org.apache.pekko.stream.javadsl.Sink;
 import org.apache.pekko.util.ByteString;
 
 /**
@@ -79,10 +84,13 @@ final class Coordinator {
 
   private record Gone(ActorRef<?> subscriber) implements Command {}
 
+  private record StreamsBound(ServerBinding binding, Throwable failure) implements Command {}
+
   static Behavior<Command> create(ClusterSettings settings, Channels channels,
-      CompletableFuture<Endpoint> selfEndpoint) {
+      Directory directory, CompletableFuture<Endpoint> selfEndpoint) {
     return Behaviors.setup(ctx -> Behaviors.withTimers(
-        timers -> new State(ctx, timers, settings, channels, selfEndpoint).behavior()));
+        timers -> new State(ctx, timers, settings, channels, directory, selfEndpoint)
+            .behavior()));
   }
 
   /** Which side connects: the member with the lower address (then uid). */
@@ -116,6 +124,7 @@ final class Coordinator {
     private final TimerScheduler<Command> timers;
     private final ClusterSettings settings;
     private final Channels channels;
+    private final Directory directory;
     private final CompletableFuture<Endpoint> selfEndpoint;
     private final RdmaExtension rdma;
     private final UniqueAddress self;
@@ -128,17 +137,20 @@ final class Coordinator {
     private final Set<ActorRef<PeerEvent>> subscribers = new HashSet<>();
     private final Set<ActorRef<?>> watched = new HashSet<>();
     private InetSocketAddress bound;
+    private int streamPort = -1; // not bound yet; 0: no streams
+    private ServerBinding streams;
     private DeviceActor.DeviceInfo device;
     private Endpoint endpoint;
     private String notListening;
     private int links;
 
     State(ActorContext<Command> ctx, TimerScheduler<Command> timers, ClusterSettings settings,
-        Channels channels, CompletableFuture<Endpoint> selfEndpoint) {
+        Channels channels, Directory directory, CompletableFuture<Endpoint> selfEndpoint) {
       this.ctx = ctx;
       this.timers = timers;
       this.settings = settings;
       this.channels = channels;
+      this.directory = directory;
       this.selfEndpoint = selfEndpoint;
       this.rdma = RdmaExtension.get(ctx.getSystem());
       Cluster cluster = Cluster.get(ctx.getSystem());
@@ -149,6 +161,16 @@ final class Coordinator {
           new InetSocketAddress(host, settings.bindPort), Link.qpSpec(settings),
           ctx.messageAdapter(ListenerActor.Event.class, ListenerEvent::new)));
       rdma.device().tell(new DeviceActor.GetInfo(infoReplies(ctx)));
+      if (settings.streams) {
+        Materializer mat = Materializer.matFromSystem(ctx.getSystem());
+        org.slf4j.Logger log = ctx.getLog();
+        ctx.pipeToSelf(RdmaStreams.get(ctx.getSystem()).bind(host, 0)
+            .to(Sink.foreach(c -> c.handleWith(Streams.incoming(c, channels, directory, log),
+                mat)))
+            .run(mat), StreamsBound::new);
+      } else {
+        streamPort = 0;
+      }
       cluster.subscriptions().tell(Subscribe.create(
           ctx.messageAdapter(ClusterEvent.MemberEvent.class, MemberChanged::new),
           ClusterEvent.MemberEvent.class));
@@ -194,6 +216,22 @@ final class Coordinator {
             return Behaviors.same();
           })
           .onMessage(ListenerEvent.class, e -> listenerEvent(e.event()))
+          .onMessage(StreamsBound.class, b -> {
+            if (b.failure() != null) {
+              ctx.getLog().error("this member's RDMA streams listener could not bind ({}); "
+                  + "channels carry messages, but no streams to it", b.failure().getMessage());
+              streamPort = 0;
+            } else {
+              streams = b.binding();
+              streamPort = b.binding().localAddress().getPort();
+            }
+            ready();
+            return Behaviors.same();
+          })
+          .onSignal(PostStop.class, s -> {
+            if (streams != null) streams.unbind();
+            return Behaviors.same();
+          })
           .onMessage(DeviceInfoArrived.class, this::deviceInfo)
           .onMessage(MemberChanged.class, m -> memberEvent(m.event()))
           .onMessage(ReachabilityChanged.class, r -> reachability(r.event()))
@@ -253,14 +291,18 @@ final class Coordinator {
 
     /** Bound and the device known: advertise. */
     private void ready() {
-      if (bound == null || device == null || endpoint != null || notListening != null) return;
+      if (bound == null || device == null || streamPort < 0 || endpoint != null
+          || notListening != null) {
+        return;
+      }
       String transport = rdma.provider().devices().stream()
           .filter(x -> x.name().equals(device.name())).map(RdmaDevice::transport).findFirst()
           .orElse("unknown");
       String host = !settings.advertiseHost.isEmpty() ? settings.advertiseHost
           : bound.getAddress().getHostAddress();
       int port = settings.advertisePort != 0 ? settings.advertisePort : bound.getPort();
-      endpoint = new Endpoint(self.address(), self.longUid(), host, port, rdma.provider().name(),
+      endpoint = new Endpoint(self.address(), self.longUid(), host, port, streamPort,
+          rdma.provider().name(),
           transport, device.port().linkLayer().name(), device.attributes().maxQpWr(),
           rdma.settings().bufferSize, Endpoint.VERSION);
       ctx.getLog().info("RDMA endpoint of {}: {} ({} provider, {}, bound {})", self.address(),
@@ -379,6 +421,7 @@ final class Coordinator {
     private void close(Peer p, String why) {
       if (p.closed != null) return;
       p.closed = why;
+      directory.forget(p.address.address(), p.address.longUid(), why);
       if (p.link != null) p.link.tell(new Link.Close(why));
     }
 
@@ -388,6 +431,7 @@ final class Coordinator {
       boolean reachable = e instanceof ClusterEvent.ReachableMember;
       if (p.reachable == reachable) return Behaviors.same();
       p.reachable = reachable;
+      directory.reachable(p.address.address(), p.address.longUid(), reachable);
       if (p.link != null) p.link.tell(new Link.Reachability(reachable));
       ctx.getLog().info("{} is {}: RDMA traffic to it {}", p.address.address(),
           reachable ? "reachable again" : "unreachable", reachable ? "resumes" : "pauses");
@@ -483,6 +527,7 @@ final class Coordinator {
         p.refusal = detail;
         if (detail != null) {
           p.accepted = false;
+          directory.forget(a, p.address.longUid(), detail);
           if (p.link != null) p.link.tell(new Link.Refuse(reason, detail));
           refused(a, reason, detail);
           rejectPending(p.address.longUid(), detail);
@@ -490,8 +535,9 @@ final class Coordinator {
           ctx.getLog().info("{} is no longer refused", a);
         }
       }
-      if (detail == null && p.endpoint != null && !p.accepted) {
+      if (detail == null && p.endpoint != null && !p.accepted && p.closed == null) {
         p.accepted = true;
+        directory.accept(p.endpoint, p.reachable);
         if (p.link != null) {
           p.link.tell(new Link.Accepted(p.endpoint, p.protocol));
         } else if (p.member) {

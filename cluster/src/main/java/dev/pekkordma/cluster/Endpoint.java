@@ -10,6 +10,7 @@ import org.apache.pekko.actor.Address;
  * @param uid the member's incarnation (a restarted member has a new one)
  * @param host the CM address to connect to
  * @param port the CM port
+ * @param streamPort the port of its streams listener ({@link Channel#streamSink}), 0 for none
  * @param provider "soft" or "native": the software provider talks only to the software provider
  * @param transport the device's transport (e.g. "soft-roce", "InfiniBand")
  * @param linkLayer the port's link layer (INFINIBAND, ETHERNET)
@@ -17,8 +18,9 @@ import org.apache.pekko.actor.Address;
  * @param maxMessage the largest frame its receives take (its buffer size)
  * @param version the wire protocol's version
  */
-public record Endpoint(Address member, long uid, String host, int port, String provider,
-    String transport, String linkLayer, int maxQpWr, int maxMessage, int version) {
+public record Endpoint(Address member, long uid, String host, int port, int streamPort,
+    String provider, String transport, String linkLayer, int maxQpWr, int maxMessage,
+    int version) {
 
   /** The wire protocol spoken over the connections; peers of another version are refused. */
   public static final int VERSION = 1;

@@ -51,6 +51,7 @@ public final class ProtocolSerializer extends SerializerWithStringManifest {
         out.writeLong(e.uid());
         out.writeUTF(e.host());
         out.writeInt(e.port());
+        out.writeInt(e.streamPort());
         out.writeUTF(e.provider());
         out.writeUTF(e.transport());
         out.writeUTF(e.linkLayer());
@@ -78,8 +79,8 @@ public final class ProtocolSerializer extends SerializerWithStringManifest {
         case "E": {
           int version = in.readInt();
           return new Endpoint(AddressFromURIString.parse(in.readUTF()), in.readLong(),
-              in.readUTF(), in.readInt(), in.readUTF(), in.readUTF(), in.readUTF(), in.readInt(),
-              in.readInt(), version);
+              in.readUTF(), in.readInt(), in.readInt(), in.readUTF(), in.readUTF(), in.readUTF(),
+              in.readInt(), in.readInt(), version);
         }
         default:
           throw new NotSerializableException("unknown pekko-rdma cluster manifest '" + manifest

@@ -22,8 +22,10 @@ import org.apache.pekko.cluster.typed.Cluster;
  * their buffers returned. Messages travel on typed {@link Channel}s.
  */
 public final class RdmaCluster implements Extension {
+  private final ActorSystem<?> system;
   private final ClusterSettings settings;
   private final Channels channels = new Channels();
+  private final Directory directory = new Directory();
   private final CompletableFuture<Endpoint> endpoint = new CompletableFuture<>();
   private final ActorRef<Coordinator.Command> coordinator;
   private final int maxMessageSize;
@@ -31,12 +33,14 @@ public final class RdmaCluster implements Extension {
   private volatile boolean terminated;
 
   private RdmaCluster(ActorSystem<?> system) {
+    this.system = system;
     Cluster.get(system); // fails, saying so, unless pekko.actor.provider = cluster
     settings = ClusterSettings.from(system.settings().config());
     RdmaExtension rdma = RdmaExtension.get(system);
     rdma.cm(); // fails, saying so, where the provider has no connection manager
     maxMessageSize = rdma.settings().bufferSize - Frames.HEADER;
-    coordinator = system.systemActorOf(Coordinator.create(settings, channels, endpoint),
+    coordinator = system.systemActorOf(Coordinator.create(settings, channels, directory,
+        endpoint),
         "pekko-rdma-cluster", Props.empty());
     system.getWhenTerminated().whenComplete((d, t) -> {
       terminated = true;
@@ -104,6 +108,14 @@ public final class RdmaCluster implements Extension {
 
   Channels channels() {
     return channels;
+  }
+
+  Directory directory() {
+    return directory;
+  }
+
+  ActorSystem<?> system() {
+    return system;
   }
 
   public static final class Id extends ExtensionId<RdmaCluster> {

@@ -12,8 +12,10 @@
  * dev.pekkordma.cluster.PeerEvent.Refused} event and an error in the log.
  *
  * <p>Messages travel on typed {@link dev.pekkordma.cluster.Channel}s: {@code send} to a member,
- * {@code subscribe} to what arrives, and a per-member {@code Flow} or {@code Sink}. Underneath,
- * each message is one RDMA SEND with a small header, paced by credits (see {@code Credits}) so
- * that a send always finds a receive posted.
+ * {@code subscribe} to what arrives, and a per-member {@code Flow} or {@code Sink} over the
+ * member's connection (each message one RDMA SEND with a small header, paced by credits, see
+ * {@code Credits}, so that a send always finds a receive posted). {@code streamFlow} and {@code
+ * streamSink} open a connection of their own through the streams module instead, backpressured
+ * from the member's {@code handleStreams} handler back to the sender.
  */
 package dev.pekkordma.cluster;

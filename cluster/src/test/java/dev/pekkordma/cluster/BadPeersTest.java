@@ -84,7 +84,7 @@ class BadPeersTest {
   @Test
   void aMemberOnANativeDeviceIsIncompatible() {
     ActorTestKit n = fakeMember(self -> new Endpoint(self.address(), self.longUid(), "127.0.0.1",
-        4791, "native", "InfiniBand", "INFINIBAND", 16384, 4096, Endpoint.VERSION));
+        4791, 0, "native", "InfiniBand", "INFINIBAND", 16384, 4096, Endpoint.VERSION));
     try {
       Address member = address(n);
       Refused r = x.await(Refused.class, member);
@@ -118,7 +118,7 @@ class BadPeersTest {
     // a TCP listener that takes connections and never says a word: no CM handshake completes
     try (ServerSocket silent = new ServerSocket(0, 16, InetAddress.getLoopbackAddress())) {
       ActorTestKit q = fakeMember(self -> new Endpoint(self.address(), self.longUid(), "127.0.0.1",
-          silent.getLocalPort(), "soft", "soft-roce", "ETHERNET", 16384, 4096, Endpoint.VERSION));
+          silent.getLocalPort(), 0, "soft", "soft-roce", "ETHERNET", 16384, 4096, Endpoint.VERSION));
       try {
         Address member = address(q);
         var waiting = x.rdma.channel("unanswered", Codec.utf8()).send(member, "hi");

@@ -14,6 +14,7 @@ import java.util.stream.IntStream;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.remote.transport.ThrottlerTransportAdapter;
 import org.apache.pekko.stream.KillSwitches;
+import org.apache.pekko.stream.javadsl.Flow;
 import org.apache.pekko.stream.javadsl.Keep;
 import org.apache.pekko.stream.javadsl.Sink;
 import org.apache.pekko.stream.javadsl.Source;
@@ -101,6 +102,21 @@ class ThreeMembersTest {
       assertEquals(sent.subList(0, 50), delivered);
       assertEquals(50, inboxes.get(1).receiveSeveralMessages(50, WAIT).size());
 
+      // streams of their own: a sink to c, whose subscribers get every element in order
+      Channel<String> streamed = a.rdma.channel("streamed", Codec.utf8());
+      TestProbe<Received<String>> streamInbox = c.kit.createTestProbe();
+      c.rdma.channel("streamed", Codec.utf8()).subscribe(streamInbox.getRef());
+      result(Source.from(sent).runWith(streamed.streamSink(c.address()), a.system()));
+      assertEquals(sent, streamInbox.receiveSeveralMessages(500, WAIT).stream()
+          .map(Received::message).collect(Collectors.toList()));
+      // and a flow to b, whose handler answers each element, knowing who sent it
+      b.rdma.channel("streamed", Codec.utf8()).handleStreams(from -> Flow.<String>create()
+          .map(m -> m.toUpperCase() + " from " + from.getPort().get()));
+      int aPort = a.address().getPort().get();
+      assertEquals(List.of("X from " + aPort, "Y from " + aPort), result(Source.from(
+          List.of("x", "y")).via(streamed.streamFlow(b.address())).runWith(Sink.seq(),
+          a.system())));
+
       // too large for a frame: refused at once, saying why
       String big = "x".repeat(a.rdma.maxMessageSize() + 1);
       var failure = assertThrows(AssertionError.class,
@@ -153,6 +169,11 @@ class ThreeMembersTest {
             Keep.both())
         .run(a.system());
     inbox.receiveSeveralMessages(200, WAIT); // flowing
+    var stream = Source.repeat("streamed").throttle(500, Duration.ofSeconds(1))
+        .runWith(a.rdma.channel("stream", Codec.utf8()).streamSink(c.address()), a.system());
+    inbox.fishForMessage(WAIT, m -> m.message().equals("streamed")
+        ? org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes.complete()
+        : org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes.continueAndIgnore());
 
     kill(c);
     a.await(PeerEvent.Removed.class, c.address());
@@ -163,6 +184,9 @@ class ThreeMembersTest {
     assertEquals(launched.get(), outcome[0] + outcome[1], "ok + failed = sent");
     assertTrue(outcome[0] >= 200, "delivered before the kill: " + outcome[0]);
     assertTrue(outcome[1] >= 1, "failed after the kill: " + outcome[1]);
+    // the stream to it fails too, once it is gone: it does not hang
+    var streamFailure = assertThrows(AssertionError.class, () -> result(stream));
+    assertNotNull(streamFailure.getCause(), streamFailure.toString());
     a.awaitResources(before.get(0));
     b.awaitResources(before.get(1));
   }
@@ -199,26 +223,38 @@ class ThreeMembersTest {
     inbox.receiveMessage(WAIT);
 
     blackhole(a, b, true);
+    java.util.concurrent.CompletableFuture<org.apache.pekko.Done> waiting = null;
     java.util.concurrent.CompletableFuture<org.apache.pekko.Done> sink = null;
+    java.util.concurrent.CompletableFuture<org.apache.pekko.Done> ownStream = null;
     try {
       a.await(PeerEvent.Paused.class, b.address());
-      var waiting = ch.send(b.address(), "while unreachable").toCompletableFuture();
+      waiting = ch.send(b.address(), "while unreachable").toCompletableFuture();
       var streamed = Source.range(1, 100).map(i -> "s" + i)
           .runWith(ch.sink(b.address()), a.system()).toCompletableFuture();
+      ownStream = Source.range(1, 10).map(i -> "own" + i)
+          .runWith(ch.streamSink(b.address()), a.system()).toCompletableFuture();
       inbox.expectNoMessage(Duration.ofMillis(300)); // the RDMA path is fine: we hold it back
       assertFalse(waiting.isDone(), "a message to an unreachable member waits");
       assertFalse(streamed.isDone(), "a stream to an unreachable member is backpressured");
+      assertFalse(ownStream.isDone(), "so is a stream connection of its own");
       sink = streamed;
     } finally {
       blackhole(a, b, false);
     }
     a.await(PeerEvent.Resumed.class, b.address());
-    assertEquals("while unreachable", inbox.receiveMessage(WAIT).message());
+    result(waiting);
     result(sink);
-    List<String> got = inbox.receiveSeveralMessages(100, WAIT).stream().map(Received::message)
+    result(ownStream);
+    // the connection's messages in order, and the stream's in order (the two interleave)
+    List<String> got = inbox.receiveSeveralMessages(111, WAIT).stream().map(Received::message)
         .collect(Collectors.toList());
-    assertEquals(IntStream.rangeClosed(1, 100).mapToObj(i -> "s" + i)
-        .collect(Collectors.toList()), got);
+    List<String> overConnection = new ArrayList<>(List.of("while unreachable"));
+    IntStream.rangeClosed(1, 100).forEach(i -> overConnection.add("s" + i));
+    assertEquals(overConnection, got.stream().filter(m -> !m.startsWith("own"))
+        .collect(Collectors.toList()));
+    assertEquals(IntStream.rangeClosed(1, 10).mapToObj(i -> "own" + i)
+        .collect(Collectors.toList()), got.stream().filter(m -> m.startsWith("own"))
+        .collect(Collectors.toList()));
   }
 
   /** Drops (or lets through again) all Pekko traffic between x and y, as a partition would. */

@@ -31,7 +31,7 @@ class WireTest {
   @Test
   void messagesSurviveSerialization() {
     Endpoint e = new Endpoint(new Address("pekko", "sys", "127.0.0.1", 2552), -42L, "10.0.0.7",
-        7471, "soft", "soft-roce", "ETHERNET", 16384, 16384, Endpoint.VERSION);
+        7471, 7472, "soft", "soft-roce", "ETHERNET", 16384, 16384, Endpoint.VERSION);
     assertEquals(e, roundTrip(e));
     assertEquals(new Protocol.ConnectToMe(7L), roundTrip(new Protocol.ConnectToMe(7L)));
     TestProbe<Endpoint> probe = kit.createTestProbe();
@@ -58,11 +58,11 @@ class WireTest {
   @Test
   void incompatibilityNamesWhatDiffers() {
     Address a = new Address("pekko", "sys", "127.0.0.1", 1);
-    Endpoint soft = new Endpoint(a, 1, "h", 1, "soft", "soft-roce", "ETHERNET", 1, 4096, 1);
+    Endpoint soft = new Endpoint(a, 1, "h", 1, 0, "soft", "soft-roce", "ETHERNET", 1, 4096, 1);
     assertNull(soft.incompatibility(soft));
-    assertTrue(soft.incompatibility(new Endpoint(a, 1, "h", 1, "native", "InfiniBand",
+    assertTrue(soft.incompatibility(new Endpoint(a, 1, "h", 1, 0, "native", "InfiniBand",
         "INFINIBAND", 1, 4096, 1)).contains("'native'"));
-    assertTrue(soft.incompatibility(new Endpoint(a, 1, "h", 1, "soft", "soft-roce", "ETHERNET",
+    assertTrue(soft.incompatibility(new Endpoint(a, 1, "h", 1, 0, "soft", "soft-roce", "ETHERNET",
         1, 4096, 2)).contains("version 2"));
   }
 }
