@@ -18,8 +18,10 @@ class LazyConnectTest {
 
   @BeforeAll
   static void start() {
-    Node p = new Node(TestCluster.config("pekko-rdma.cluster.connect = lazy"));
-    Node q = new Node(TestCluster.config("pekko-rdma.cluster.connect = lazy"));
+    // and without streams listeners: nothing but the CM listener is bound
+    String lazy = "pekko-rdma.cluster { connect = lazy, streams = off }";
+    Node p = new Node(TestCluster.config(lazy));
+    Node q = new Node(TestCluster.config(lazy));
     p.join(p);
     q.join(p);
     p.awaitMembers(2);
@@ -54,5 +56,21 @@ class LazyConnectTest {
     high.await(PeerEvent.Connected.class, low.address());
     result(low.rdma.channel("lazy", Codec.utf8()).send(high.address(), "back"));
     assertEquals(new Received<>(low.address(), "back"), highInbox.receiveMessage(WAIT));
+  }
+
+  @Test
+  void withoutStreamsListenersAStreamFailsSayingSo() {
+    long deadline = System.nanoTime() + WAIT.toNanos();
+    while (low.rdma.directory().endpoint(high.address()) == null) { // described
+      assertTrue(System.nanoTime() < deadline, "high's endpoint never reached low");
+      TestCluster.sleep(20);
+    }
+    var stream = org.apache.pekko.stream.javadsl.Source.single("s").runWith(
+        low.rdma.channel("lazy", Codec.utf8()).streamSink(high.address()), low.system());
+    var e = assertThrows(AssertionError.class, () -> result(stream));
+    Throwable cause = e.getCause() instanceof java.util.concurrent.ExecutionException x
+        ? x.getCause() : e.getCause();
+    assertInstanceOf(SendFailed.class, cause, e.toString());
+    assertTrue(cause.getMessage().contains("streams = off"), cause.getMessage());
   }
 }
