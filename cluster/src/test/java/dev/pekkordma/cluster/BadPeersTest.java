@@ -92,10 +92,10 @@ class BadPeersTest {
       assertTrue(r.detail().contains("'native'") && r.detail().contains("'soft'"), r.detail());
       SendFailed f = failure(x.rdma.channel("native", Codec.utf8()).send(member, "hi"));
       assertTrue(f.getMessage().contains("cannot be reached over RDMA"), f.getMessage());
-      assertEquals(x.baseline, x.resources());
     } finally {
       n.shutdownTestKit();
     }
+    x.awaitResources(x.baseline);
   }
 
   @Test
@@ -111,6 +111,7 @@ class BadPeersTest {
     } finally {
       s.shutdownTestKit();
     }
+    x.awaitResources(x.baseline);
   }
 
   @Test
