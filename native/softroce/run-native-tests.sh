@@ -54,18 +54,23 @@ rm -rf native/target/surefire-reports
 props=(-Dpekko-rdma.provider=native -Dpekko-rdma.conformance=true
   -Dpekko-rdma.test.device=rxe_lo -Dpekko-rdma.test.gid-index=1
   -Dpekko-rdma.test.cm-address=192.0.2.1)
-inner="before=\$(rdma resource show)
-echo \"rdma resources before: \$before\"
-mvn -o -q ${mvnflags[*]} -pl native test ${props[*]} $*
-rc=\$?
-after=\$(rdma resource show)
-echo \"rdma resources after: \$after\"
-if [ \"\$before\" != \"\$after\" ]; then echo 'run-native-tests: LEAK: rdma resource counts differ'; [ \$rc = 0 ] && rc=1; fi
-exit \$rc"
+# the VM's command, as a script file (the same file system is the VM's root)
+inner=$root/native/target/softroce-in-vm.sh
+mkdir -p "${inner%/*}"
+{
+  echo 'before=$(rdma resource show)'
+  echo 'echo "rdma resources before:"; echo "$before"'
+  printf 'mvn -o -q'; printf ' %q' "${mvnflags[@]}" -pl native test "${props[@]}" "$@"; echo
+  echo 'rc=$?'
+  echo 'after=$(rdma resource show)'
+  echo 'echo "rdma resources after:"; echo "$after"'
+  echo 'if [ "$before" != "$after" ]; then echo "run-native-tests: LEAK: rdma resource counts differ"; [ $rc = 0 ] && rc=1; fi'
+  echo 'exit $rc'
+} > "$inner"
 start=$(date +%s)
 set +e
-"$lab" --timeout "$timeout_s" -- bash -c "$inner"
-rc=$?
+"$lab" --timeout "$timeout_s" -- bash "$inner" 2>&1 | tee native/target/softroce-vm.log
+rc=${PIPESTATUS[0]}
 set -e
 took=$(( $(date +%s) - start ))
 for d in native/target/surefire-reports; do
