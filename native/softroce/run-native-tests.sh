@@ -58,6 +58,9 @@ props=(-Dpekko-rdma.provider=native -Dpekko-rdma.conformance=true
 inner=$root/native/target/softroce-in-vm.sh
 mkdir -p "${inner%/*}"
 {
+  # Maven's own JVM once died in G1's concurrent refinement (SIGSEGV in libjvm) under QEMU's
+  # emulation, after 6 minutes of tests: the serial collector there
+  echo 'export MAVEN_OPTS="${MAVEN_OPTS:-} -XX:+UseSerialGC"'
   echo 'before=$(rdma resource show)'
   echo 'echo "rdma resources before:"; echo "$before"'
   printf 'mvn -o -q'; printf ' %q' "${mvnflags[@]}" -pl native test "${props[@]}" "$@"; echo
