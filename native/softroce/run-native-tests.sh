@@ -1,41 +1,91 @@
 #!/usr/bin/env bash
 # Runs the native module's tests against real kernel RDMA: Soft-RoCE devices (rxe_lo, rxe0) in
-# the softroce-lab VM (../shared/softroce-lab/run-in-vm beside the repository), where
-# -Dpekko-rdma.provider=native enables NativeSmokeTest. Exit status: the VM's Maven run's, or
-# run-in-vm's (125: the VM did not run the command; 2: usage or not root).
+# the softroce-lab VM (../shared/softroce-lab/run-in-vm beside the repository, or $SOFTROCE_LAB).
+# Inside the VM, offline, with the given local repository: LayoutTest, NativeSmokeTest,
+# NativeCmSmokeTest and core's whole conformance suite on the native
+# provider (plain verbs on rxe_lo, GID index 1; CM between 192.0.2.1 and 192.0.2.2 on rxe0);
+# then a leak check: `rdma resource show` must read as it did before the tests.
 #
-#   native/softroce/run-native-tests.sh [--timeout SECONDS] [extra mvn args, e.g. -Dtest=NativeSmokeTest]
+#   native/softroce/run-native-tests.sh [--timeout SECONDS] [--repo LOCAL_REPO] [extra mvn args]
 #
-# Needs root (run-in-vm boots QEMU and installs its Debian packages on first use). The host
-# installs the modules native needs into ~/.m2 first, so Maven inside the VM works offline.
+# `mvn verify` runs it (native's softroce profile, integration-test phase; -Dsoftroce.skip=true
+# skips it). Exit status: the VM's test run's (1 also for a leak), or run-in-vm's (125: the VM
+# did not run the command), 2: the lab is missing or this is not root.
 set -euo pipefail
 timeout_s=1500
-if [[ ${1:-} == --timeout ]]; then timeout_s=$2; shift 2; fi
-root=$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)
-lab=$root/../shared/softroce-lab/run-in-vm
-if [[ ! -x $lab ]]; then
-  echo "run-native-tests: $lab is missing: it comes with the project's shared/ folder" >&2
-  exit 2
-fi
-cd "$root"
-echo "run-native-tests: host: mvn -q -B -pl native -am install -DskipTests"
-mvn -q -B -pl native -am install -DskipTests
-rm -rf native/target/surefire-reports
-start=$(date +%s)
-set +e
-"$lab" --timeout "$timeout_s" -- mvn -o -q -B -pl native test -Dpekko-rdma.provider=native "$@"
-rc=$?
-set -e
-took=$(( $(date +%s) - start ))
-# -q keeps the VM's console short; the reports it wrote are on this file system
-for f in native/target/surefire-reports/*.txt; do
-  [[ -e $f ]] || continue
-  case $f in
-    *-output.txt) echo "---- ${f##*/}"; cat "$f" ;;
+repo=${MAVEN_REPO_LOCAL:-$HOME/.m2/repository}
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --timeout) timeout_s=$2; shift 2 ;;
+    --repo) repo=$2; shift 2 ;;
+    *) break ;;
   esac
 done
-for f in native/target/surefire-reports/*.txt; do
-  [[ -e $f && $f != *-output.txt ]] && grep -h '^Tests run' "$f"
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+lab=${SOFTROCE_LAB:-$root/../shared/softroce-lab}/run-in-vm
+say() { echo "run-native-tests: $*"; }
+if [[ ! -x $lab ]]; then
+  say "$lab is missing: it comes with the project's shared/ folder (or set SOFTROCE_LAB);" \
+    "-Dsoftroce.skip=true skips the VM tests" >&2
+  exit 2
+fi
+if [[ $(id -u) != 0 ]]; then
+  say "run-in-vm boots QEMU and must run as root; -Dsoftroce.skip=true skips the VM tests" >&2
+  exit 2
+fi
+# what LayoutTest compiles against on the host (run-in-vm installs the rest on first use)
+need=()
+command -v gcc >/dev/null || need+=(gcc)
+for p in libibverbs-dev librdmacm-dev; do dpkg -s "$p" >/dev/null 2>&1 || need+=("$p"); done
+if [[ ${#need[@]} -gt 0 ]]; then
+  say "installing ${need[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}"
+fi
+cd "$root"
+mvnflags=(-B -Dmaven.repo.local="$repo" -Dsoftroce.skip=true)
+# everything the VM's offline run needs: our modules (core's test-jar: the suite) in $repo, and
+# the test plugins resolved by a host run of the same goals that does nothing
+say "host: mvn install -DskipTests (core, native) into $repo"
+mvn -q "${mvnflags[@]}" -pl native -am install -DskipTests
+mvn -q "${mvnflags[@]}" -pl native test -Dpekko-rdma.conformance=true -Dtest=NoSuchTest \
+  -Dsurefire.failIfNoSpecifiedTests=false
+rm -rf native/target/surefire-reports
+props=(-Dpekko-rdma.provider=native -Dpekko-rdma.conformance=true
+  -Dpekko-rdma.test.device=rxe_lo -Dpekko-rdma.test.gid-index=1
+  -Dpekko-rdma.test.cm-address=192.0.2.1)
+# the VM's command, as a script file (the same file system is the VM's root)
+inner=$root/native/target/softroce-in-vm.sh
+mkdir -p "${inner%/*}"
+{
+  # Maven's own JVM once died in G1's concurrent refinement (SIGSEGV in libjvm) under QEMU's
+  # emulation, after 6 minutes of tests: the serial collector there
+  echo 'export MAVEN_OPTS="${MAVEN_OPTS:-} -XX:+UseSerialGC"'
+  echo 'before=$(rdma resource show)'
+  echo 'echo "rdma resources before:"; echo "$before"'
+  printf 'mvn -o -q'; printf ' %q' "${mvnflags[@]}" -pl native test "${props[@]}" "$@"; echo
+  echo 'rc=$?'
+  echo 'after=$(rdma resource show)'
+  echo 'echo "rdma resources after:"; echo "$after"'
+  echo 'if [ "$before" != "$after" ]; then echo "run-native-tests: LEAK: rdma resource counts differ"; [ $rc = 0 ] && rc=1; fi'
+  echo 'exit $rc'
+} > "$inner"
+start=$(date +%s)
+set +e
+"$lab" --timeout "$timeout_s" -- bash "$inner" 2>&1 | tee native/target/softroce-vm.log
+rc=${PIPESTATUS[0]}
+set -e
+took=$(( $(date +%s) - start ))
+for d in native/target/surefire-reports; do
+  for f in "$d"/*-output.txt; do
+    [[ -e $f ]] && { echo "---- ${f##*/}"; grep -E '^\[(conformance|native|interop)\]' "$f" || true; }
+  done
 done
-echo "run-native-tests: the VM run took ${took} s and exited $rc"
+echo "---- summary"
+for d in native/target/surefire-reports; do
+  for f in "$d"/*.txt; do
+    [[ -e $f && $f != *-output.txt ]] && { printf '%s: ' "$(basename "$f" .txt)"; grep -h '^Tests run' "$f"; }
+  done
+done
+say "the VM run took ${took} s and exited $rc"
 exit $rc

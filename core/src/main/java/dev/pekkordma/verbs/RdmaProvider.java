@@ -44,9 +44,44 @@ public interface RdmaProvider extends AutoCloseable {
   @Override
   void close();
 
-  /** Optional capabilities. */
+  /**
+   * Optional capabilities, and device behaviours the IB specification asks for that some devices
+   * lack (Soft-RoCE, say): a provider answers those by a small experiment on the device, the
+   * software provider has them all. Each says what it means, for the reason a skip prints.
+   */
   enum Feature {
     UD, UC, SRQ, MEMORY_WINDOW_TYPE_1, MEMORY_WINDOW_TYPE_2, ATOMICS, CQ_RESIZE, REREGISTER_MR,
-    CONNECTION_MANAGER
+    CONNECTION_MANAGER,
+    COMM_EST_EVENT("raises COMM_EST when a QP in RTR receives its first packet"),
+    QP_ACCESS_ERR_EVENT("raises QP_ACCESS_ERR on the responder of a remote access violation"),
+    LAST_WQE_REACHED_EVENT("raises QP_LAST_WQE_REACHED when a QP on an SRQ goes to ERR"),
+    SQ_DRAINED_ONLY_ON_REQUEST("raises SQ_DRAINED only when RTS -> SQD asked for it"),
+    SQD_RESUMES_POSTED_WORK("starts, after SQD -> RTS, the requests posted while in SQD"),
+    WORK_QUEUE_LIMITS("refuses a post beyond the QP's reported maxSendWr / maxRecvWr"),
+    CQ_OVERRUN_ERROR("fails a poll of a CQ that overran"),
+    LOCAL_ERROR_STATUSES("completes local protection / length errors as LOC_PROT_ERR / LOC_LEN_ERR"),
+    FLUSHES_RECV_POSTED_IN_ERR("flushes a receive posted on a QP in ERR"),
+    MEMORY_WINDOW_BOUNDS("refuses remote access across the end of a memory window"),
+    WC_WITH_INV_FLAG("sets WITH_INV on the receive completion of a SEND_WITH_INV");
+
+    private final String meaning;
+
+    Feature() {
+      this.meaning = null;
+    }
+
+    Feature(String meaning) {
+      this.meaning = meaning;
+    }
+
+    /** What a device-behaviour capability means, or null for an optional feature. */
+    public String meaning() {
+      return meaning;
+    }
+
+    /** Whether this is a device behaviour (answered by an experiment), not an optional feature. */
+    public boolean isBehaviour() {
+      return meaning != null;
+    }
   }
 }

@@ -37,6 +37,7 @@ class AsyncEventConformanceTest extends ConformanceTest {
 
   @Test
   void commEstWhenAQpInRtrReceives() {
+    requireFeature(Feature.COMM_EST_EVENT);
     try (RcPair p = RcPair.builder().b(Link.defaults().sqPsn(0x2000).target(QpState.RTR))
         .build(fx);
         Region a = Region.of(p.pd, 4096, Link.ALL_REMOTE);
@@ -61,6 +62,7 @@ class AsyncEventConformanceTest extends ConformanceTest {
    */
   @Test
   void sqDrainedAfterRtsToSqdWithNotify() {
+    requireFeature(Feature.SQD_RESUMES_POSTED_WORK);
     try (RcPair p = RcPair.open(fx);
         Region a = Region.of(p.pd, 4096, Link.ALL_REMOTE);
         Region b = Region.of(p.pd, 4096, Link.ALL_REMOTE)) {
@@ -87,6 +89,7 @@ class AsyncEventConformanceTest extends ConformanceTest {
 
   @Test
   void noSqDrainedWithoutNotify() {
+    requireFeature(Feature.SQ_DRAINED_ONLY_ON_REQUEST);
     try (RcPair p = RcPair.open(fx)) {
       p.a.modify(new QpAttributes().state(QpState.SQD));
       expectNoAsync(fx.context, "SQ_DRAINED without sqdAsyncNotify",
@@ -96,6 +99,7 @@ class AsyncEventConformanceTest extends ConformanceTest {
 
   @Test
   void lastWqeReachedWhenAnSrqQpGoesToErr() {
+    requireFeature(Feature.LAST_WQE_REACHED_EVENT);
     requireFeature(Feature.SRQ);
     try (ProtectionDomain pd = fx.context.allocPd();
         Region b = Region.of(pd, 4096, Link.ALL_REMOTE)) {
@@ -155,6 +159,7 @@ class AsyncEventConformanceTest extends ConformanceTest {
 
   @Test
   void qpAccessErrOnTheResponderOfARemoteAccessViolation() {
+    requireFeature(Feature.QP_ACCESS_ERR_EVENT);
     try (RcPair p = RcPair.open(fx);
         Region a = Region.of(p.pd, 4096, Link.ALL_REMOTE);
         Region b = Region.of(p.pd, 4096, Link.ALL_REMOTE)) {

@@ -12,6 +12,7 @@ import dev.pekkordma.verbs.QpAttributes;
 import dev.pekkordma.verbs.QpCapabilities;
 import dev.pekkordma.verbs.QpInitAttributes;
 import dev.pekkordma.verbs.QpState;
+import dev.pekkordma.verbs.RdmaProvider.Feature;
 import dev.pekkordma.verbs.QpType;
 import dev.pekkordma.verbs.QueuePair;
 import dev.pekkordma.verbs.RdmaException;
@@ -86,6 +87,7 @@ class BadInputConformanceTest extends ConformanceTest {
 
   @Test
   void moreOutstandingSendsThanMaxSendWrIsEnomem() {
+    requireFeature(Feature.WORK_QUEUE_LIMITS);
     // B stays in INIT: nothing A sends is answered, so every request stays outstanding
     try (RcPair p = RcPair.builder().maxSendWr(4).a(Link.defaults().sqPsn(1).timeout(18))
         .b(Link.defaults().target(QpState.INIT)).build(fx);
@@ -114,6 +116,7 @@ class BadInputConformanceTest extends ConformanceTest {
 
   @Test
   void moreOutstandingReceivesThanMaxRecvWrIsEnomem() {
+    requireFeature(Feature.WORK_QUEUE_LIMITS);
     try (RcPair p = RcPair.builder().maxRecvWr(4).build(fx);
         Region b = Region.of(p.pd, 4096, Link.ALL_REMOTE)) {
       int max = p.b.capabilities().maxRecvWr();
@@ -211,6 +214,7 @@ class BadInputConformanceTest extends ConformanceTest {
           WcStatus.REM_ACCESS_ERR);
       assertBytes(Region.filled(4096, 0x11), gone.all(), "memory of the deregistered MR");
     }
+    requireFeature(Feature.LOCAL_ERROR_STATUSES); // the lkey half
     try (RcPair p = RcPair.open(fx);
         Region b = Region.of(p.pd, 4096, Link.ALL_REMOTE);
         Region gone = Region.of(p.pd, 4096, Link.ALL_REMOTE)) {

@@ -113,6 +113,7 @@ class CompletionQueueConformanceTest extends ConformanceTest {
 
   @Test
   void overrunRaisesCqErr() {
+    requireFeature(Feature.CQ_OVERRUN_ERROR);
     CompletionQueue cq = fx.context.createCq(4, null);
     try {
       int n = cq.capacity() + 2;

@@ -53,7 +53,9 @@ public abstract class ConformanceTest {
   }
 
   protected void requireFeature(Feature feature) {
-    skipUnless(fx.provider.supports(feature), "does not support " + feature);
+    skipUnless(fx.provider.supports(feature), feature.isBehaviour()
+        ? "the device lacks " + feature + " (a probe found it does not: " + feature.meaning() + ")"
+        : "does not support " + feature);
   }
 
   protected FaultInjection requireFaults() {

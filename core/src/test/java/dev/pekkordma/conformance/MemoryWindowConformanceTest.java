@@ -89,6 +89,7 @@ class MemoryWindowConformanceTest extends ConformanceTest {
   }
 
   private void accessOutsideFails(MemoryWindow.Type type) {
+    requireFeature(Feature.MEMORY_WINDOW_BOUNDS);
     withWindow(type, REMOTE_READ | REMOTE_WRITE, (p, mw, rkey, target, local) -> {
       // the MR allows it, the window does not: it ends at WIN_OFF + WIN_LEN
       write(p.a, 1, SendRequests.SIGNALED, local, 0, 64, target.address(WIN_OFF + WIN_LEN - 32),
@@ -196,6 +197,7 @@ class MemoryWindowConformanceTest extends ConformanceTest {
 
   @Test
   void type2RemoteInvalidateBySendWithInv() {
+    requireFeature(Feature.WC_WITH_INV_FLAG);
     requireFeature(Feature.MEMORY_WINDOW_TYPE_2);
     withWindow(MemoryWindow.Type.TYPE_2, REMOTE_READ, (p, mw, rkey, target, local) -> {
       postRecv(p.b, 50, target, 3000, 64);

@@ -25,6 +25,7 @@ class StatusConformanceTest extends ConformanceTest {
 
   @Test
   void receiveTooSmallIsLocLenErrAtResponderAndRemInvReqErrAtRequester() {
+    requireFeature(Feature.LOCAL_ERROR_STATUSES); // rxe completes it as LOC_QP_OP_ERR
     try (RcPair p = RcPair.open(fx);
         Region a = Region.of(p.pd, 4096, Link.ALL_REMOTE);
         Region b = Region.of(p.pd, 4096, Link.ALL_REMOTE)) {
@@ -39,6 +40,7 @@ class StatusConformanceTest extends ConformanceTest {
 
   @Test
   void badLkeyIsLocProtErr() {
+    requireFeature(Feature.LOCAL_ERROR_STATUSES);
     try (RcPair p = RcPair.open(fx);
         Region a = Region.of(p.pd, 4096, Link.ALL_REMOTE);
         Region b = Region.of(p.pd, 4096, Link.ALL_REMOTE)) {
@@ -53,6 +55,7 @@ class StatusConformanceTest extends ConformanceTest {
 
   @Test
   void sgeOutsideTheMrIsLocProtErr() {
+    requireFeature(Feature.LOCAL_ERROR_STATUSES);
     try (RcPair p = RcPair.open(fx);
         Region a = Region.of(p.pd, 4096, Link.ALL_REMOTE);
         Region b = Region.of(p.pd, 4096, Link.ALL_REMOTE)) {
@@ -136,7 +139,19 @@ class StatusConformanceTest extends ConformanceTest {
         Region a = Region.of(p.pd, 4096, Link.ALL_REMOTE);
         Region b = Region.of(p.pd, 4096, Link.ALL_REMOTE)) {
       b.fill(SENTINEL);
-      atomic(p.a, 10, WrOpcode.ATOMIC_FETCH_AND_ADD, a, 0, b.address(12), b.rkey(), 1L, 0L);
+      try {
+        atomic(p.a, 10, WrOpcode.ATOMIC_FETCH_AND_ADD, a, 0, b.address(12), b.rkey(), 1L, 0L);
+      } catch (dev.pekkordma.verbs.RdmaException refused) {
+        // A legitimate alternative, accepted on purpose: the requester may refuse, when it is
+        // posted, a request it can see is invalid (verbs' immediate "invalid work request"
+        // error); the alignment of an atomic's remote address is such a thing. rdma-core's rxe
+        // provider does so (EINVAL). Nothing may have reached the target either way.
+        assertEquals(dev.pekkordma.verbs.RdmaException.EINVAL, refused.errno(),
+            "errno of a misaligned atomic refused at post: " + refused.getMessage());
+        Completions.expectNone(p.aSendCq, "A send CQ (misaligned atomic refused at post)");
+        assertBytes(Region.filled(4096, SENTINEL), b.all(), "target of the refused atomic");
+        return;
+      }
       Completions.awaitStatus(p.aSendCq, "A send CQ (atomic at an address not 8-aligned)", 10,
           WcStatus.REM_INV_REQ_ERR);
       assertBytes(Region.filled(4096, SENTINEL), b.all(), "target of the refused atomic");
@@ -219,6 +234,7 @@ class StatusConformanceTest extends ConformanceTest {
 
   @Test
   void postingInErrFlushes() {
+    requireFeature(Feature.FLUSHES_RECV_POSTED_IN_ERR);
     try (RcPair p = RcPair.open(fx);
         Region a = Region.of(p.pd, 4096, Link.ALL_REMOTE);
         Region b = Region.of(p.pd, 4096, Link.ALL_REMOTE)) {

@@ -160,6 +160,7 @@ public final class NativeProvider implements RdmaProvider {
 
   @Override
   public boolean supports(Feature feature) {
+    if (feature.isBehaviour()) return behaviour(feature);
     Set<Feature> f = features;
     if (f == null) {
       synchronized (this) {
@@ -168,6 +169,36 @@ public final class NativeProvider implements RdmaProvider {
       }
     }
     return f.contains(feature);
+  }
+
+  private final java.util.Map<Feature, Boolean> behaviours =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
+  /**
+   * A device behaviour, found once (lazily, then cached) by {@link BehaviourProbes} on every
+   * device in the list: true when all have it. Prints what it found.
+   */
+  private boolean behaviour(Feature feature) {
+    Boolean known = behaviours.get(feature);
+    if (known != null) return known;
+    synchronized (behaviours) {
+      known = behaviours.get(feature);
+      if (known != null) return known;
+      boolean all = true;
+      StringBuilder seen = new StringBuilder();
+      for (DeviceEntry e : listDevices()) {
+        RdmaDevice d = new RdmaDevice(e.name, e.guid, transportName(e.transport), "");
+        boolean has;
+        try (DeviceContext c = open(d)) {
+          has = BehaviourProbes.probe(c, feature);
+        }
+        seen.append(seen.length() == 0 ? "" : ", ").append(e.name).append(has ? " yes" : " no");
+        all &= has;
+      }
+      System.out.println("[native] probe " + feature + " (" + feature.meaning() + "): " + seen);
+      behaviours.put(feature, all);
+      return all;
+    }
   }
 
   /** The features every device in the list has. */

@@ -101,6 +101,7 @@ public final class SoftCmId implements CmId {
   private Socket socket;
   private DataOutputStream out;
   private ServerSocket server;
+  private Thread acceptor; // the listener's accept loop
   private QueuePair qp;
   private int psn;
   private ConnectionParameters ours;
@@ -197,7 +198,8 @@ public final class SoftCmId implements CmId {
     server = ss;
     setState(State.LISTEN);
     ServerSocket listening = ss;
-    daemon("soft-cm-listener-" + portHeld.getPort(), () -> acceptLoop(listening)).start();
+    acceptor = daemon("soft-cm-listener-" + portHeld.getPort(), () -> acceptLoop(listening));
+    acceptor.start();
   }
 
   @Override
@@ -445,6 +447,10 @@ public final class SoftCmId implements CmId {
         s = listening.accept();
       } catch (IOException e) {
         return; // closed with the id or its device
+      }
+      if (listening.isClosed()) { // accepted while the close was under way: refuse it
+        closeQuietly(s);
+        return;
       }
       daemon("soft-cm-conn-" + s.getLocalPort() + "-" + s.getPort(), () -> serve(s)).start();
     }
@@ -758,8 +764,7 @@ public final class SoftCmId implements CmId {
       setState(State.DEVICE_REMOVAL);
       // a listener stops answering; a connection stays until the application destroys the id,
       // as it must on DEVICE_REMOVAL, and the peer hears of it then (as with rdma_cm)
-      closeQuietly(server);
-      server = null;
+      stopListening();
       post(CmEventType.DEVICE_REMOVAL, 0, null, null);
     }
   }
@@ -810,8 +815,7 @@ public final class SoftCmId implements CmId {
       }
       setState(State.DESTROYED);
       closeSocket();
-      closeQuietly(server);
-      server = null;
+      stopListening();
       if (portHeld != null) PortSpace.release(portHeld);
       context = verbs;
       watch = removalWatch;
@@ -1007,6 +1011,25 @@ public final class SoftCmId implements CmId {
       c.close();
     } catch (Exception e) {
       // closing is all we wanted
+    }
+  }
+
+  /**
+   * Closes the listening socket and waits for the accept thread to leave: a thread blocked in
+   * accept() keeps the socket listening until the JDK has woken it, so without the wait the port
+   * can still answer after close() returned.
+   */
+  private void stopListening() {
+    closeQuietly(server);
+    server = null;
+    Thread t = acceptor;
+    acceptor = null;
+    if (t != null && t != Thread.currentThread()) {
+      try {
+        t.join(5000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
     }
   }
 

@@ -1,0 +1,116 @@
+package dev.pekkordma.cluster;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigException;
+import dev.pekkordma.actors.RdmaActorsSettings;
+import java.time.Duration;
+
+/**
+ * The cluster's settings under {@code pekko-rdma.cluster}, checked when read: a wrong value
+ * fails with a {@link ConfigException} naming its full path.
+ */
+public final class ClusterSettings {
+  public static final String ROOT = "pekko-rdma.cluster";
+
+  /** When connections are made. */
+  public enum Connect { EAGER, LAZY }
+
+  public final Connect connect;
+  public final boolean streams;
+  public final String bindHost;
+  public final int bindPort;
+  public final String advertiseHost;
+  public final int advertisePort;
+  public final int receiveDepth;
+  public final int maxQueuedSends;
+  public final int streamParallelism;
+  public final Duration describeTimeout;
+  public final int describeAttempts;
+  public final Duration pendingRequestTimeout;
+  public final Duration connectWait;
+  public final Duration endpointTimeout;
+  public final Duration flushTimeout;
+  public final RdmaActorsSettings.Backoff reconnectBackoff;
+  public final int maxRejections;
+
+  private ClusterSettings(Config c) {
+    String p = ROOT + ".";
+    String mode = c.getString(p + "connect");
+    switch (mode) {
+      case "eager" -> connect = Connect.EAGER;
+      case "lazy" -> connect = Connect.LAZY;
+      default -> throw new ConfigException.BadValue(p + "connect",
+          "must be eager or lazy, was '" + mode + "'");
+    }
+    streams = c.getBoolean(p + "streams");
+    bindHost = c.getString(p + "bind-host");
+    bindPort = port(c, p + "bind-port");
+    advertiseHost = c.getString(p + "advertise-host");
+    advertisePort = port(c, p + "advertise-port");
+    receiveDepth = atLeast(c, p + "receive-depth", 2);
+    if (receiveDepth > 4096) {
+      throw new ConfigException.BadValue(p + "receive-depth", "must be at most 4096, was "
+          + receiveDepth);
+    }
+    maxQueuedSends = atLeast(c, p + "max-queued-sends", 1);
+    streamParallelism = atLeast(c, p + "stream-parallelism", 1);
+    describeTimeout = positive(c, p + "describe-timeout");
+    describeAttempts = atLeast(c, p + "describe-attempts", 1);
+    pendingRequestTimeout = positive(c, p + "pending-request-timeout");
+    String accept = RdmaActorsSettings.ROOT + ".cm.accept-timeout";
+    if (c.hasPath(accept) && pendingRequestTimeout.compareTo(c.getDuration(accept)) >= 0) {
+      throw new ConfigException.BadValue(p + "pending-request-timeout", "must be shorter than "
+          + accept + " (" + c.getDuration(accept) + "), which rejects the request on its own; was "
+          + pendingRequestTimeout);
+    }
+    connectWait = positive(c, p + "connect-wait");
+    endpointTimeout = positive(c, p + "endpoint-timeout");
+    flushTimeout = positive(c, p + "flush-timeout");
+    Duration min = positive(c, p + "reconnect-backoff.min-backoff");
+    Duration max = positive(c, p + "reconnect-backoff.max-backoff");
+    if (max.compareTo(min) < 0) {
+      throw new ConfigException.BadValue(p + "reconnect-backoff.max-backoff",
+          "must be at least min-backoff (" + min + "), was " + max);
+    }
+    double rf = c.getDouble(p + "reconnect-backoff.random-factor");
+    if (!(rf >= 0 && rf <= 1)) {
+      throw new ConfigException.BadValue(p + "reconnect-backoff.random-factor",
+          "must be in [0, 1], was " + rf);
+    }
+    reconnectBackoff = new RdmaActorsSettings.Backoff(min, max, rf);
+    maxRejections = atLeast(c, p + "max-rejections", 1);
+  }
+
+  /** Reads and checks {@code pekko-rdma.cluster} from a full config (an actor system's). */
+  public static ClusterSettings from(Config config) {
+    return new ClusterSettings(config);
+  }
+
+  /** A duration as config writes it: 2s, 500ms. */
+  static String show(Duration d) {
+    long ms = d.toMillis();
+    return ms % 1000 == 0 ? ms / 1000 + "s" : ms + "ms";
+  }
+
+  private static int port(Config c, String path) {
+    int v = c.getInt(path);
+    if (v < 0 || v > 65535) {
+      throw new ConfigException.BadValue(path, "must be in [0, 65535], was " + v);
+    }
+    return v;
+  }
+
+  private static Duration positive(Config c, String path) {
+    Duration d = c.getDuration(path);
+    if (d.isNegative() || d.isZero()) {
+      throw new ConfigException.BadValue(path, "must be positive, was " + d);
+    }
+    return d;
+  }
+
+  private static int atLeast(Config c, String path, int min) {
+    int v = c.getInt(path);
+    if (v < min) throw new ConfigException.BadValue(path, "must be at least " + min + ", was " + v);
+    return v;
+  }
+}

@@ -1,0 +1,68 @@
+package dev.pekkordma.cluster;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import org.apache.pekko.actor.Address;
+import org.apache.pekko.actor.ExtendedActorSystem;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.actor.typed.javadsl.Adapter;
+import org.apache.pekko.serialization.SerializationExtension;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
+
+/** What crosses the network: the coordinators' messages, the connection hello. */
+class WireTest {
+  static final ActorTestKit kit = ActorTestKit.create("WireTest");
+
+  @AfterAll
+  static void stop() {
+    kit.shutdownTestKit();
+  }
+
+  private static Object roundTrip(Object o) {
+    var serialization = SerializationExtension.get(Adapter.toClassic(kit.system()));
+    var serializer = serialization.findSerializerFor(o);
+    assertInstanceOf(ProtocolSerializer.class, serializer, "bound in reference.conf");
+    return serialization.deserialize(serialization.serialize(o).get(), serializer.identifier(),
+        ((ProtocolSerializer) serializer).manifest(o)).get();
+  }
+
+  @Test
+  void messagesSurviveSerialization() {
+    Endpoint e = new Endpoint(new Address("pekko", "sys", "127.0.0.1", 2552), -42L, "10.0.0.7",
+        7471, 7472, "soft", "soft-roce", "ETHERNET", 16384, 16384, Endpoint.VERSION);
+    assertEquals(e, roundTrip(e));
+    assertEquals(new Protocol.ConnectToMe(7L), roundTrip(new Protocol.ConnectToMe(7L)));
+    TestProbe<Endpoint> probe = kit.createTestProbe();
+    var back = (Protocol.Describe) roundTrip(new Protocol.Describe(probe.getRef()));
+    back.replyTo().tell(e);
+    assertEquals(e, probe.receiveMessage());
+  }
+
+  @Test
+  void anUnknownManifestFailsClearly() {
+    var s = new ProtocolSerializer((ExtendedActorSystem) Adapter.toClassic(kit.system()));
+    var ex = assertThrows(java.io.NotSerializableException.class,
+        () -> s.fromBinary(new byte[0], "Z"));
+    assertTrue(ex.getMessage().contains("'Z'"));
+  }
+
+  @Test
+  void theHelloCarriesTheUidAndNothingElseIsTakenForOne() {
+    assertEquals(-5L, Link.helloUid(Link.hello(-5L)));
+    assertNull(Link.helloUid("echo please".getBytes()));
+    assertNull(Link.helloUid(null));
+  }
+
+  @Test
+  void incompatibilityNamesWhatDiffers() {
+    Address a = new Address("pekko", "sys", "127.0.0.1", 1);
+    Endpoint soft = new Endpoint(a, 1, "h", 1, 0, "soft", "soft-roce", "ETHERNET", 1, 4096, 1);
+    assertNull(soft.incompatibility(soft));
+    assertTrue(soft.incompatibility(new Endpoint(a, 1, "h", 1, 0, "native", "InfiniBand",
+        "INFINIBAND", 1, 4096, 1)).contains("'native'"));
+    assertTrue(soft.incompatibility(new Endpoint(a, 1, "h", 1, 0, "soft", "soft-roce", "ETHERNET",
+        1, 4096, 2)).contains("version 2"));
+  }
+}
