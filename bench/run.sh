@@ -70,12 +70,11 @@ manifest() { local IFS=$'\t'; echo "$*" >> "$MANIFEST"; }
 } > "$OUT/machine.txt"
 
 if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
-  # -Dsoftroce.skip: install would otherwise run native's own test suite in the VM
-  say "building (mvn install -DskipTests -Dsoftroce.skip=true $MVN_ARGS)"
-  mvn -q -B install -DskipTests -Dsoftroce.skip=true $MVN_ARGS || { say "build failed"; exit 1; }
+  say "building (mvn install -DskipTests $MVN_ARGS)"
+  mvn -q -B install -DskipTests $MVN_ARGS || { say "build failed"; exit 1; }
 fi
 mvn -q -B dependency:build-classpath -pl benchmarks -Dmdep.outputFile="$OUT/classpath.txt" \
-  -Dsoftroce.skip=true $MVN_ARGS >/dev/null || { say "no class path for benchmarks"; exit 1; }
+  $MVN_ARGS >/dev/null || { say "no class path for benchmarks"; exit 1; }
 CP="$ROOT/benchmarks/target/classes:$(cat "$OUT/classpath.txt")"
 JAVA=(java -Xms512m -Xmx2g -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$CP")
 PERF=("${JAVA[@]}" dev.pekkordma.samples.perf.RdmaPerf)

@@ -8,8 +8,8 @@
 #
 #   native/softroce/run-native-tests.sh [--timeout SECONDS] [--repo LOCAL_REPO] [extra mvn args]
 #
-# `mvn verify` runs it (native's softroce profile, integration-test phase; -Dsoftroce.skip=true
-# skips it). Exit status: the VM's test run's (1 also for a leak), or run-in-vm's (125: the VM
+# `mvn verify -Dsoftroce` runs it (native's softroce profile, integration-test phase; without
+# -Dsoftroce it does not run). Exit status: the VM's test run's (1 also for a leak), or run-in-vm's (125: the VM
 # did not run the command), 2: the lab is missing or this is not root.
 set -euo pipefail
 timeout_s=1500
@@ -26,11 +26,11 @@ lab=${SOFTROCE_LAB:-$root/../shared/softroce-lab}/run-in-vm
 say() { echo "run-native-tests: $*"; }
 if [[ ! -x $lab ]]; then
   say "$lab is missing: it comes with the project's shared/ folder (or set SOFTROCE_LAB);" \
-    "-Dsoftroce.skip=true skips the VM tests" >&2
+    "leave out -Dsoftroce to skip the VM tests" >&2
   exit 2
 fi
 if [[ $(id -u) != 0 ]]; then
-  say "run-in-vm boots QEMU and must run as root; -Dsoftroce.skip=true skips the VM tests" >&2
+  say "run-in-vm boots QEMU and must run as root; leave out -Dsoftroce to skip the VM tests" >&2
   exit 2
 fi
 # what LayoutTest compiles against on the host (run-in-vm installs the rest on first use)
@@ -43,7 +43,7 @@ if [[ ${#need[@]} -gt 0 ]]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}"
 fi
 cd "$root"
-mvnflags=(-B -Dmaven.repo.local="$repo" -Dsoftroce.skip=true)
+mvnflags=(-B -Dmaven.repo.local="$repo")
 # everything the VM's offline run needs: our modules (core's test-jar: the suite) in $repo, and
 # the test plugins resolved by a host run of the same goals that does nothing
 say "host: mvn install -DskipTests (core, native) into $repo"
