@@ -25,11 +25,14 @@ import org.junit.jupiter.api.Test;
 
 /** Every CM path through the actors: accept, reject, unreachable, timeouts, disconnects, errors. */
 class CmActorTest {
+  /** Native: long enough for the VM's netdev to come back up between two attempts. */
+  static final String RETRY_BACKOFF = NATIVE
+      ? "min-backoff = 3s, max-backoff = 4s" : "min-backoff = 50ms, max-backoff = 100ms";
   static final ActorTestKit kit = ActorTestKit.create("CmActorTest", config(CM_DEVICE,
       "pekko-rdma.soft.devices = [\"soft0\"]\n"
           + "pekko-rdma.cm.connect-timeout = 400ms\n"
           + "pekko-rdma.actors.cm { connect-timeout = 2s, accept-timeout = 1s,"
-          + " disconnect-timeout = 1s, device-idle-timeout = 100ms, retry { min-backoff = 50ms, max-backoff = 100ms,"
+          + " disconnect-timeout = 1s, device-idle-timeout = 100ms, retry { " + RETRY_BACKOFF + ","
           + " max-attempts = 2 } }"));
   static final RdmaExtension rdma = RdmaExtension.get(kit.system());
   static final RdmaProvider provider = rdma.provider();

@@ -16,8 +16,11 @@ import org.junit.jupiter.api.Test;
 
 class EchoSampleTest {
   static final Duration WAIT = TestRdma.WAIT.multipliedBy(2);
+  /** Emulated (the VM), each round trip through the actors takes milliseconds. */
+  static final int SCALE = TestRdma.NATIVE ? 10 : 1;
   static final ActorTestKit kit = ActorTestKit.create("EchoSampleTest",
       TestRdma.config(TestRdma.CM_DEVICE, "pekko-rdma.actors.cm.device-idle-timeout = 100ms\n"
+          + "pekko-rdma.actors.cm.retry.max-attempts = 2\n"
           + "pekko-rdma.actors.buffer-pool { buffer-size = 16KiB, slab-size = 1MiB }"));
 
   @AfterAll
@@ -33,15 +36,15 @@ class EchoSampleTest {
         EchoServer.create(new InetSocketAddress(TestRdma.CM_HOST, 0), bound.getRef()));
     InetSocketAddress address = bound.receiveMessage(WAIT);
     TestProbe<EchoClient.Result> results = kit.createTestProbe();
-    kit.spawn(EchoClient.create(address, 300, results.getRef()));
-    kit.spawn(EchoClient.create(address, 200, results.getRef()));
+    kit.spawn(EchoClient.create(address, 300 / SCALE, results.getRef()));
+    kit.spawn(EchoClient.create(address, 200 / SCALE, results.getRef()));
     int total = 0;
     for (int i = 0; i < 2; i++) {
       EchoClient.Result r = results.receiveMessage(WAIT);
       assertNull(r.failure(), r.failure());
       total += r.echoed();
     }
-    assertEquals(500, total);
+    assertEquals(500 / SCALE, total);
     kit.stop(server);
     // the listener stops with its handler; the sessions ended with their clients
     long deadline = System.nanoTime() + WAIT.toNanos();
