@@ -68,10 +68,12 @@ mkdir -p "${inner%/*}"
   echo 'jvm="-XX:+UseSerialGC -XX:TieredStopAtLevel=1"'
   echo 'before=$(rdma resource show)'
   echo 'echo "rdma resources before:"; echo "$before"'
-  # --fail-at-end: a failure in native's tests still lets actors and streams run
-  printf 'mvn -o -q --fail-at-end -DargLine="$jvm"'
-  printf ' %q' "${mvnflags[@]}" -pl $modules test "${props[@]}" "$@"; echo
-  echo 'rc=$?'
+  # a module at a time: a failure in native's tests still lets actors and streams run
+  echo 'rc=0'
+  for m in ${modules//,/ }; do
+    printf 'mvn -o -q -DargLine="$jvm"'
+    printf ' %q' "${mvnflags[@]}" -pl "$m" test "${props[@]}" "$@"; echo ' || rc=1'
+  done
   echo 'after=$(rdma resource show)'
   echo 'echo "rdma resources after:"; echo "$after"'
   echo 'if [ "$before" != "$after" ]; then echo "run-native-tests: LEAK: rdma resource counts differ"; [ $rc = 0 ] && rc=1; fi'
