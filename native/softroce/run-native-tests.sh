@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs the native module's tests against real kernel RDMA: Soft-RoCE devices (rxe_lo, rxe0) in
 # the softroce-lab VM (../shared/softroce-lab/run-in-vm beside the repository, or $SOFTROCE_LAB).
-# Inside the VM, offline, with the given local repository: LayoutTest, NativeSmokeTest,
-# NativeCmSmokeTest and core's whole conformance suite on the native
-# provider (plain verbs on rxe_lo, GID index 1; CM between 192.0.2.1 and 192.0.2.2 on rxe0);
+# Inside the VM, offline, with the given local repository, on the native provider (plain verbs on
+# rxe_lo, GID index 1; CM at 192.0.2.1 on rxe0): native's tests (LayoutTest, the smoke tests and
+# core's whole conformance suite), then the actors' lifecycle tests;
 # then a leak check: `rdma resource show` must read as it did before the tests.
 #
 #   native/softroce/run-native-tests.sh [--timeout SECONDS] [--repo LOCAL_REPO] [extra mvn args]
@@ -44,13 +44,20 @@ if [[ ${#need[@]} -gt 0 ]]; then
 fi
 cd "$root"
 mvnflags=(-B -Dmaven.repo.local="$repo")
+modules=native,actors
+# Not yet in the VM run, though they take pekko-rdma.provider=native: the streams' tests (their
+# connections did not complete within 10 s there) and the actors' EchoSampleTest (two clients at
+# once timed out connecting); see the README's native section.
+skip_actors='-Dtest=!EchoSampleTest'
+
 # everything the VM's offline run needs: our modules (core's test-jar: the suite) in $repo, and
 # the test plugins resolved by a host run of the same goals that does nothing
-say "host: mvn install -DskipTests (core, native) into $repo"
-mvn -q "${mvnflags[@]}" -pl native -am install -DskipTests
-mvn -q "${mvnflags[@]}" -pl native test -Dpekko-rdma.conformance=true -Dtest=NoSuchTest \
+say "host: mvn install -DskipTests ($modules and what they need) into $repo"
+mvn -q "${mvnflags[@]}" -pl $modules -am install -DskipTests
+mvn -q "${mvnflags[@]}" -pl $modules test -Dpekko-rdma.conformance=true -Dtest=NoSuchTest \
   -Dsurefire.failIfNoSpecifiedTests=false
-rm -rf native/target/surefire-reports
+reports=(native/target/surefire-reports actors/target/surefire-reports)
+rm -rf "${reports[@]}"
 props=(-Dpekko-rdma.provider=native -Dpekko-rdma.conformance=true
   -Dpekko-rdma.test.device=rxe_lo -Dpekko-rdma.test.gid-index=1
   -Dpekko-rdma.test.cm-address=192.0.2.1)
@@ -61,28 +68,49 @@ mkdir -p "${inner%/*}"
   # Maven's own JVM once died in G1's concurrent refinement (SIGSEGV in libjvm) under QEMU's
   # emulation, after 6 minutes of tests: the serial collector there
   echo 'export MAVEN_OPTS="${MAVEN_OPTS:-} -XX:+UseSerialGC"'
+  # and the test JVMs too; C1 alone also spares the emulated CPUs C2's long compilations
+  echo 'jvm="-XX:+UseSerialGC -XX:TieredStopAtLevel=1"'
   echo 'before=$(rdma resource show)'
   echo 'echo "rdma resources before:"; echo "$before"'
-  printf 'mvn -o -q'; printf ' %q' "${mvnflags[@]}" -pl native test "${props[@]}" "$@"; echo
-  echo 'rc=$?'
+  # a module at a time: a failure in native's tests still lets the actors' tests run
+  echo 'rc=0'
+  for m in ${modules//,/ }; do
+    printf 'mvn -o -q -DargLine="$jvm"'
+    extra=(); [[ $m == actors ]] && extra=("$skip_actors")
+    printf ' %q' "${mvnflags[@]}" -pl "$m" test "${props[@]}" "${extra[@]}" "$@"; echo ' || rc=1'
+  done
   echo 'after=$(rdma resource show)'
   echo 'echo "rdma resources after:"; echo "$after"'
   echo 'if [ "$before" != "$after" ]; then echo "run-native-tests: LEAK: rdma resource counts differ"; [ $rc = 0 ] && rc=1; fi'
   echo 'exit $rc'
 } > "$inner"
 start=$(date +%s)
-set +e
-"$lab" --timeout "$timeout_s" -- bash "$inner" 2>&1 | tee native/target/softroce-vm.log
-rc=${PIPESTATUS[0]}
-set -e
+# A JVM that crashes inside the emulator (an hs_err file, seen about once in ten runs, never
+# outside QEMU) gets the VM run once more; a test that fails does not.
+marker=native/target/softroce-run.started
+for attempt in 1 2; do
+  touch "$marker"
+  set +e
+  "$lab" --timeout "$timeout_s" -- bash "$inner" 2>&1 | tee native/target/softroce-vm.log
+  rc=${PIPESTATUS[0]}
+  set -e
+  crashes=$(find native actors -maxdepth 1 -name 'hs_err_pid*.log' -newer "$marker")
+  [[ $rc != 0 && -n $crashes && $attempt == 1 ]] || break
+  for f in $crashes; do
+    say "a JVM crashed in the VM ($f):"; grep -m3 -E '^# (SIGSEGV|SIGBUS|Problematic|J |V )' "$f" || true
+    mv "$f" native/target/
+  done
+  say "running the VM once more"
+  rm -rf "${reports[@]}"
+done
 took=$(( $(date +%s) - start ))
-for d in native/target/surefire-reports; do
+for d in "${reports[@]}"; do
   for f in "$d"/*-output.txt; do
-    [[ -e $f ]] && { echo "---- ${f##*/}"; grep -E '^\[(conformance|native|interop)\]' "$f" || true; }
+    [[ -e $f ]] && { echo "---- ${f##*/}"; grep -E '^\[(conformance|native|interop|actors)\]' "$f" || true; }
   done
 done
 echo "---- summary"
-for d in native/target/surefire-reports; do
+for d in "${reports[@]}"; do
   for f in "$d"/*.txt; do
     [[ -e $f && $f != *-output.txt ]] && { printf '%s: ' "$(basename "$f" .txt)"; grep -h '^Tests run' "$f"; }
   done

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.*;
 import dev.pekkordma.actors.ConnectionActor.*;
 import dev.pekkordma.actors.ListenerActor.*;
 import dev.pekkordma.verbs.DeviceContext;
+import dev.pekkordma.verbs.FaultInjection;
 import dev.pekkordma.verbs.RdmaProvider;
 import java.net.InetSocketAddress;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
@@ -31,6 +32,7 @@ class CmDeviceFailureTest {
 
   @Test
   void deviceRemovalEndsConnectionsAndTheListenerAndFreesEverything() {
+    FaultInjection faults = faults(provider);
     TestProbe<ListenerActor.Event> server = kit.createTestProbe();
     TestProbe<ConnectionActor.Event> client = kit.createTestProbe();
     TestProbe<ConnectionActor.Event> serverSide = kit.createTestProbe();
@@ -45,7 +47,7 @@ class CmDeviceFailureTest {
     Connected s = serverSide.expectMessageClass(Connected.class, WAIT);
 
     try (DeviceContext other = provider.open("soft0")) {
-      provider.faults().orElseThrow().deviceFatal(other);
+      faults.deviceFatal(other);
     }
     assertEquals(c.connection(), client.expectMessageClass(ConnectionLost.class, WAIT).connection());
     assertEquals(s.connection(),

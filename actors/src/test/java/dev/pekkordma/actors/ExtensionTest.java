@@ -12,6 +12,7 @@ import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadInfo;
 import java.lang.management.ThreadMXBean;
 import java.time.Duration;
+import java.util.List;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -71,13 +72,14 @@ class ExtensionTest {
 
   @Test
   void terminatingTheSystemFreesEverything() throws Exception {
-    ActorTestKit kit = ActorTestKit.create("Terminates",
-        with("pekko-rdma.soft.devices = [a, b]"));
+    List<String> two = NATIVE ? List.of(DEVICE, CM_DEVICE) : List.of("a", "b");
+    ActorTestKit kit = ActorTestKit.create("Terminates", with("pekko-rdma.soft.devices = [a, b]\n"
+        + "pekko-rdma.actors.devices = [\"" + String.join("\", \"", two) + "\"]"));
     RdmaProvider provider;
     try {
       RdmaExtension rdma = RdmaExtension.get(kit.system());
       provider = rdma.provider();
-      assertEquals(java.util.List.of("a", "b"), rdma.deviceNames());
+      assertEquals(two, rdma.deviceNames());
       for (String name : rdma.deviceNames()) {
         ActorRef<PdActor.Command> pd = allocatePd(kit, rdma.device(name));
         TestProbe<QpActor.Event> owner = kit.createTestProbe();
@@ -97,10 +99,12 @@ class ExtensionTest {
 
   @Test
   void idlePollersUseNoCpu() throws Exception {
-    ActorTestKit kit = ActorTestKit.create("Idle", with("pekko-rdma.soft.devices = [idle]"));
+    String device = NATIVE ? DEVICE : "idle";
+    ActorTestKit kit = ActorTestKit.create("Idle", with("pekko-rdma.soft.devices = [idle]\n"
+        + "pekko-rdma.actors.devices = [\"" + device + "\"]"));
     try {
       RdmaExtension rdma = RdmaExtension.get(kit.system());
-      ActorRef<PdActor.Command> pd = allocatePd(kit, rdma.device("idle"));
+      ActorRef<PdActor.Command> pd = allocatePd(kit, rdma.device(device));
       TestProbe<QpActor.Event> owner = kit.createTestProbe();
       createQp(kit, pd, QpSpec.rc(), owner.getRef());
       Thread.sleep(200); // past the spin and yield budget

@@ -38,14 +38,14 @@ class MemoryWindowConformanceTest extends ConformanceTest {
     try (Region target = Region.of(pd, 4096, MR_ACCESS);
         Region local = Region.of(pd, 4096, LOCAL_WRITE)) {
       target.fill(0x42);
-      MemoryWindow mw = pd.allocMemoryWindow(type);
-      try (RcPair p = RcPair.builder().pd(pd).build(fx)) {
+      // the window goes before the QPs: a bound type 2 window holds the QP it was bound
+      // through, and rxe's QP destroy waits (about 50 s) for such references to go
+      try (RcPair p = RcPair.builder().pd(pd).build(fx);
+          MemoryWindow mw = pd.allocMemoryWindow(type)) {
         assertEquals(type, mw.type(), "window type");
         assertSame(pd, mw.pd(), "window PD");
         int rkey = bind(p, mw, target, WIN_OFF, WIN_LEN, access, 900);
         s.run(p, mw, rkey, target, local);
-      } finally {
-        mw.close();
       }
     } finally {
       pd.close();

@@ -1,5 +1,6 @@
 package dev.pekkordma.streams;
 
+import static dev.pekkordma.streams.StreamsTestKit.HOST;
 import static dev.pekkordma.streams.StreamsTestKit.await;
 import static dev.pekkordma.streams.StreamsTestKit.awaitResources;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -48,7 +49,7 @@ class BulkTest {
   /** The receiver: binds, and sums and checksums what arrives. */
   static Pair<CompletionStage<ServerBinding>, CompletionStage<Received>> receiver() {
     taken.set(0);
-    return rdma.bulkSource("127.0.0.1", 0).toMat(Sink.fold(new Object[] {0L, new CRC32C()},
+    return rdma.bulkSource(HOST, 0).toMat(Sink.fold(new Object[] {0L, new CRC32C()},
         (acc, b) -> {
           taken.addAndGet(b.length());
           ((CRC32C) acc[1]).update(b.asByteBuffer());
@@ -76,7 +77,7 @@ class BulkTest {
           for (int i = 0; i < chunk; i++) buffer.put(pattern(base + i));
           sent.update(buffer.duplicate().flip());
         })
-        .runWith(rdma.bulkChunkSink(new InetSocketAddress("127.0.0.1",
+        .runWith(rdma.bulkChunkSink(new InetSocketAddress(HOST,
             binding.localAddress().getPort()), rdma.bulkSettings()), system);
     TransferResult result = await(tx);
     // graceful drain: by the time the sender is done, the receiver's application has it all
@@ -102,7 +103,7 @@ class BulkTest {
       total[0] += piece;
       sent.update(b);
       return ByteString.fromArrayUnsafe(b);
-    }).runWith(rdma.bulkSink("127.0.0.1", binding.localAddress().getPort()), system);
+    }).runWith(rdma.bulkSink(HOST, binding.localAddress().getPort()), system);
     TransferResult result = await(tx);
     assertEquals(6L * piece, result.bytesSent());
     assertEquals(new Received(6L * piece, sent.getValue()), await(rx.second()));

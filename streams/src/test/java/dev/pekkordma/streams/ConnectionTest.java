@@ -1,5 +1,6 @@
 package dev.pekkordma.streams;
 
+import static dev.pekkordma.streams.StreamsTestKit.HOST;
 import static dev.pekkordma.streams.StreamsTestKit.await;
 import static dev.pekkordma.streams.StreamsTestKit.awaitResources;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -42,11 +43,11 @@ class ConnectionTest {
   }
 
   private static ServerBinding echoServer() throws Exception {
-    return await(rdma.bindAndHandle(Flow.of(ByteString.class), "127.0.0.1", 0));
+    return await(rdma.bindAndHandle(Flow.of(ByteString.class), HOST, 0));
   }
 
   private static InetSocketAddress address(ServerBinding b) {
-    return new InetSocketAddress("127.0.0.1", b.localAddress().getPort());
+    return new InetSocketAddress(HOST, b.localAddress().getPort());
   }
 
   @Test
@@ -58,7 +59,7 @@ class ConnectionTest {
     for (int i = 1; i <= 20; i++) sent.add(ByteString.fromString("message " + "x".repeat(i * 7)));
     sent.add(ByteString.emptyByteString());
     List<ByteString> got = await(Source.from(sent)
-        .via(rdma.outgoingConnection("127.0.0.1", binding.localAddress().getPort()))
+        .via(rdma.outgoingConnection(HOST, binding.localAddress().getPort()))
         .runWith(Sink.seq(), system));
     assertEquals(sent, got);
     await(binding.unbind());
@@ -70,7 +71,7 @@ class ConnectionTest {
     ResourceCounts start = rdma.liveResources();
     RdmaStreamSettings few = rdma.settings().withReceiveBuffers(3).withSendBuffers(2)
         .withSignalEvery(2).withInlineThreshold(64);
-    ServerBinding binding = await(rdma.bind("127.0.0.1", 0, few, false)
+    ServerBinding binding = await(rdma.bind(HOST, 0, few, false)
         .to(Sink.foreach(c -> c.handleWith(Flow.of(ByteString.class), system))).run(system));
     Random random = new Random(7);
     List<ByteString> sent = new ArrayList<>();
@@ -102,7 +103,7 @@ class ConnectionTest {
     AtomicInteger consumed = new AtomicInteger();
     AtomicInteger worst = new AtomicInteger();
     ByteString chunk = ByteString.fromArray(new byte[4096]);
-    ServerBinding binding = await(rdma.bind("127.0.0.1", 0, small, false)
+    ServerBinding binding = await(rdma.bind(HOST, 0, small, false)
         .to(Sink.foreach(c -> c.handleWith(Flow.fromSinkAndSource(Sink.ignore(),
             Source.range(1, 200).map(i -> {
               produced.incrementAndGet();
@@ -133,10 +134,10 @@ class ConnectionTest {
     ResourceCounts start = rdma.liveResources();
     // the server answers only once the client has completed: with the count it received
     ServerBinding binding = await(rdma.bindAndHandle(Flow.of(ByteString.class)
-        .fold(0, (n, b) -> n + 1).map(n -> ByteString.fromString("got " + n)), "127.0.0.1", 0));
+        .fold(0, (n, b) -> n + 1).map(n -> ByteString.fromString("got " + n)), HOST, 0));
     List<ByteString> got = await(Source.from(List.of(ByteString.fromString("a"),
             ByteString.fromString("b"), ByteString.fromString("c")))
-        .via(rdma.outgoingConnection("127.0.0.1", binding.localAddress().getPort()))
+        .via(rdma.outgoingConnection(HOST, binding.localAddress().getPort()))
         .runWith(Sink.seq(), system));
     assertEquals(List.of(ByteString.fromString("got 3")), got);
     await(binding.unbind());
@@ -147,7 +148,7 @@ class ConnectionTest {
   void anIdleConnectionFailsNamingTheTimeout() throws Exception {
     ResourceCounts start = rdma.liveResources();
     ServerBinding binding = await(rdma.bindAndHandle(
-        Flow.fromSinkAndSource(Sink.ignore(), Source.never()), "127.0.0.1", 0));
+        Flow.fromSinkAndSource(Sink.ignore(), Source.never()), HOST, 0));
     RdmaStreamSettings idle = rdma.settings().withIdleTimeout(Duration.ofMillis(300));
     ExecutionException e = assertThrows(ExecutionException.class, () -> await(
         Source.<ByteString>never().via(rdma.outgoingConnection(address(binding), idle, true))
@@ -156,7 +157,7 @@ class ConnectionTest {
         e.getCause());
     assertTrue(timeout.getMessage().contains("pekko-rdma.streams.idle-timeout"),
         timeout.getMessage());
-    assertTrue(timeout.getMessage().contains("127.0.0.1:" + binding.localAddress().getPort()),
+    assertTrue(timeout.getMessage().contains(HOST + ":" + binding.localAddress().getPort()),
         timeout.getMessage());
     await(binding.unbind());
     awaitResources(rdma, start);
@@ -165,7 +166,7 @@ class ConnectionTest {
   @Test
   void unbindStopsListeningAndCompletesTheSource() throws Exception {
     ResourceCounts start = rdma.liveResources();
-    var pair = rdma.bind("127.0.0.1", 0).toMat(Sink.ignore(),
+    var pair = rdma.bind(HOST, 0).toMat(Sink.ignore(),
         org.apache.pekko.stream.javadsl.Keep.both()).run(system);
     ServerBinding binding = await(pair.first());
     int port = binding.localAddress().getPort();
@@ -174,9 +175,9 @@ class ConnectionTest {
     await(pair.second()); // the source of connections completed
     ExecutionException e = assertThrows(ExecutionException.class, () -> await(
         Source.single(ByteString.fromString("x"))
-            .via(rdma.outgoingConnection("127.0.0.1", port)).runWith(Sink.seq(), system)));
+            .via(rdma.outgoingConnection(HOST, port)).runWith(Sink.seq(), system)));
     RdmaStreamException refused = assertInstanceOf(RdmaStreamException.class, e.getCause());
-    assertTrue(refused.getMessage().contains("127.0.0.1:" + port), refused.getMessage());
+    assertTrue(refused.getMessage().contains(HOST + ":" + port), refused.getMessage());
     awaitResources(rdma, start);
   }
 
@@ -184,7 +185,7 @@ class ConnectionTest {
   void oversizeChunksAreSplitAndPutTogether() throws Exception {
     ResourceCounts start = rdma.liveResources();
     RdmaStreamSettings tiny = rdma.settings().withBufferSize(1024).withReceiveBuffers(4);
-    ServerBinding binding = await(rdma.bind("127.0.0.1", 0, tiny, false)
+    ServerBinding binding = await(rdma.bind(HOST, 0, tiny, false)
         .to(Sink.foreach(c -> c.handleWith(Flow.of(ByteString.class), system))).run(system));
     byte[] big = new byte[100_000];
     new Random(1).nextBytes(big);

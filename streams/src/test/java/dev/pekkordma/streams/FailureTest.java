@@ -1,5 +1,6 @@
 package dev.pekkordma.streams;
 
+import static dev.pekkordma.streams.StreamsTestKit.HOST;
 import static dev.pekkordma.streams.StreamsTestKit.await;
 import static dev.pekkordma.streams.StreamsTestKit.awaitResources;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -56,16 +57,16 @@ class FailureTest {
         Flow.of(ByteString.class).map(b -> {
           serving.countDown();
           return b;
-        }), "127.0.0.1", 0));
+        }), HOST, 0));
     int port = binding.localAddress().getPort();
     CompletionStage<Done> client = Source.repeat(CHUNK).throttle(200, Duration.ofSeconds(1))
-        .via(rdma.outgoingConnection("127.0.0.1", port)).runWith(Sink.ignore(), system);
+        .via(rdma.outgoingConnection(HOST, port)).runWith(Sink.ignore(), system);
     assertTrue(serving.await(10, TimeUnit.SECONDS));
     other.terminate();
     ExecutionException e = assertThrows(ExecutionException.class, () -> await(client));
     RdmaStreamException lost = assertInstanceOf(RdmaStreamException.class, e.getCause());
     assertEquals(port, lost.peer().getPort());
-    assertTrue(lost.getMessage().contains("127.0.0.1:" + port), lost.getMessage());
+    assertTrue(lost.getMessage().contains(HOST + ":" + port), lost.getMessage());
     assertTrue(lost.reason().contains("disconnected") || lost.reason().contains("unreachable")
         || lost.reason().contains("error state"), lost.reason());
     awaitResources(rdma, start);
@@ -76,13 +77,13 @@ class FailureTest {
     ResourceCounts start = rdma.liveResources();
     AtomicInteger received = new AtomicInteger();
     CompletionStage<?>[] serverSide = new CompletionStage<?>[1];
-    ServerBinding binding = await(rdma.bind("127.0.0.1", 0).to(Sink.foreach(c ->
+    ServerBinding binding = await(rdma.bind(HOST, 0).to(Sink.foreach(c ->
         serverSide[0] = c.handleWith(Flow.fromSinkAndSourceMat(
             Sink.foreach(b -> received.incrementAndGet()), Source.never(), Keep.left()),
             system))).run(system));
     Pair<UniqueKillSwitch, CompletionStage<Done>> run = Source.repeat(CHUNK)
         .viaMat(KillSwitches.single(), Keep.right())
-        .via(rdma.outgoingConnection("127.0.0.1", binding.localAddress().getPort()))
+        .via(rdma.outgoingConnection(HOST, binding.localAddress().getPort()))
         .toMat(Sink.ignore(), Keep.both()).run(system);
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
     while (received.get() < 200 && System.nanoTime() < deadline) Thread.sleep(5);
@@ -101,8 +102,8 @@ class FailureTest {
   void cancellingDownstreamMidTransferClosesAndFreesEverything() throws Exception {
     ResourceCounts start = rdma.liveResources();
     ServerBinding binding = await(rdma.bindAndHandle(
-        Flow.fromSinkAndSource(Sink.ignore(), Source.repeat(CHUNK)), "127.0.0.1", 0));
-    InetSocketAddress server = new InetSocketAddress("127.0.0.1", binding.localAddress().getPort());
+        Flow.fromSinkAndSource(Sink.ignore(), Source.repeat(CHUNK)), HOST, 0));
+    InetSocketAddress server = new InetSocketAddress(HOST, binding.localAddress().getPort());
     int got = await(Source.<ByteString>maybe()
         .via(rdma.outgoingConnection(server, rdma.settings(), false))
         .take(300).runWith(Sink.fold(0, (n, b) -> n + 1), system));

@@ -11,15 +11,29 @@ import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
-/** The tests' actor systems (software provider, quick pollers) and waiting helpers. */
+/**
+ * The tests' actor systems (quick pollers) and waiting helpers. The software provider on
+ * 127.0.0.1, unless the system property {@code pekko-rdma.provider} says {@code native}, as
+ * native/softroce/run-native-tests.sh does in the Soft-RoCE VM: then the CM device of
+ * {@code pekko-rdma.test.cm-address} (rxe0 at 192.0.2.1).
+ */
 final class StreamsTestKit {
-  static final Duration WAIT = Duration.ofSeconds(10);
+  static final boolean NATIVE =
+      "native".equals(System.getProperty("pekko-rdma.provider", "soft"));
+  static final String HOST =
+      NATIVE ? System.getProperty("pekko-rdma.test.cm-address", "192.0.2.1") : "127.0.0.1";
+  private static final String DEVICE =
+      NATIVE ? System.getProperty("pekko-rdma.test.cm-device", "rxe0") : "soft0";
+  /** Emulated (the VM) is many times slower than here. */
+  static final Duration WAIT = Duration.ofSeconds(NATIVE ? 30 : 10);
 
   private StreamsTestKit() {}
 
   static Config config(String extra) {
-    return ConfigFactory.parseString(extra + "\n"
-        + "pekko-rdma.provider = soft\n"
+    String provider = NATIVE
+        ? "pekko-rdma.provider = native\npekko-rdma.actors.devices = [\"" + DEVICE + "\"]\n"
+        : "pekko-rdma.provider = soft\n";
+    return ConfigFactory.parseString(provider + extra + "\n"
         + "pekko-rdma.actors.poller.block-timeout = 20ms\n"
         + "pekko.loglevel = WARNING\n"
         + "pekko.stdout-loglevel = WARNING\n")

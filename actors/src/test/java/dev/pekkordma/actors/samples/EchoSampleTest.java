@@ -2,8 +2,8 @@ package dev.pekkordma.actors.samples;
 
 import static org.junit.jupiter.api.Assertions.*;
 
-import com.typesafe.config.ConfigFactory;
 import dev.pekkordma.actors.RdmaExtension;
+import dev.pekkordma.actors.TestRdma;
 import dev.pekkordma.verbs.RdmaProvider;
 import dev.pekkordma.verbs.ResourceCounts;
 import java.net.InetSocketAddress;
@@ -15,12 +15,13 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 
 class EchoSampleTest {
-  static final Duration WAIT = Duration.ofSeconds(10);
-  static final ActorTestKit kit = ActorTestKit.create("EchoSampleTest", ConfigFactory.parseString(
-      "pekko-rdma.provider = soft\n"
-          + "pekko-rdma.actors.poller.block-timeout = 20ms\n"
-          + "pekko-rdma.actors.cm.device-idle-timeout = 100ms\n")
-      .withFallback(ConfigFactory.load()));
+  static final Duration WAIT = TestRdma.WAIT.multipliedBy(2);
+  /** Emulated (the VM), each round trip through the actors takes milliseconds. */
+  static final int SCALE = TestRdma.NATIVE ? 10 : 1;
+  static final ActorTestKit kit = ActorTestKit.create("EchoSampleTest",
+      TestRdma.config(TestRdma.CM_DEVICE, "pekko-rdma.actors.cm.device-idle-timeout = 100ms\n"
+          + "pekko-rdma.actors.cm.retry.max-attempts = 2\n"
+          + "pekko-rdma.actors.buffer-pool { buffer-size = 16KiB, slab-size = 1MiB }"));
 
   @AfterAll
   static void shutdown() {
@@ -32,18 +33,18 @@ class EchoSampleTest {
     RdmaProvider provider = RdmaExtension.get(kit.system()).provider();
     TestProbe<InetSocketAddress> bound = kit.createTestProbe();
     ActorRef<?> server = kit.spawn(
-        EchoServer.create(new InetSocketAddress("127.0.0.1", 0), bound.getRef()));
+        EchoServer.create(new InetSocketAddress(TestRdma.CM_HOST, 0), bound.getRef()));
     InetSocketAddress address = bound.receiveMessage(WAIT);
     TestProbe<EchoClient.Result> results = kit.createTestProbe();
-    kit.spawn(EchoClient.create(address, 300, results.getRef()));
-    kit.spawn(EchoClient.create(address, 200, results.getRef()));
+    kit.spawn(EchoClient.create(address, 300 / SCALE, results.getRef()));
+    kit.spawn(EchoClient.create(address, 200 / SCALE, results.getRef()));
     int total = 0;
     for (int i = 0; i < 2; i++) {
       EchoClient.Result r = results.receiveMessage(WAIT);
       assertNull(r.failure(), r.failure());
       total += r.echoed();
     }
-    assertEquals(500, total);
+    assertEquals(500 / SCALE, total);
     kit.stop(server);
     // the listener stops with its handler; the sessions ended with their clients
     long deadline = System.nanoTime() + WAIT.toNanos();
@@ -62,7 +63,7 @@ class EchoSampleTest {
       port = s.getLocalPort();
     }
     TestProbe<EchoClient.Result> results = kit.createTestProbe();
-    kit.spawn(EchoClient.create(new InetSocketAddress("127.0.0.1", port), 1, results.getRef()));
+    kit.spawn(EchoClient.create(new InetSocketAddress(TestRdma.CM_HOST, port), 1, results.getRef()));
     EchoClient.Result r = results.receiveMessage(Duration.ofSeconds(30));
     assertNotNull(r.failure());
     assertTrue(r.failure().contains("ConnectFailed"), r.failure());
