@@ -4,6 +4,7 @@
 # Inside the VM, offline, with the given local repository: LayoutTest, NativeSmokeTest,
 # NativeCmSmokeTest and core's whole conformance suite on the native
 # provider (plain verbs on rxe_lo, GID index 1; CM between 192.0.2.1 and 192.0.2.2 on rxe0);
+# samples' RealToolsInteropTest against ibv_rc_pingpong and rping;
 # then a leak check: `rdma resource show` must read as it did before the tests.
 #
 #   native/softroce/run-native-tests.sh [--timeout SECONDS] [--repo LOCAL_REPO] [extra mvn args]
@@ -54,6 +55,17 @@ rm -rf native/target/surefire-reports
 props=(-Dpekko-rdma.provider=native -Dpekko-rdma.conformance=true
   -Dpekko-rdma.test.device=rxe_lo -Dpekko-rdma.test.gid-index=1
   -Dpekko-rdma.test.cm-address=192.0.2.1)
+# ---- samples: interop with rdma-core's own tools (RealToolsInteropTest), in the same VM ----
+# our rc-pingpong and rping against the real ibv_rc_pingpong and rping, each way round; the VM's
+# offline Maven needs the samples module and its test plugins in $repo
+say "host: mvn install -DskipTests (samples) into $repo"
+mvn -q "${mvnflags[@]}" -pl samples -am install -DskipTests
+mvn -q "${mvnflags[@]}" -pl samples test -Dtest=NoSuchTest -Dsurefire.failIfNoSpecifiedTests=false
+rm -rf samples/target/surefire-reports
+interop=(-pl samples test -Dtest=RealToolsInteropTest -Dpekko-rdma.interop=true
+  -Dpekko-rdma.provider=native -Dpekko-rdma.test.device=rxe_lo -Dpekko-rdma.test.gid-index=1
+  -Dpekko-rdma.test.cm-address=192.0.2.1 -Dpekko-rdma.test.cm-source=192.0.2.2)
+# ---- end of the samples interop block (two lines below run it and report it) ----
 # the VM's command, as a script file (the same file system is the VM's root)
 inner=$root/native/target/softroce-in-vm.sh
 mkdir -p "${inner%/*}"
@@ -65,6 +77,8 @@ mkdir -p "${inner%/*}"
   echo 'echo "rdma resources before:"; echo "$before"'
   printf 'mvn -o -q'; printf ' %q' "${mvnflags[@]}" -pl native test "${props[@]}" "$@"; echo
   echo 'rc=$?'
+  printf 'mvn -o -q'; printf ' %q' "${mvnflags[@]}" "${interop[@]}"; echo  # samples interop
+  echo 'r=$?; [ $rc = 0 ] && rc=$r'
   echo 'after=$(rdma resource show)'
   echo 'echo "rdma resources after:"; echo "$after"'
   echo 'if [ "$before" != "$after" ]; then echo "run-native-tests: LEAK: rdma resource counts differ"; [ $rc = 0 ] && rc=1; fi'
@@ -76,13 +90,13 @@ set +e
 rc=${PIPESTATUS[0]}
 set -e
 took=$(( $(date +%s) - start ))
-for d in native/target/surefire-reports; do
+for d in native/target/surefire-reports samples/target/surefire-reports; do
   for f in "$d"/*-output.txt; do
     [[ -e $f ]] && { echo "---- ${f##*/}"; grep -E '^\[(conformance|native|interop)\]' "$f" || true; }
   done
 done
 echo "---- summary"
-for d in native/target/surefire-reports; do
+for d in native/target/surefire-reports samples/target/surefire-reports; do
   for f in "$d"/*.txt; do
     [[ -e $f && $f != *-output.txt ]] && { printf '%s: ' "$(basename "$f" .txt)"; grep -h '^Tests run' "$f"; }
   done
