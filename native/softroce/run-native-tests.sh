@@ -3,7 +3,8 @@
 # the softroce-lab VM (../shared/softroce-lab/run-in-vm beside the repository, or $SOFTROCE_LAB).
 # Inside the VM, offline, with the given local repository, on the native provider (plain verbs on
 # rxe_lo, GID index 1; CM at 192.0.2.1 on rxe0): native's tests (LayoutTest, the smoke tests and
-# core's whole conformance suite), then the actors' lifecycle tests;
+# core's whole conformance suite), then the actors' lifecycle tests, then samples'
+# RealToolsInteropTest against ibv_rc_pingpong and rping;
 # then a leak check: `rdma resource show` must read as it did before the tests.
 #
 #   native/softroce/run-native-tests.sh [--timeout SECONDS] [--repo LOCAL_REPO] [extra mvn args]
@@ -53,10 +54,11 @@ skip_actors='-Dtest=!EchoSampleTest'
 # everything the VM's offline run needs: our modules (core's test-jar: the suite) in $repo, and
 # the test plugins resolved by a host run of the same goals that does nothing
 say "host: mvn install -DskipTests ($modules and what they need) into $repo"
-mvn -q "${mvnflags[@]}" -pl $modules -am install -DskipTests
-mvn -q "${mvnflags[@]}" -pl $modules test -Dpekko-rdma.conformance=true -Dtest=NoSuchTest \
+mvn -q "${mvnflags[@]}" -pl $modules,samples -am install -DskipTests
+mvn -q "${mvnflags[@]}" -pl $modules,samples test -Dpekko-rdma.conformance=true -Dtest=NoSuchTest \
   -Dsurefire.failIfNoSpecifiedTests=false
-reports=(native/target/surefire-reports actors/target/surefire-reports)
+reports=(native/target/surefire-reports actors/target/surefire-reports
+  samples/target/surefire-reports)
 rm -rf "${reports[@]}"
 props=(-Dpekko-rdma.provider=native -Dpekko-rdma.conformance=true
   -Dpekko-rdma.test.device=rxe_lo -Dpekko-rdma.test.gid-index=1
@@ -79,6 +81,11 @@ mkdir -p "${inner%/*}"
     extra=(); [[ $m == actors ]] && extra=("$skip_actors")
     printf ' %q' "${mvnflags[@]}" -pl "$m" test "${props[@]}" "${extra[@]}" "$@"; echo ' || rc=1'
   done
+  # our rc-pingpong and rping against the real ibv_rc_pingpong and rping, each way round
+  printf 'mvn -o -q -DargLine="$jvm"'
+  printf ' %q' "${mvnflags[@]}" -pl samples test -Dtest=RealToolsInteropTest \
+    -Dpekko-rdma.interop=true "${props[@]}" -Dpekko-rdma.test.cm-source=192.0.2.2 "$@"
+  echo ' || rc=1'
   echo 'after=$(rdma resource show)'
   echo 'echo "rdma resources after:"; echo "$after"'
   echo 'if [ "$before" != "$after" ]; then echo "run-native-tests: LEAK: rdma resource counts differ"; [ $rc = 0 ] && rc=1; fi'
@@ -94,7 +101,7 @@ for attempt in 1 2; do
   "$lab" --timeout "$timeout_s" -- bash "$inner" 2>&1 | tee native/target/softroce-vm.log
   rc=${PIPESTATUS[0]}
   set -e
-  crashes=$(find native actors -maxdepth 1 -name 'hs_err_pid*.log' -newer "$marker")
+  crashes=$(find native actors samples -maxdepth 1 -name 'hs_err_pid*.log' -newer "$marker")
   [[ $rc != 0 && -n $crashes && $attempt == 1 ]] || break
   for f in $crashes; do
     say "a JVM crashed in the VM ($f):"; grep -m3 -E '^# (SIGSEGV|SIGBUS|Problematic|J |V )' "$f" || true

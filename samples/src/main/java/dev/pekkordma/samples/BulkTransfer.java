@@ -1,16 +1,12 @@
 package dev.pekkordma.samples;
 
-import com.typesafe.config.Config;
-import com.typesafe.config.ConfigFactory;
 import dev.pekkordma.verbs.RdmaProvider;
-import dev.pekkordma.verbs.RdmaProviders;
 import dev.pekkordma.verbs.ResourceCounts;
 import java.io.PrintStream;
 import java.io.PrintWriter;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.Locale;
-import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -169,15 +165,7 @@ public final class BulkTransfer implements Callable<Integer> {
     long ringLimit;
 
     RdmaProvider loadProvider() {
-      Config config = ConfigFactory.load();
-      if (provider != null) {
-        if (!provider.equals("auto") && !provider.equals("soft") && !provider.equals("native")) {
-          throw new BadOption("--provider must be auto, soft or native, was '" + provider + "'");
-        }
-        config = ConfigFactory.parseMap(Map.of("pekko-rdma.provider", provider))
-            .withFallback(config);
-      }
-      return RdmaProviders.load(config);
+      return Providers.load(provider);
     }
   }
 

@@ -11,19 +11,19 @@ import java.time.Duration;
  * little, then arms the CQ and sleeps on the channel: busy enough for throughput, idle enough to
  * leave the cores to the peer on a small machine. Allocates nothing after construction.
  */
-final class CompletionPoller implements AutoCloseable {
+public final class CompletionPoller implements AutoCloseable {
   private static final Duration WAIT_SLICE = Duration.ofMillis(50);
   private static final Duration NO_WAIT = Duration.ZERO;
 
-  final CompletionChannel channel;
-  final CompletionQueue cq;
-  final WorkCompletions wcs;
+  public final CompletionChannel channel;
+  public final CompletionQueue cq;
+  public final WorkCompletions wcs;
   private final int spins;
   private boolean armed;
   private int unacked;
   private boolean closed;
 
-  CompletionPoller(DeviceContext context, int cqEntries, int batch, int spins) {
+  public CompletionPoller(DeviceContext context, int cqEntries, int batch, int spins) {
     CompletionChannel ch = context.createCompletionChannel();
     CompletionQueue q = null;
     try {
@@ -40,12 +40,12 @@ final class CompletionPoller implements AutoCloseable {
   }
 
   /** Polls once: the number of completions now in {@link #wcs}. */
-  int poll() {
+  public int poll() {
     return cq.poll(wcs);
   }
 
   /** Completions in {@link #wcs}, waiting at most {@code timeoutNanos}; 0 when none came. */
-  int await(long timeoutNanos) {
+  public int await(long timeoutNanos) {
     int n = cq.poll(wcs);
     if (n > 0) return n;
     for (int i = 0; i < spins; i++) {

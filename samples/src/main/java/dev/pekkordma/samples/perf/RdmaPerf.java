@@ -1,12 +1,10 @@
 package dev.pekkordma.samples.perf;
 
-import com.typesafe.config.Config;
-import com.typesafe.config.ConfigFactory;
 import dev.pekkordma.samples.BadOption;
 import dev.pekkordma.samples.BulkTransfer;
 import dev.pekkordma.samples.ByteSize;
+import dev.pekkordma.samples.Providers;
 import dev.pekkordma.verbs.RdmaProvider;
-import dev.pekkordma.verbs.RdmaProviders;
 import dev.pekkordma.verbs.ResourceCounts;
 import java.io.PrintStream;
 import java.io.PrintWriter;
@@ -16,7 +14,6 @@ import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
-import java.util.Map;
 import java.util.TreeSet;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
@@ -267,20 +264,11 @@ public final class RdmaPerf implements Callable<Integer> {
     }
 
     void checkProvider() {
-      if (provider != null && !provider.equals("auto") && !provider.equals("soft")
-          && !provider.equals("native")) {
-        throw new BadOption("--provider must be auto, soft or native, was '" + provider + "'");
-      }
+      Providers.check(provider);
     }
 
     RdmaProvider loadProvider() {
-      checkProvider();
-      Config config = ConfigFactory.load();
-      if (provider != null) {
-        config = ConfigFactory.parseMap(Map.of("pekko-rdma.provider", provider))
-            .withFallback(config);
-      }
-      return RdmaProviders.load(config);
+      return Providers.load(provider);
     }
   }
 
