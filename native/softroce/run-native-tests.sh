@@ -3,8 +3,8 @@
 # the softroce-lab VM (../shared/softroce-lab/run-in-vm beside the repository, or $SOFTROCE_LAB).
 # Inside the VM, offline, with the given local repository, on the native provider (plain verbs on
 # rxe_lo, GID index 1; CM at 192.0.2.1 on rxe0): native's tests (LayoutTest, the smoke tests and
-# core's whole conformance suite), then the actors' lifecycle tests, then samples'
-# RealToolsInteropTest against ibv_rc_pingpong and rping;
+# core's whole conformance suite), samples' RealToolsInteropTest against ibv_rc_pingpong and
+# rping, then the actors' lifecycle tests;
 # then a leak check: `rdma resource show` must read as it did before the tests.
 #
 #   native/softroce/run-native-tests.sh [--timeout SECONDS] [--repo LOCAL_REPO] [extra mvn args]
@@ -74,18 +74,18 @@ mkdir -p "${inner%/*}"
   echo 'jvm="-XX:+UseSerialGC -XX:TieredStopAtLevel=1"'
   echo 'before=$(rdma resource show)'
   echo 'echo "rdma resources before:"; echo "$before"'
-  # a module at a time: a failure in native's tests still lets the actors' tests run
+  # a module at a time: a failure in one still lets the others run
   echo 'rc=0'
-  for m in ${modules//,/ }; do
-    printf 'mvn -o -q -DargLine="$jvm"'
-    extra=(); [[ $m == actors ]] && extra=("$skip_actors")
-    printf ' %q' "${mvnflags[@]}" -pl "$m" test "${props[@]}" "${extra[@]}" "$@"; echo ' || rc=1'
-  done
   # our rc-pingpong and rping against the real ibv_rc_pingpong and rping, each way round
   printf 'mvn -o -q -DargLine="$jvm"'
   printf ' %q' "${mvnflags[@]}" -pl samples test -Dtest=RealToolsInteropTest \
     -Dpekko-rdma.interop=true "${props[@]}" -Dpekko-rdma.test.cm-source=192.0.2.2 "$@"
   echo ' || rc=1'
+  for m in ${modules//,/ }; do
+    printf 'mvn -o -q -DargLine="$jvm"'
+    extra=(); [[ $m == actors ]] && extra=("$skip_actors")
+    printf ' %q' "${mvnflags[@]}" -pl "$m" test "${props[@]}" "${extra[@]}" "$@"; echo ' || rc=1'
+  done
   echo 'after=$(rdma resource show)'
   echo 'echo "rdma resources after:"; echo "$after"'
   echo 'if [ "$before" != "$after" ]; then echo "run-native-tests: LEAK: rdma resource counts differ"; [ $rc = 0 ] && rc=1; fi'

@@ -113,9 +113,10 @@ public final class TestRdma {
   }
 
   /**
-   * Takes port 1 of {@code device} down or brings it up: by fault injection on soft; on native
-   * by the link state of its netdev ({@code pekko-rdma.test.cm-netdev}, the VM's dummy0), so
-   * that the kernel raises the real PORT_ERR / PORT_ACTIVE.
+   * Takes port 1 of {@code device} down or brings it up: by fault injection on soft; on native,
+   * with {@code -Dpekko-rdma.test.toggle-netdev=true}, by the link state of its netdev
+   * ({@code pekko-rdma.test.cm-netdev}, the VM's dummy0), so that the kernel raises the real
+   * PORT_ERR / PORT_ACTIVE (seen working; it breaks the VM's later CM connections).
    */
   static void setPort(RdmaProvider provider, String device, boolean up) {
     if (!NATIVE) {
@@ -124,6 +125,11 @@ public final class TestRdma {
       }
       return;
     }
+    // opt in: in the VM, once dummy0 had gone down and up, CM connections on rxe0 (rping's
+    // too) ended UNREACHABLE for the rest of the run
+    Assumptions.assumeTrue(Boolean.getBoolean("pekko-rdma.test.toggle-netdev"),
+        () -> skip("taking " + CM_DEVICE + "'s netdev down and up leaves its CM connections"
+            + " unreachable afterwards in the VM; -Dpekko-rdma.test.toggle-netdev=true runs it"));
     Assumptions.assumeTrue(device.equals(CM_DEVICE),
         () -> skip("only " + CM_DEVICE + "'s netdev may go down in a test"));
     String netdev = System.getProperty("pekko-rdma.test.cm-netdev", "dummy0");
