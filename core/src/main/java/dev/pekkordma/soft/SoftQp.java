@@ -93,6 +93,8 @@ final class SoftQp extends Closeable implements QueuePair {
   private int pauseGeneration;
   private SoftPeer peer;
   private final AtomicBoolean scheduled = new AtomicBoolean();
+  /** Held by whoever works the send queue, the engine or a poster: one at a time. */
+  private final AtomicBoolean working = new AtomicBoolean();
 
   // receive queue (unless an SRQ is used)
   private final ReceiveRing rq;
@@ -374,12 +376,14 @@ final class SoftQp extends Closeable implements QueuePair {
     checkOpen("ibv_post_send");
     if (requests == null) throw new RdmaException("ibv_post_send", RdmaException.EINVAL, "requests are null");
     boolean schedule;
+    boolean here;
     synchronized (this) {
       QpState s = state;
       if (s == QpState.RESET || s == QpState.INIT || s == QpState.RTR) {
         throw new RdmaException("ibv_post_send", RdmaException.EINVAL, describe() + " is in "
             + s + ": sends need RTS (or SQD, SQE, ERR)");
       }
+      here = peer != null && peer.synchronous();
       long before = sqTail;
       try {
         for (int i = 0; i < requests.size(); i++) {
@@ -391,7 +395,12 @@ final class SoftQp extends Closeable implements QueuePair {
         schedule = s == QpState.RTS && sqTail != before;
       }
     }
-    if (schedule) device.engine.schedule(this);
+    if (!schedule) return;
+    if (here) {
+      work(SoftEngine.BATCH); // the peer is in this JVM: as rxe does, run it in the caller
+    } else {
+      device.engine.schedule(this);
+    }
   }
 
   private void enqueueSend(SendRequests r, int i) {
@@ -520,8 +529,31 @@ final class SoftQp extends Closeable implements QueuePair {
     scheduled.set(false);
   }
 
+  /**
+   * Works the send queue in this thread, up to {@code budget} requests, unless another thread
+   * is at it: that one looks again when it is done (below), so nothing posted meanwhile waits.
+   * What is left goes to the engine. A poster of a QP whose peer is in this JVM saves the
+   * engine's wake-up and a copy from a cold cache; the engine stays for what is left, retries
+   * and remote peers.
+   */
+  void work(int budget) {
+    if (!working.compareAndSet(false, true)) return;
+    try {
+      runSendQueue(budget);
+    } catch (RuntimeException | Error e) {
+      engineFailure(e);
+    } finally {
+      working.set(false);
+    }
+    if (hasWork()) device.engine.schedule(this);
+  }
+
+  private synchronized boolean hasWork() {
+    return !isClosed() && state == QpState.RTS && !paused && sqSent != sqTail;
+  }
+
   /** Starts up to {@code budget} requests; true when more could start now. */
-  boolean runSendQueue(int budget) {
+  private boolean runSendQueue(int budget) {
     for (int n = 0; n < budget; n++) {
       long index;
       int psn;
