@@ -548,8 +548,10 @@ final class SoftQp extends Closeable implements QueuePair {
     if (hasWork()) device.engine.schedule(this);
   }
 
+  /** Whether a request could start now (runSendQueue's conditions; a full window waits). */
   private synchronized boolean hasWork() {
-    return !isClosed() && state == QpState.RTS && !paused && sqSent != sqTail;
+    return !isClosed() && state == QpState.RTS && !paused && sqSent != sqTail
+        && (peer == null || peer.synchronous() || sqSent - sqHead < MAX_IN_FLIGHT);
   }
 
   /** Starts up to {@code budget} requests; true when more could start now. */
