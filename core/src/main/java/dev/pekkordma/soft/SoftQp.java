@@ -44,6 +44,8 @@ final class SoftQp extends Closeable implements QueuePair {
   private static final int GRH_BYTES = 40;
   /** Requests on the wire before an answer, for peers in other processes. */
   private static final int MAX_IN_FLIGHT = 64;
+  /** The most requests one post runs in the poster's thread (see postSend). */
+  private static final int INLINE_MAX = 4;
   /** IB's RNR timer encoding, in microseconds (index = min_rnr_timer). */
   private static final long[] RNR_MICROS = {655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320,
       480, 640, 960, 1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720, 40960, 61440,
@@ -383,7 +385,10 @@ final class SoftQp extends Closeable implements QueuePair {
         throw new RdmaException("ibv_post_send", RdmaException.EINVAL, describe() + " is in "
             + s + ": sends need RTS (or SQD, SQE, ERR)");
       }
-      here = peer != null && peer.synchronous();
+      // a few requests on an idle queue run here; a big batch goes to the engine so that the
+      // poster goes on (polling, preparing the next) while the engine copies: two threads
+      here = peer != null && peer.synchronous() && requests.size() <= INLINE_MAX
+          && sqSent == sqTail;
       long before = sqTail;
       try {
         for (int i = 0; i < requests.size(); i++) {
