@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # bench/run.sh: one benchmark run, printed side by side with ratios, and one chart.
 #
-#  (a) the software provider against Pekko Streams Tcp over loopback, one JVM each: stream
-#      throughput with chunks of SIZES and a 64-byte ping-pong. Until the streams layer is on
-#      main, rdma-perf's raw verbs path (soft) stands in for it, and the report says so.
+#  (a) the software provider against Pekko Streams Tcp over loopback, one JVM each: the streams
+#      layer (RdmaStreams' outgoingConnection/bind, ByteString chunks of SIZES, default
+#      settings) against Tcp, stream throughput and a 64-byte ping-pong; then rdma-perf's raw
+#      verbs path (soft write_bw, send_bw, send_lat) against Tcp, for scale. Both StreamBench
+#      transports run in module benchmarks.
 #  (b) inside the Soft-RoCE VM: rdma-perf on the native provider against perftest's
 #      ib_write_bw, ib_send_bw, ib_read_bw and ib_send_lat on rxe_lo (GID index 1), same sizes.
-#      Skipped, saying so, until the native provider is on main (VM=perftest runs perftest's
-#      half alone, to try the VM).
-#  (c) the streams layer against rdma-perf's raw verbs path (soft): once the streams layer is
-#      on main.
+#      Needs root and the VM lab; VM=skip leaves it out (VM=perftest runs perftest's half alone,
+#      to try the VM).
+#  (c) the streams layer's throughput from (a) against rdma-perf's raw verbs path (soft
+#      send_bw and write_bw from (a)).
+#  A part whose module is not built is reported as a gap, saying so.
 #
 # Not a test: figures depend on the machine and its load (uptime is recorded with them).
 # Settings, from the environment:

@@ -48,7 +48,14 @@ public final class NativeMemory {
   }
 
   public static void zero(long address, long bytes) {
-    UNSAFE.setMemory(address, bytes, (byte) 0);
+    if (bytes > 256) {
+      UNSAFE.setMemory(address, bytes, (byte) 0);
+      return;
+    }
+    // a work request's few words: setMemory is a call into the VM, plain stores are compiled
+    long end = address + bytes;
+    for (; address + 8 <= end; address += 8) UNSAFE.putLong(address, 0L);
+    for (; address < end; address++) UNSAFE.putByte(address, (byte) 0);
   }
 
   public static void copy(long from, long to, long bytes) {

@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 
 final class SoftCompletionChannel extends Closeable implements CompletionChannel {
   final SoftContext context;
@@ -22,8 +23,29 @@ final class SoftCompletionChannel extends Closeable implements CompletionChannel
     return "completion channel of " + context.device.info.name();
   }
 
+  private volatile Consumer<CompletionQueue> direct;
+
   void signal(SoftCq cq) {
-    events.add(cq);
+    Consumer<CompletionQueue> d = direct;
+    if (d == null) {
+      events.add(cq);
+      return;
+    }
+    try {
+      d.accept(cq);
+    } catch (RuntimeException e) {
+      // the handler's failure must not fail the request that raised the event
+      System.err.println("soft-rdma: " + describe() + ": an event handler failed: " + e);
+    }
+  }
+
+  @Override
+  public boolean deliverTo(Consumer<CompletionQueue> handler) {
+    checkOpen("deliverTo");
+    direct = handler;
+    SoftCq cq;
+    while ((cq = events.poll()) != null) handler.accept(cq); // never read, so never unacked
+    return true;
   }
 
   /** A destroyed CQ's unread events go with it (the kernel discards them too). */

@@ -10,7 +10,7 @@ import java.util.concurrent.locks.LockSupport;
  * with no code of either application taking part.
  */
 final class SoftEngine implements Runnable {
-  private static final int BATCH = 64;
+  static final int BATCH = 64;
   private final ArrayBlockingQueue<SoftQp> ready; // a QP is in it at most once
   private final Thread thread;
   private volatile boolean running = true;
@@ -39,11 +39,7 @@ final class SoftEngine implements Runnable {
         continue;
       }
       qp.clearScheduled();
-      try {
-        if (qp.runSendQueue(BATCH)) schedule(qp);
-      } catch (RuntimeException | Error e) {
-        qp.engineFailure(e);
-      }
+      qp.work(BATCH);
     }
   }
 

@@ -44,6 +44,8 @@ final class SoftQp extends Closeable implements QueuePair {
   private static final int GRH_BYTES = 40;
   /** Requests on the wire before an answer, for peers in other processes. */
   private static final int MAX_IN_FLIGHT = 64;
+  /** The most requests one post runs in the poster's thread (see postSend). */
+  private static final int INLINE_MAX = 4;
   /** IB's RNR timer encoding, in microseconds (index = min_rnr_timer). */
   private static final long[] RNR_MICROS = {655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320,
       480, 640, 960, 1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720, 40960, 61440,
@@ -93,6 +95,8 @@ final class SoftQp extends Closeable implements QueuePair {
   private int pauseGeneration;
   private SoftPeer peer;
   private final AtomicBoolean scheduled = new AtomicBoolean();
+  /** Held by whoever works the send queue, the engine or a poster: one at a time. */
+  private final AtomicBoolean working = new AtomicBoolean();
 
   // receive queue (unless an SRQ is used)
   private final ReceiveRing rq;
@@ -374,12 +378,17 @@ final class SoftQp extends Closeable implements QueuePair {
     checkOpen("ibv_post_send");
     if (requests == null) throw new RdmaException("ibv_post_send", RdmaException.EINVAL, "requests are null");
     boolean schedule;
+    boolean here;
     synchronized (this) {
       QpState s = state;
       if (s == QpState.RESET || s == QpState.INIT || s == QpState.RTR) {
         throw new RdmaException("ibv_post_send", RdmaException.EINVAL, describe() + " is in "
             + s + ": sends need RTS (or SQD, SQE, ERR)");
       }
+      // a few requests on an idle queue run here; a big batch goes to the engine so that the
+      // poster goes on (polling, preparing the next) while the engine copies: two threads
+      here = peer != null && peer.synchronous() && requests.size() <= INLINE_MAX
+          && sqSent == sqTail;
       long before = sqTail;
       try {
         for (int i = 0; i < requests.size(); i++) {
@@ -391,7 +400,12 @@ final class SoftQp extends Closeable implements QueuePair {
         schedule = s == QpState.RTS && sqTail != before;
       }
     }
-    if (schedule) device.engine.schedule(this);
+    if (!schedule) return;
+    if (here) {
+      work(SoftEngine.BATCH); // the peer is in this JVM: as rxe does, run it in the caller
+    } else {
+      device.engine.schedule(this);
+    }
   }
 
   private void enqueueSend(SendRequests r, int i) {
@@ -520,8 +534,33 @@ final class SoftQp extends Closeable implements QueuePair {
     scheduled.set(false);
   }
 
+  /**
+   * Works the send queue in this thread, up to {@code budget} requests, unless another thread
+   * is at it: that one looks again when it is done (below), so nothing posted meanwhile waits.
+   * What is left goes to the engine. A poster of a QP whose peer is in this JVM saves the
+   * engine's wake-up and a copy from a cold cache; the engine stays for what is left, retries
+   * and remote peers.
+   */
+  void work(int budget) {
+    if (!working.compareAndSet(false, true)) return;
+    try {
+      runSendQueue(budget);
+    } catch (RuntimeException | Error e) {
+      engineFailure(e);
+    } finally {
+      working.set(false);
+    }
+    if (hasWork()) device.engine.schedule(this);
+  }
+
+  /** Whether a request could start now (runSendQueue's conditions; a full window waits). */
+  private synchronized boolean hasWork() {
+    return !isClosed() && state == QpState.RTS && !paused && sqSent != sqTail
+        && (peer == null || peer.synchronous() || sqSent - sqHead < MAX_IN_FLIGHT);
+  }
+
   /** Starts up to {@code budget} requests; true when more could start now. */
-  boolean runSendQueue(int budget) {
+  private boolean runSendQueue(int budget) {
     for (int n = 0; n < budget; n++) {
       long index;
       int psn;

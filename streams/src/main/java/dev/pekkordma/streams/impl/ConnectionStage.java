@@ -228,6 +228,7 @@ public final class ConnectionStage
     private long bytesReceived;
     private long messagesReceived;
     private long lastActivity = System.nanoTime();
+    private final boolean idleTimed = settings.idleTimeout().isPresent(); // nanoTime costs
     private String flushReason;
     private Throwable cause;
     private boolean accepted;
@@ -564,7 +565,7 @@ public final class ConnectionStage
         writes++;
         credits--;
         bytesSent += n;
-        lastActivity = System.nanoTime();
+        if (idleTimed) lastActivity = System.nanoTime();
         currentOffset += n;
         if (last) {
           messagesSent++;
@@ -673,7 +674,7 @@ public final class ConnectionStage
         } else {
           int length = wcs.byteLength(i);
           enqueue(length, kind == Wire.MORE ? ENTRY_MORE : ENTRY_END);
-          lastActivity = System.nanoTime();
+          if (idleTimed) lastActivity = System.nanoTime();
         }
         return;
       }

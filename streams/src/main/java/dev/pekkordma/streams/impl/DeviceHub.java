@@ -22,8 +22,11 @@ import org.slf4j.LoggerFactory;
  * What the connections on one device context share: a PD and a completion channel, whose events
  * an actor on the pinned poller dispatcher waits for. That actor does not poll: it wakes the
  * stage that owns the CQ that fired (one async callback per event, not per completion), and the
- * stage polls its own CQ on its own thread until it is empty, then arms it again. The same actor
- * closes CQs (it holds their channel events), and at the end the channel and the PD.
+ * stage polls its own CQ on its own thread until it is empty, then arms it again. A channel that
+ * can hand its events over directly ({@link CompletionChannel#deliverTo}: the software
+ * provider's) wakes the stage from the thread that raised the event, one thread switch fewer
+ * per wake; then the actor only waits for nothing. The same actor closes CQs (it holds their
+ * channel events), and at the end the channel and the PD.
  *
  * <p>Reference-counted by {@link Hubs}: made with the first connection on its context, gone
  * after the last.
@@ -36,6 +39,7 @@ public final class DeviceHub {
   final CompletionChannel channel;
   private final Map<CompletionQueue, Runnable> wakers = new ConcurrentHashMap<>();
   private final ActorRef<Command> poller;
+  private final boolean direct; // the channel hands events to wake(): nothing to wait for
   int references; // guarded by Hubs
 
   interface Command {}
@@ -59,8 +63,20 @@ public final class DeviceHub {
     }
     this.pd = p;
     this.channel = ch;
+    this.direct = ch.deliverTo(this::wake);
     this.poller = system.systemActorOf(behavior(blockTimeout), name,
         DispatcherSelector.fromConfig(dispatcher));
+  }
+
+  /** An event handed over directly: in the provider's thread, so only the stage's callback. */
+  private void wake(CompletionQueue cq) {
+    Runnable wake = wakers.get(cq);
+    if (wake == null) return;
+    try {
+      wake.run();
+    } catch (RuntimeException e) {
+      log.error("{}: delivering a completion event failed", context.device().name(), e);
+    }
   }
 
   public ProtectionDomain pd() {
@@ -86,7 +102,7 @@ public final class DeviceHub {
 
   private Behavior<Command> behavior(Duration blockTimeout) {
     return Behaviors.setup(ctx -> {
-      ctx.getSelf().tell(Spin.INSTANCE);
+      if (!direct) ctx.getSelf().tell(Spin.INSTANCE);
       return Behaviors.receive(Command.class)
           .onMessageEquals(Spin.INSTANCE, () -> {
             CompletionQueue fired;
