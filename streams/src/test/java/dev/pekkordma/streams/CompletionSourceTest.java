@@ -57,7 +57,7 @@ class CompletionSourceTest {
     RdmaProvider provider = RdmaExtension.get(system).provider();
     int access = Access.LOCAL_WRITE | Access.REMOTE_WRITE;
     int n = 300;
-    try (DeviceContext ctx = provider.open(provider.devices().get(0));
+    try (DeviceContext ctx = provider.open(StreamsTestKit.VERBS_DEVICE);
         ProtectionDomain pd = ctx.allocPd();
         OffHeapBuffer memory = OffHeapBuffer.allocate(64 * 1024);
         MemoryRegion mr = pd.registerMemory(memory, access);
@@ -67,7 +67,8 @@ class CompletionSourceTest {
         SendRequests wrs = new SendRequests(64, 1)) {
       QueuePair a = pd.createQp(QpInitAttributes.of(QpType.RC, sendCq, recvCq).maxSendWr(128));
       QueuePair b = pd.createQp(QpInitAttributes.of(QpType.RC, recvCq, recvCq));
-      AddressVector av = AddressVector.global(ctx.queryGid(1, 0), 0, 1);
+      AddressVector av = AddressVector.global(ctx.queryGid(1, StreamsTestKit.GID_INDEX),
+          StreamsTestKit.GID_INDEX, 1);
       for (QueuePair[] p : new QueuePair[][] {{a, b}, {b, a}}) {
         p[0].modify(QpAttributes.toInit(1, access));
         p[0].modify(QpAttributes.toRtr(av, p[1].qpNum(), 0, Mtu.MTU_4096));

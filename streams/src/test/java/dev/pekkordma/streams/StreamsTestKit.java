@@ -15,7 +15,8 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  * The tests' actor systems (quick pollers) and waiting helpers. The software provider on
  * 127.0.0.1, unless the system property {@code pekko-rdma.provider} says {@code native}, as
  * native/softroce/run-native-tests.sh does in the Soft-RoCE VM: then the CM device of
- * {@code pekko-rdma.test.cm-address} (rxe0 at 192.0.2.1).
+ * {@code pekko-rdma.test.cm-address} (rxe0 at 192.0.2.1), and for plain verbs
+ * {@code pekko-rdma.test.device} at {@code pekko-rdma.test.gid-index}.
  */
 final class StreamsTestKit {
   static final boolean NATIVE =
@@ -24,6 +25,10 @@ final class StreamsTestKit {
       NATIVE ? System.getProperty("pekko-rdma.test.cm-address", "192.0.2.1") : "127.0.0.1";
   private static final String DEVICE =
       NATIVE ? System.getProperty("pekko-rdma.test.cm-device", "rxe0") : "soft0";
+  /** For plain verbs (QPs connected by hand): rxe_lo's IPv4 GID in the VM, soft0's first here. */
+  static final String VERBS_DEVICE =
+      NATIVE ? System.getProperty("pekko-rdma.test.device", "rxe_lo") : "soft0";
+  static final int GID_INDEX = Integer.getInteger("pekko-rdma.test.gid-index", NATIVE ? 1 : 0);
   /** Emulated (the VM) is many times slower than here. */
   static final Duration WAIT = Duration.ofSeconds(NATIVE ? 30 : 10);
 
