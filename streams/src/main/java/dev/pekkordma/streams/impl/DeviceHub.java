@@ -7,6 +7,7 @@ import dev.pekkordma.verbs.ProtectionDomain;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -38,6 +39,8 @@ public final class DeviceHub {
   final ProtectionDomain pd;
   final CompletionChannel channel;
   private final Map<CompletionQueue, Runnable> wakers = new ConcurrentHashMap<>();
+  /** Given up by their owners, not closed yet: the channel cannot go before them. */
+  private final Set<CompletionQueue> closing = ConcurrentHashMap.newKeySet();
   private final ActorRef<Command> poller;
   private final boolean direct; // the channel hands events to wake(): nothing to wait for
   int references; // guarded by Hubs
@@ -93,6 +96,7 @@ public final class DeviceHub {
   /** The owner is done with the CQ (its QP is destroyed): the poller closes it. */
   public void closeCq(CompletionQueue cq) {
     wakers.remove(cq);
+    closing.add(cq);
     poller.tell(new CloseCq(cq));
   }
 
@@ -132,11 +136,7 @@ public final class DeviceHub {
             } catch (RuntimeException e) {
               log.error("{}: delivering a completion event failed", context.device().name(), e);
             }
-            try {
-              c.cq().close();
-            } catch (RuntimeException e) {
-              log.error("{}: closing a CQ failed: {}", context.device().name(), e.getMessage());
-            }
+            closeCq(c.cq(), closing);
             return Behaviors.same();
           })
           .onMessageEquals(Stop.INSTANCE, Behaviors::stopped)
@@ -159,14 +159,22 @@ public final class DeviceHub {
     while ((fired = channel.awaitEvent(Duration.ZERO)) != null) deliver(fired);
   }
 
+  private void closeCq(CompletionQueue cq, Set<CompletionQueue> from) {
+    if (!from.remove(cq)) return;
+    try {
+      cq.close();
+    } catch (RuntimeException e) {
+      log.error("{}: closing a CQ failed: {}", context.device().name(), e.getMessage());
+    }
+  }
+
   /** After the last connection: CQs left behind (none, normally), the channel, the PD. */
   private void close(ActorContext<Command> ctx) {
     try {
       drain();
-      for (CompletionQueue cq : new ArrayList<>(wakers.keySet())) {
-        wakers.remove(cq);
-        cq.close();
-      }
+      // a CloseCq the stop overtook, and CQs whose owners never gave them up (none, normally)
+      for (CompletionQueue cq : new ArrayList<>(closing)) closeCq(cq, closing);
+      for (CompletionQueue cq : new ArrayList<>(wakers.keySet())) closeCq(cq, wakers.keySet());
       channel.close();
     } catch (RuntimeException e) {
       log.error("{}: closing the completion channel failed: {}", context.device().name(),
