@@ -65,6 +65,9 @@ final class NativeCmChannel implements CmEventChannel {
         if (e.type() == CmEventType.DISCONNECTED && e.id() instanceof NativeCmId) {
           ((NativeCmId) e.id()).answerDisconnect();
         }
+        if (e.type() == CmEventType.DEVICE_REMOVAL && e.id() instanceof NativeCmId removed) {
+          provider.deviceRemoved(removed.verbsHandle());
+        }
         events.add(e);
       }
     } catch (RuntimeException e) {

@@ -82,8 +82,13 @@ final class NativeCmId implements CmId {
 
   @Override
   public DeviceContext verbs() {
-    long ctx = NativeMemory.getLong(handle + Layout.CM_ID_VERBS);
+    long ctx = verbsHandle();
     return ctx == 0 ? null : channel.provider.borrowedContext(ctx);
+  }
+
+  /** The ibv_context librdmacm bound the id to; 0 before that. */
+  long verbsHandle() {
+    return closed.get() ? 0 : NativeMemory.getLong(handle + Layout.CM_ID_VERBS);
   }
 
   @Override
@@ -225,6 +230,7 @@ final class NativeCmId implements CmId {
     }
     channel.ids.remove(handle);
     channel.provider.cmIds.decrementAndGet();
+    channel.provider.releaseRemovedDevices();
   }
 
   // ---------------------------------------------------------------- sockaddr

@@ -147,6 +147,40 @@ public final class NativeProvider implements RdmaProvider {
     return c;
   }
 
+  /**
+   * Contexts (librdmacm's) of devices that a DEVICE_REMOVAL event said are going. A device
+   * without the kernel's disassociate support (rxe) is only removed once every context of it is
+   * closed, librdmacm's too; librdmacm closes its own once no id uses it and it has re-read the
+   * device list. So when nothing of ours uses them any more, the list is re-read.
+   */
+  private final Set<Long> removedContexts = ConcurrentHashMap.newKeySet();
+
+  void deviceRemoved(long ibvContext) {
+    if (ibvContext == 0) return;
+    removedContexts.add(ibvContext);
+    releaseRemovedDevices();
+  }
+
+  /** Lets librdmacm close removed devices' contexts once no id, PD or CQ of ours is on them. */
+  synchronized void releaseRemovedDevices() {
+    if (removedContexts.isEmpty()) return;
+    for (long ctx : removedContexts) {
+      NativeDeviceContext c = borrowed.get(ctx);
+      if (c != null && !c.children.isEmpty()) return;
+      for (NativeCmChannel ch : cmChannels) {
+        for (NativeCmId id : ch.ids.values()) {
+          if (id.verbsHandle() == ctx) return;
+        }
+      }
+    }
+    for (long ctx : removedContexts) {
+      NativeDeviceContext c = borrowed.remove(ctx);
+      if (c != null) c.forceClose(new ArrayList<>()); // nothing open on it: only forgets it
+    }
+    removedContexts.clear();
+    Verbs.refreshCmDevices();
+  }
+
   /** The context object for an ibv_context that librdmacm opened (shared by its ids). */
   NativeDeviceContext borrowedContext(long ibvContext) {
     return borrowed.computeIfAbsent(ibvContext, ptr -> {

@@ -94,6 +94,7 @@ abstract class NativeResource {
   private void detach() {
     if (parent != null) parent.children.remove(this);
     forget();
+    if (parent instanceof NativeDeviceContext c && c.borrowed) c.provider.releaseRemovedDevices();
   }
 
   static String names(Iterable<? extends NativeResource> rs) {

@@ -85,6 +85,8 @@ public final class Verbs {
     int rdma_get_cm_event(long channel, long eventOut);
     int rdma_ack_cm_event(long event);
     String rdma_event_str(int event);
+    long rdma_get_devices(long numDevicesOut);
+    void rdma_free_devices(long list);
   }
 
   /** What the provider needs from libc. */
@@ -497,6 +499,15 @@ public final class Verbs {
     long out = scratch(8);
     check("rdma_get_cm_event", rdmacm().rdma_get_cm_event(channel, out), "reading a CM event");
     return NativeMemory.getLong(out);
+  }
+
+  /**
+   * Has librdmacm re-read the device list: that is when it notices a removed device and closes
+   * its own context of it (if no id uses it any more), which the kernel's removal waits for.
+   */
+  static void refreshCmDevices() {
+    long list = rdmacm().rdma_get_devices(0);
+    if (list != 0) rdmacm().rdma_free_devices(list);
   }
 
   static void ackCmEvent(long event) {
