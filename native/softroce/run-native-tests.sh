@@ -4,7 +4,8 @@
 # Inside the VM, offline, with the given local repository, on the native provider (plain verbs on
 # rxe_lo, GID index 1; CM at 192.0.2.1 on rxe0): native's tests (LayoutTest, the smoke tests and
 # core's whole conformance suite), samples' RealToolsInteropTest against ibv_rc_pingpong and
-# rping, the actors' lifecycle tests and echo sample, then the streams' tests;
+# rping, the actors' lifecycle tests and echo sample, the streams' tests, then the actors'
+# DeviceRemovalTest (rdma link delete rxe0, and add again);
 # then a leak check: `rdma resource show` must read as it did before the tests.
 #
 #   native/softroce/run-native-tests.sh [--timeout SECONDS] [--repo LOCAL_REPO] [extra mvn args]
@@ -90,7 +91,8 @@ mkdir -p "${inner%/*}"
   echo '    echo "run-native-tests: running it again: ${*:1:8} ..."'
   echo '  done'
   echo '}'
-  echo 'before=$(rdma resource show)'
+  # without the device indexes: DeviceRemovalTest's rxe0 comes back under a new one
+  echo 'before=$(rdma resource show | sed "s/^[0-9]*: //")'
   echo 'echo "rdma resources before:"; echo "$before"'
   # a module at a time: a failure in one still lets the others run
   echo 'rc=0'
@@ -103,7 +105,12 @@ mkdir -p "${inner%/*}"
     printf 'run mvn -o -q -DargLine="$jvm"'
     printf ' %q' "${mvnflags[@]}" -pl "$m" test "${props[@]}" "$@"; echo ' || rc=1'
   done
-  echo 'after=$(rdma resource show)'
+  # last: it takes rxe0 away (rdma link delete) and back
+  printf 'run mvn -o -q -DargLine="$jvm"'
+  printf ' %q' "${mvnflags[@]}" -pl actors test -Dtest=DeviceRemovalTest \
+    -Dpekko-rdma.test.remove-device=true "${props[@]}" "$@"
+  echo ' || rc=1'
+  echo 'after=$(rdma resource show | sed "s/^[0-9]*: //")'
   echo 'echo "rdma resources after:"; echo "$after"'
   echo 'if [ "$before" != "$after" ]; then echo "run-native-tests: LEAK: rdma resource counts differ"; [ $rc = 0 ] && rc=1; fi'
   echo '[ $crashed = 0 ] || echo "run-native-tests: $crashed JVM crash(es) in the VM, each command run again"'

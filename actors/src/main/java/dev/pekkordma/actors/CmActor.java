@@ -6,6 +6,7 @@ import dev.pekkordma.verbs.RdmaProvider;
 import java.net.InetSocketAddress;
 import java.util.IdentityHashMap;
 import java.util.Map;
+import java.util.function.Consumer;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.DispatcherSelector;
@@ -47,10 +48,16 @@ public final class CmActor {
   /** A device actor that failed: forget it, then tell it so (it stops then). */
   record Retire(ActorRef<DeviceActor.Command> device) implements Command {}
 
-  static Behavior<Command> create(RdmaProvider provider, RdmaActorsSettings settings) {
+  /**
+   * {@code deviceRemoved} hears the name of each device a DEVICE_REMOVAL event announces: not
+   * every device raises an asynchronous DEVICE_FATAL when it goes (rxe does not), and its
+   * removal waits until every context of it is closed, those of the named device actors too.
+   */
+  static Behavior<Command> create(RdmaProvider provider, RdmaActorsSettings settings,
+      Consumer<String> deviceRemoved) {
     return Behaviors.setup(ctx -> {
       CmEventChannel channel = provider.createCmEventChannel();
-      CmRouter router = new CmRouter(channel);
+      CmRouter router = new CmRouter(channel, deviceRemoved);
       ctx.spawn(CmEventReader.create(router, settings.blockTimeout), "events",
           DispatcherSelector.fromConfig(settings.pollerDispatcher));
       return new State(ctx, router, settings).behavior();

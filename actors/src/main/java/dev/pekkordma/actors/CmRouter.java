@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.slf4j.Logger;
 
@@ -22,9 +23,11 @@ final class CmRouter {
   final CmEventChannel channel;
   private final Map<CmId, ActorRef<CmEvent>> owners = new ConcurrentHashMap<>();
   private final Set<CmId> live = ConcurrentHashMap.newKeySet();
+  private final Consumer<String> deviceRemoved;
 
-  CmRouter(CmEventChannel channel) {
+  CmRouter(CmEventChannel channel, Consumer<String> deviceRemoved) {
     this.channel = channel;
+    this.deviceRemoved = deviceRemoved;
   }
 
   CmId createId(Object context) {
@@ -78,6 +81,9 @@ final class CmRouter {
         refuse(e.id(), null, log);
       }
       return;
+    }
+    if (e.type() == CmEventType.DEVICE_REMOVAL && e.id() != null && e.id().verbs() != null) {
+      deviceRemoved.accept(e.id().verbs().device().name());
     }
     ActorRef<CmEvent> owner = owners.get(e.id());
     if (owner != null) {

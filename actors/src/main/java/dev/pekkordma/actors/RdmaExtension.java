@@ -51,14 +51,20 @@ public final class RdmaExtension implements Extension {
       }
       devices = Collections.unmodifiableMap(refs);
       cm = provider.supports(RdmaProvider.Feature.CONNECTION_MANAGER)
-          ? system.systemActorOf(CmActor.create(provider, settings), "pekko-rdma-cm",
-              Props.empty())
+          ? system.systemActorOf(CmActor.create(provider, settings, this::deviceRemoved),
+              "pekko-rdma-cm", Props.empty())
           : null;
     } catch (RuntimeException e) {
       provider.close();
       throw e;
     }
     system.getWhenTerminated().whenComplete((done, failure) -> provider.close());
+  }
+
+  /** The CM saw the device go: its actor fails (closing its context) and reopens when back. */
+  private void deviceRemoved(String name) {
+    ActorRef<DeviceActor.Command> device = devices.get(name);
+    if (device != null) device.tell(new DeviceActor.Fail("DEVICE_REMOVAL"));
   }
 
   private static List<String> deviceNames(RdmaProvider provider, List<String> wanted) {

@@ -106,7 +106,8 @@ public final class TestRdma {
         + (feature.meaning() == null ? "" : ": " + feature.meaning())));
   }
 
-  private static String skip(String why) {
+  /** The reason a test is skipped, printed as {@code [actors] skipped: ...}. */
+  static String skip(String why) {
     String line = "skipped: " + why;
     System.out.println("[actors] " + line);
     return line;
@@ -153,7 +154,7 @@ public final class TestRdma {
    * After its netdev comes up, the kernel puts the port's RoCE GIDs back in its own time: waits
    * until the CM address's IPv4-mapped GID is there again.
    */
-  private static void awaitCmGid(RdmaProvider provider) throws java.io.IOException, InterruptedException {
+  static void awaitCmGid(RdmaProvider provider) throws java.io.IOException, InterruptedException {
     byte[] v4 = java.net.InetAddress.getByName(CM_HOST).getAddress();
     long deadline = System.nanoTime() + WAIT.toNanos();
     while (System.nanoTime() < deadline) {

@@ -1,0 +1,131 @@
+package dev.pekkordma.actors;
+
+import static dev.pekkordma.actors.TestRdma.*;
+import static org.junit.jupiter.api.Assertions.*;
+
+import dev.pekkordma.actors.ConnectionActor.*;
+import dev.pekkordma.actors.DeviceActor.*;
+import dev.pekkordma.actors.ListenerActor.*;
+import dev.pekkordma.verbs.QpAttributes;
+import dev.pekkordma.verbs.RdmaProvider;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.util.concurrent.TimeUnit;
+import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes;
+import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A real device removal on the native provider: {@code rdma link delete} of the CM device under
+ * a device actor with a PD and a QP and under an established connection, then
+ * {@code rdma link add} again. rxe raises no DEVICE_FATAL (the kernel only disassociates devices
+ * whose driver supports it): the CM's DEVICE_REMOVAL is the sign, and the kernel's removal waits
+ * until every context of the device is closed, so {@code rdma link delete} finishing proves that
+ * nothing of ours held on. Soft's DeviceActorTest and CmDeviceFailureTest do the same by fault
+ * injection.
+ */
+class DeviceRemovalTest {
+  private static final String NETDEV = System.getProperty("pekko-rdma.test.cm-netdev", "dummy0");
+
+  @Test
+  void aRemovedDeviceStopsItsSubtreeLetsTheKernelRemoveItAndIsReopenedWhenBack()
+      throws Exception {
+    Assumptions.assumeTrue(NATIVE, () -> skip("removes a real device: native only"));
+    Assumptions.assumeTrue(Boolean.getBoolean("pekko-rdma.test.remove-device"),
+        () -> skip("removes " + CM_DEVICE + " for a while; -Dpekko-rdma.test.remove-device=true"
+            + " runs it (native/softroce/run-native-tests.sh does, last)"));
+    ActorTestKit kit = ActorTestKit.create("DeviceRemoval", config(CM_DEVICE,
+        "pekko-rdma.actors.cm { device-idle-timeout = 100ms, retry.max-attempts = 1 }"));
+    try {
+      RdmaExtension rdma = RdmaExtension.get(kit.system());
+      RdmaProvider provider = rdma.provider();
+      ActorRef<DeviceActor.Command> dev = rdma.device(CM_DEVICE);
+      TestProbe<DeviceEvent> subscriber = kit.createTestProbe();
+      dev.tell(new Subscribe(subscriber.getRef()));
+      ActorRef<PdActor.Command> pd = allocatePd(kit, dev);
+      TestProbe<QpActor.Event> owner = kit.createTestProbe();
+      ActorRef<QpActor.Command> qp = createQp(kit, pd, QpSpec.rc(), owner.getRef());
+      transition(kit, qp, QpAttributes.toInit(1, ACCESS));
+      assertNotNull(pool(kit, pd).lease());
+
+      TestProbe<ListenerActor.Event> server = kit.createTestProbe();
+      TestProbe<ConnectionActor.Event> client = kit.createTestProbe();
+      TestProbe<ConnectionActor.Event> serverSide = kit.createTestProbe();
+      Connected[] both = connect(kit, rdma, server, client, serverSide);
+
+      Process delete = run("rdma", "link", "delete", CM_DEVICE);
+      DeviceFailed failed = fish(subscriber, DeviceFailed.class);
+      assertEquals(new DeviceFailed(CM_DEVICE, "DEVICE_REMOVAL"), failed);
+      TestProbe<Object> watcher = kit.createTestProbe();
+      watcher.expectTerminated(qp, WAIT);
+      watcher.expectTerminated(pd, WAIT);
+      assertEquals(both[0].connection(), fish(client, ConnectionLost.class).connection());
+      assertEquals(both[1].connection(), fish(serverSide, ConnectionLost.class).connection());
+      assertEquals("DEVICE_REMOVAL", fish(server, Unbound.class).reason());
+      // the kernel removed the device: every context of it, ours and librdmacm's, was closed
+      assertTrue(delete.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS),
+          "rdma link delete " + CM_DEVICE + " still waits for a context of it to close");
+      assertEquals(0, delete.exitValue(), output(delete));
+      ReopenFailed gone = fish(subscriber, ReopenFailed.class);
+      assertTrue(gone.reason().contains(CM_DEVICE), gone.reason());
+      awaitResources(provider, counts(0, 0, 0, 0, 0, 0));
+
+      Process add = run("rdma", "link", "add", CM_DEVICE, "type", "rxe", "netdev", NETDEV);
+      assertTrue(add.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS) && add.exitValue() == 0,
+          output(add));
+      awaitCmGid(provider);
+      DeviceEvent e;
+      do {
+        e = subscriber.receiveMessage(WAIT);
+      } while (e instanceof ReopenFailed || e instanceof PortChanged);
+      assertInstanceOf(DeviceReopened.class, e, "after rdma link add");
+      // it serves again: a PD and a QP on the named device, and a connection through the CM
+      ActorRef<PdActor.Command> again = allocatePd(kit, dev);
+      createQp(kit, again, QpSpec.rc(), owner.getRef());
+      connect(kit, rdma, kit.createTestProbe(), kit.createTestProbe(), kit.createTestProbe());
+    } finally {
+      kit.shutdownTestKit();
+      restoreDevice();
+    }
+  }
+
+  /** A connection to a fresh listener on the CM address: the client's and the server's. */
+  private static Connected[] connect(ActorTestKit kit, RdmaExtension rdma,
+      TestProbe<ListenerActor.Event> server, TestProbe<ConnectionActor.Event> client,
+      TestProbe<ConnectionActor.Event> serverSide) {
+    rdma.cm().tell(new CmActor.Listen(new InetSocketAddress(CM_HOST, 0), QpSpec.rc(),
+        server.getRef()));
+    Bound bound = server.expectMessageClass(Bound.class, WAIT);
+    rdma.cm().tell(new CmActor.Connect(bound.address(), new byte[0], QpSpec.rc(),
+        client.getRef()));
+    server.expectMessageClass(ConnectionRequested.class, WAIT).connection()
+        .tell(new Accept(new byte[0], serverSide.getRef()));
+    return new Connected[] {client.expectMessageClass(Connected.class, WAIT),
+        serverSide.expectMessageClass(Connected.class, WAIT)};
+  }
+
+  private static <E, T extends E> T fish(TestProbe<E> probe, Class<T> type) {
+    return probe.fishForMessage(WAIT, m -> type.isInstance(m)
+            ? FishingOutcomes.complete() : FishingOutcomes.continueAndIgnore())
+        .stream().filter(type::isInstance).map(type::cast).findFirst().orElseThrow();
+  }
+
+  /** Whatever happened, the device is there again for what runs after. */
+  private static void restoreDevice() throws IOException, InterruptedException {
+    Process list = run("rdma", "link", "show", CM_DEVICE + "/1");
+    if (list.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS) && list.exitValue() == 0) return;
+    run("rdma", "link", "add", CM_DEVICE, "type", "rxe", "netdev", NETDEV)
+        .waitFor(WAIT.toSeconds(), TimeUnit.SECONDS);
+  }
+
+  private static Process run(String... command) throws IOException {
+    return new ProcessBuilder(command).redirectErrorStream(true).start();
+  }
+
+  private static String output(Process p) throws IOException {
+    return new String(p.getInputStream().readAllBytes());
+  }
+}
