@@ -5,7 +5,7 @@
 # rxe_lo, GID index 1; CM at 192.0.2.1 on rxe0): native's tests (LayoutTest, the smoke tests and
 # core's whole conformance suite), samples' RealToolsInteropTest against ibv_rc_pingpong and
 # rping, the actors' lifecycle tests and echo sample, the streams' tests, then the actors'
-# DeviceRemovalTest (rdma link delete rxe0, and add again);
+# DeviceRemovalTest (rdma link delete rxe0, and add again) and port events (dummy0 down, up);
 # then a leak check: `rdma resource show` must read as it did before the tests.
 #
 #   native/softroce/run-native-tests.sh [--timeout SECONDS] [--repo LOCAL_REPO] [extra mvn args]
@@ -105,10 +105,17 @@ mkdir -p "${inner%/*}"
     printf 'run mvn -o -q -DargLine="$jvm"'
     printf ' %q' "${mvnflags[@]}" -pl "$m" test "${props[@]}" "$@"; echo ' || rc=1'
   done
-  # last: it takes rxe0 away (rdma link delete) and back
+  # then what changes rxe0: it goes away (rdma link delete) and comes back
   printf 'run mvn -o -q -DargLine="$jvm"'
   printf ' %q' "${mvnflags[@]}" -pl actors test -Dtest=DeviceRemovalTest \
-    -Dpekko-rdma.test.remove-device=true "${props[@]}" "$@"
+    -Dpekko-rdma.test.remove-device=true -Dsurefire.reportNameSuffix=removal "${props[@]}" "$@"
+  echo ' || rc=1'
+  # and last, as after it rxe0's CM connections end UNREACHABLE: real port events, its netdev
+  # (dummy0) down and up
+  printf 'run mvn -o -q -DargLine="$jvm"'
+  printf ' %q' "${mvnflags[@]}" -pl actors test \
+    -Dtest=DeviceActorTest#portEventsReachTheDeviceAndItsSubscribers \
+    -Dpekko-rdma.test.toggle-netdev=true -Dsurefire.reportNameSuffix=netdev "${props[@]}" "$@"
   echo ' || rc=1'
   echo 'after=$(rdma resource show | sed "s/^[0-9]*: //")'
   echo 'echo "rdma resources after:"; echo "$after"'
