@@ -1,5 +1,8 @@
 package dev.pekkordma.actors;
 
+import static dev.pekkordma.config.ConfigChecks.atLeast;
+import static dev.pekkordma.config.ConfigChecks.positive;
+
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigException;
 import java.time.Duration;
@@ -133,17 +136,4 @@ public final class RdmaActorsSettings {
     return new Backoff(min, max, rf);
   }
 
-  private static Duration positive(Config c, String path) {
-    Duration d = c.getDuration(path);
-    if (d.isNegative() || d.isZero()) {
-      throw new ConfigException.BadValue(path, "must be positive, was " + d);
-    }
-    return d;
-  }
-
-  private static int atLeast(Config c, String path, int min) {
-    int v = c.getInt(path);
-    if (v < min) throw new ConfigException.BadValue(path, "must be at least " + min + ", was " + v);
-    return v;
-  }
 }

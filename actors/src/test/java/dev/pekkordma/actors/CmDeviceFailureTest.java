@@ -8,9 +8,7 @@ import dev.pekkordma.actors.ListenerActor.*;
 import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.FaultInjection;
 import dev.pekkordma.verbs.RdmaProvider;
-import java.net.InetSocketAddress;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
-import org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
@@ -36,15 +34,9 @@ class CmDeviceFailureTest {
     TestProbe<ListenerActor.Event> server = kit.createTestProbe();
     TestProbe<ConnectionActor.Event> client = kit.createTestProbe();
     TestProbe<ConnectionActor.Event> serverSide = kit.createTestProbe();
-    rdma.cm().tell(new CmActor.Listen(new InetSocketAddress("127.0.0.1", 0), QpSpec.rc(),
-        server.getRef()));
-    Bound bound = server.expectMessageClass(Bound.class, WAIT);
-    rdma.cm().tell(new CmActor.Connect(bound.address(), new byte[0], QpSpec.rc(),
-        client.getRef()));
-    server.expectMessageClass(ConnectionRequested.class, WAIT).connection()
-        .tell(new Accept(new byte[0], serverSide.getRef()));
-    Connected c = client.expectMessageClass(Connected.class, WAIT);
-    Connected s = serverSide.expectMessageClass(Connected.class, WAIT);
+    Connected[] both = connectThroughCm(rdma, "127.0.0.1", server, client, serverSide);
+    Connected c = both[0];
+    Connected s = both[1];
 
     try (DeviceContext other = provider.open("soft0")) {
       faults.deviceFatal(other);
@@ -52,17 +44,11 @@ class CmDeviceFailureTest {
     assertEquals(c.connection(), client.expectMessageClass(ConnectionLost.class, WAIT).connection());
     assertEquals(s.connection(),
         serverSide.expectMessageClass(ConnectionLost.class, WAIT).connection());
-    Unbound unbound = server.fishForMessage(WAIT, m -> m instanceof Unbound
-        ? FishingOutcomes.complete() : FishingOutcomes.continueAndIgnore())
-        .stream().filter(Unbound.class::isInstance).map(Unbound.class::cast).findFirst()
-        .orElseThrow();
+    Unbound unbound = fish(server, Unbound.class);
     assertEquals("DEVICE_REMOVAL", unbound.reason());
     // the client tries again, but the device stays dead
     assertEquals(1, client.expectMessageClass(Reconnecting.class, WAIT).attempt());
-    ConnectFailed failed = client.fishForMessage(WAIT, m -> m instanceof ConnectFailed
-        ? FishingOutcomes.complete() : FishingOutcomes.continueAndIgnore())
-        .stream().filter(ConnectFailed.class::isInstance).map(ConnectFailed.class::cast)
-        .findFirst().orElseThrow();
+    ConnectFailed failed = fish(client, ConnectFailed.class);
     assertTrue(failed.reason().contains("DEVICE_REMOVAL") || failed.reason().contains("device"),
         failed.reason());
     TestProbe<Object> watcher = kit.createTestProbe();

@@ -3,16 +3,15 @@ package dev.pekkordma.actors;
 import static dev.pekkordma.actors.TestRdma.*;
 import static org.junit.jupiter.api.Assertions.*;
 
-import dev.pekkordma.actors.ConnectionActor.*;
+import dev.pekkordma.actors.ConnectionActor.Connected;
+import dev.pekkordma.actors.ConnectionActor.ConnectionLost;
 import dev.pekkordma.actors.DeviceActor.*;
-import dev.pekkordma.actors.ListenerActor.*;
+import dev.pekkordma.actors.ListenerActor.Unbound;
 import dev.pekkordma.verbs.QpAttributes;
 import dev.pekkordma.verbs.RdmaProvider;
 import java.io.IOException;
-import java.net.InetSocketAddress;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
-import org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.junit.jupiter.api.Assumptions;
@@ -54,7 +53,7 @@ class DeviceRemovalTest {
       TestProbe<ListenerActor.Event> server = kit.createTestProbe();
       TestProbe<ConnectionActor.Event> client = kit.createTestProbe();
       TestProbe<ConnectionActor.Event> serverSide = kit.createTestProbe();
-      Connected[] both = connect(kit, rdma, server, client, serverSide);
+      Connected[] both = connectThroughCm(rdma, CM_HOST, server, client, serverSide);
 
       Process delete = run("rdma", "link", "delete", CM_DEVICE);
       DeviceFailed failed = fish(subscriber, DeviceFailed.class);
@@ -85,32 +84,12 @@ class DeviceRemovalTest {
       // it serves again: a PD and a QP on the named device, and a connection through the CM
       ActorRef<PdActor.Command> again = allocatePd(kit, dev);
       createQp(kit, again, QpSpec.rc(), owner.getRef());
-      connect(kit, rdma, kit.createTestProbe(), kit.createTestProbe(), kit.createTestProbe());
+      connectThroughCm(rdma, CM_HOST, kit.createTestProbe(), kit.createTestProbe(),
+          kit.createTestProbe());
     } finally {
       kit.shutdownTestKit();
       restoreDevice();
     }
-  }
-
-  /** A connection to a fresh listener on the CM address: the client's and the server's. */
-  private static Connected[] connect(ActorTestKit kit, RdmaExtension rdma,
-      TestProbe<ListenerActor.Event> server, TestProbe<ConnectionActor.Event> client,
-      TestProbe<ConnectionActor.Event> serverSide) {
-    rdma.cm().tell(new CmActor.Listen(new InetSocketAddress(CM_HOST, 0), QpSpec.rc(),
-        server.getRef()));
-    Bound bound = server.expectMessageClass(Bound.class, WAIT);
-    rdma.cm().tell(new CmActor.Connect(bound.address(), new byte[0], QpSpec.rc(),
-        client.getRef()));
-    server.expectMessageClass(ConnectionRequested.class, WAIT).connection()
-        .tell(new Accept(new byte[0], serverSide.getRef()));
-    return new Connected[] {client.expectMessageClass(Connected.class, WAIT),
-        serverSide.expectMessageClass(Connected.class, WAIT)};
-  }
-
-  private static <E, T extends E> T fish(TestProbe<E> probe, Class<T> type) {
-    return probe.fishForMessage(WAIT, m -> type.isInstance(m)
-            ? FishingOutcomes.complete() : FishingOutcomes.continueAndIgnore())
-        .stream().filter(type::isInstance).map(type::cast).findFirst().orElseThrow();
   }
 
   /** Whatever happened, the device is there again for what runs after. */

@@ -20,6 +20,7 @@ import dev.pekkordma.verbs.ResourceCounts;
 import java.time.Duration;
 import java.util.Optional;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.pattern.StatusReply;
@@ -256,6 +257,32 @@ public final class TestRdma {
       now = provider.liveResources();
     }
     assertEquals(expected, now);
+  }
+
+  /** The first {@code type} the probe receives, skipping anything else. */
+  static <E, T extends E> T fish(TestProbe<E> probe, Class<T> type) {
+    return probe.fishForMessage(WAIT, m -> type.isInstance(m)
+            ? FishingOutcomes.complete() : FishingOutcomes.continueAndIgnore())
+        .stream().filter(type::isInstance).map(type::cast).findFirst().orElseThrow();
+  }
+
+  /**
+   * A connection through the CM actor to a fresh listener at {@code host}: the client's
+   * Connected and the server side's.
+   */
+  static ConnectionActor.Connected[] connectThroughCm(RdmaExtension rdma, String host,
+      TestProbe<ListenerActor.Event> server, TestProbe<ConnectionActor.Event> client,
+      TestProbe<ConnectionActor.Event> serverSide) {
+    rdma.cm().tell(new CmActor.Listen(new java.net.InetSocketAddress(host, 0), QpSpec.rc(),
+        server.getRef()));
+    ListenerActor.Bound bound = server.expectMessageClass(ListenerActor.Bound.class, WAIT);
+    rdma.cm().tell(new CmActor.Connect(bound.address(), new byte[0], QpSpec.rc(),
+        client.getRef()));
+    server.expectMessageClass(ListenerActor.ConnectionRequested.class, WAIT).connection()
+        .tell(new ConnectionActor.Accept(new byte[0], serverSide.getRef()));
+    return new ConnectionActor.Connected[] {
+        client.expectMessageClass(ConnectionActor.Connected.class, WAIT),
+        serverSide.expectMessageClass(ConnectionActor.Connected.class, WAIT)};
   }
 
   static ResourceCounts counts(int contexts, int pds, int mrs, int cqs, int qps, int cmIds) {

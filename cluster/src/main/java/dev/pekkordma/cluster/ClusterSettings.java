@@ -1,5 +1,8 @@
 package dev.pekkordma.cluster;
 
+import static dev.pekkordma.config.ConfigChecks.atLeast;
+import static dev.pekkordma.config.ConfigChecks.positive;
+
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigException;
 import dev.pekkordma.actors.RdmaActorsSettings;
@@ -100,17 +103,4 @@ public final class ClusterSettings {
     return v;
   }
 
-  private static Duration positive(Config c, String path) {
-    Duration d = c.getDuration(path);
-    if (d.isNegative() || d.isZero()) {
-      throw new ConfigException.BadValue(path, "must be positive, was " + d);
-    }
-    return d;
-  }
-
-  private static int atLeast(Config c, String path, int min) {
-    int v = c.getInt(path);
-    if (v < min) throw new ConfigException.BadValue(path, "must be at least " + min + ", was " + v);
-    return v;
-  }
 }

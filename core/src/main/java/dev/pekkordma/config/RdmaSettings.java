@@ -1,5 +1,7 @@
 package dev.pekkordma.config;
 
+import static dev.pekkordma.config.ConfigChecks.positive;
+
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigException;
 import com.typesafe.config.ConfigFactory;
@@ -40,14 +42,6 @@ public final class RdmaSettings {
   public SoftSettings soft() { return soft; }
 
   public Duration cmConnectTimeout() { return cmConnectTimeout; }
-
-  static Duration positive(Config c, String path) {
-    Duration d = c.getDuration(path);
-    if (d.isNegative() || d.isZero()) {
-      throw new ConfigException.BadValue(path, "must be positive, was " + d);
-    }
-    return d;
-  }
 
   /** The software provider's settings ({@code pekko-rdma.soft}). */
   public static final class SoftSettings {

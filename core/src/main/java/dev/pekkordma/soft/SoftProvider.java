@@ -9,6 +9,7 @@ import dev.pekkordma.verbs.QueuePair;
 import dev.pekkordma.verbs.RdmaDevice;
 import dev.pekkordma.verbs.RdmaException;
 import dev.pekkordma.verbs.RdmaProvider;
+import dev.pekkordma.verbs.ResourceCounters;
 import dev.pekkordma.verbs.ResourceCounts;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -23,7 +24,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * talking in memory and devices of different processes over TCP.
  */
 public final class SoftProvider implements RdmaProvider, FaultInjection {
-  final SoftCounters counters = new SoftCounters();
+  final ResourceCounters counters = new ResourceCounters();
   private final SoftSettings settings;
   private final RdmaSettings all;
   private final List<SoftDevice> devices = new ArrayList<>();

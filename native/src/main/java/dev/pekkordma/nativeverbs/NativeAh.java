@@ -18,7 +18,7 @@ final class NativeAh extends NativeResource implements AddressHandle {
   @Override String describe() { return "AH to " + (av.global() ? av.dgid().toString() : "LID " + av.dlid()); }
   @Override String destroyVerb() { return "ibv_destroy_ah"; }
   @Override void destroy() { Verbs.destroyAh(handle); }
-  @Override void forget() { pd.context.provider.ahs.decrementAndGet(); }
+  @Override void forget() { pd.context.provider.live.ahs.decrementAndGet(); }
 
   @Override public AddressVector addressVector() { return av; }
   @Override public long handle() { return handle; }

@@ -86,7 +86,7 @@ final class NativeCmChannel implements CmEventChannel {
     checkOpen("rdma_create_id");
     NativeCmId id = new NativeCmId(this, Verbs.createId(handle), context);
     ids.put(id.handle, id);
-    provider.cmIds.incrementAndGet();
+    provider.live.cmIds.incrementAndGet();
     return id;
   }
 
@@ -119,7 +119,7 @@ final class NativeCmChannel implements CmEventChannel {
       // a new id for the connection, on this channel, with the listener's context
       id = new NativeCmId(this, idPtr, listen == null ? null : listen.context());
       ids.put(idPtr, id);
-      provider.cmIds.incrementAndGet();
+      provider.live.cmIds.incrementAndGet();
     } else {
       id = ids.get(idPtr);
     }

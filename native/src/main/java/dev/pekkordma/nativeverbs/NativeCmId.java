@@ -229,7 +229,7 @@ final class NativeCmId implements CmId {
       closed.set(true);
     }
     channel.ids.remove(handle);
-    channel.provider.cmIds.decrementAndGet();
+    channel.provider.live.cmIds.decrementAndGet();
     channel.provider.releaseRemovedDevices();
   }
 

@@ -42,7 +42,7 @@ final class NativeCq extends NativeResource implements CompletionQueue {
   void forget() {
     context.cqsByHandle.remove(handle);
     if (channel != null) channel.users.remove(this);
-    context.provider.cqs.decrementAndGet();
+    context.provider.live.cqs.decrementAndGet();
   }
 
   @Override

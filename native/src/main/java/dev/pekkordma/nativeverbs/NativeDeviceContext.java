@@ -72,7 +72,7 @@ final class NativeDeviceContext extends NativeResource implements DeviceContext 
       provider.borrowed.remove(handle, this);
     } else {
       provider.open.remove(this);
-      provider.contexts.decrementAndGet();
+      provider.live.contexts.decrementAndGet();
     }
   }
 
@@ -254,7 +254,7 @@ final class NativeDeviceContext extends NativeResource implements DeviceContext 
   public ProtectionDomain allocPd() {
     checkOpen("ibv_alloc_pd");
     NativePd pd = new NativePd(this, Verbs.allocPd(handle));
-    provider.pds.incrementAndGet();
+    provider.live.pds.incrementAndGet();
     return pd;
   }
 
@@ -287,7 +287,7 @@ final class NativeDeviceContext extends NativeResource implements DeviceContext 
     }
     long cq = Verbs.createCq(handle, cqe, ch == null ? 0 : ch.handle);
     NativeCq c = new NativeCq(this, ch, cq);
-    provider.cqs.incrementAndGet();
+    provider.live.cqs.incrementAndGet();
     return c;
   }
 

@@ -41,7 +41,7 @@ final class NativeMr extends NativeResource implements MemoryRegion {
           + " has " + pd.type2Windows.get() + " type-2 window(s))");
     }
   }
-  @Override void forget() { pd.context.provider.mrs.decrementAndGet(); }
+  @Override void forget() { pd.context.provider.live.mrs.decrementAndGet(); }
 
   @Override
   void checkNotInUse() {

@@ -31,7 +31,7 @@ final class NativeMw extends NativeResource implements MemoryWindow {
   @Override
   void forget() {
     if (type == Type.TYPE_2) pd.type2Windows.decrementAndGet();
-    pd.context.provider.mws.decrementAndGet();
+    pd.context.provider.live.mws.decrementAndGet();
   }
 
   @Override public ProtectionDomain pd() { return pd; }

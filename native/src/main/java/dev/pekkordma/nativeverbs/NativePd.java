@@ -30,7 +30,7 @@ final class NativePd extends NativeResource implements ProtectionDomain {
   @Override String describe() { return "PD 0x" + Long.toHexString(handle); }
   @Override String destroyVerb() { return "ibv_dealloc_pd"; }
   @Override void destroy() { Verbs.deallocPd(handle); }
-  @Override void forget() { context.provider.pds.decrementAndGet(); }
+  @Override void forget() { context.provider.live.pds.decrementAndGet(); }
 
   @Override
   public DeviceContext context() {
@@ -47,7 +47,7 @@ final class NativePd extends NativeResource implements ProtectionDomain {
     }
     long mr = Verbs.regMr(handle, address, length, access);
     NativeMr m = new NativeMr(this, mr, access);
-    context.provider.mrs.incrementAndGet();
+    context.provider.live.mrs.incrementAndGet();
     return m;
   }
 
@@ -57,7 +57,7 @@ final class NativePd extends NativeResource implements ProtectionDomain {
     long mw = Verbs.allocMw(context.handle, handle, type.code);
     NativeMw w = new NativeMw(this, mw, type);
     if (type == MemoryWindow.Type.TYPE_2) type2Windows.incrementAndGet();
-    context.provider.mws.incrementAndGet();
+    context.provider.live.mws.incrementAndGet();
     return w;
   }
 
@@ -77,7 +77,7 @@ final class NativePd extends NativeResource implements ProtectionDomain {
     NativeMemory.putInt(attr + Layout.SRQ_ATTR_SRQ_LIMIT, attributes.limit());
     long srq = Verbs.createSrq(handle, a);
     NativeSrq s = new NativeSrq(this, srq);
-    context.provider.srqs.incrementAndGet();
+    context.provider.live.srqs.incrementAndGet();
     return s;
   }
 
@@ -88,7 +88,7 @@ final class NativePd extends NativeResource implements ProtectionDomain {
     NativeQp.writeAhAttr(a, av);
     long ah = Verbs.createAh(handle, a);
     NativeAh h = new NativeAh(this, ah, av);
-    context.provider.ahs.incrementAndGet();
+    context.provider.live.ahs.incrementAndGet();
     return h;
   }
 

@@ -6,6 +6,7 @@ import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.RdmaDevice;
 import dev.pekkordma.verbs.RdmaException;
 import dev.pekkordma.verbs.RdmaProvider;
+import dev.pekkordma.verbs.ResourceCounters;
 import dev.pekkordma.verbs.ResourceCounts;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -18,19 +19,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /** The verbs on libibverbs: real RDMA devices, hardware or Soft-RoCE. */
 public final class NativeProvider implements RdmaProvider {
-  final AtomicInteger contexts = new AtomicInteger();
-  final AtomicInteger pds = new AtomicInteger();
-  final AtomicInteger mrs = new AtomicInteger();
-  final AtomicInteger mws = new AtomicInteger();
-  final AtomicInteger cqs = new AtomicInteger();
-  final AtomicInteger qps = new AtomicInteger();
-  final AtomicInteger srqs = new AtomicInteger();
-  final AtomicInteger ahs = new AtomicInteger();
-  final AtomicInteger cmIds = new AtomicInteger();
+  final ResourceCounters live = new ResourceCounters();
   final Set<NativeDeviceContext> open = ConcurrentHashMap.newKeySet();
   /** Contexts librdmacm opened, by their ibv_context pointer. */
   final Map<Long, NativeDeviceContext> borrowed = new ConcurrentHashMap<>();
@@ -128,7 +120,7 @@ public final class NativeProvider implements RdmaProvider {
           long ctx = Verbs.openDevice(dev, device.name());
           NativeDeviceContext c = new NativeDeviceContext(this, device, ctx, false);
           open.add(c);
-          contexts.incrementAndGet();
+          live.contexts.incrementAndGet();
           return c;
         }
       }
@@ -252,8 +244,7 @@ public final class NativeProvider implements RdmaProvider {
 
   @Override
   public ResourceCounts liveResources() {
-    return new ResourceCounts(contexts.get(), pds.get(), mrs.get(), mws.get(), cqs.get(),
-        qps.get(), srqs.get(), ahs.get(), cmIds.get());
+    return live.snapshot();
   }
 
   @Override

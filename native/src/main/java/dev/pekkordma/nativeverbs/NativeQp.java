@@ -107,7 +107,7 @@ final class NativeQp extends NativeResource implements QueuePair {
         NativeMemory.getInt(cap + Layout.QP_CAP_MAX_RECV_SGE),
         NativeMemory.getInt(cap + Layout.QP_CAP_MAX_INLINE_DATA));
     NativeQp q = new NativeQp(pd, qp, a.type(), caps, send, recv, srq, cmId);
-    ctx.provider.qps.incrementAndGet();
+    ctx.provider.live.qps.incrementAndGet();
     return q;
   }
 
@@ -143,7 +143,7 @@ final class NativeQp extends NativeResource implements QueuePair {
     synchronized (this) {
       NativeMemory.free(mwBind);
     }
-    pd.context.provider.qps.decrementAndGet();
+    pd.context.provider.live.qps.decrementAndGet();
   }
 
   @Override public ProtectionDomain pd() { return pd; }

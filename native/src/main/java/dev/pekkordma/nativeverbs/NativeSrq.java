@@ -30,7 +30,7 @@ final class NativeSrq extends NativeResource implements SharedReceiveQueue {
   @Override
   void forget() {
     pd.context.srqsByHandle.remove(handle);
-    pd.context.provider.srqs.decrementAndGet();
+    pd.context.provider.live.srqs.decrementAndGet();
   }
 
   @Override
