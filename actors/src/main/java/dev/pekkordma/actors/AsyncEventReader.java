@@ -2,6 +2,7 @@ package dev.pekkordma.actors;
 
 import dev.pekkordma.actors.DeviceSession.CqEntry;
 import dev.pekkordma.verbs.AsyncEvent;
+import org.apache.pekko.actor.DeadLetterSuppression;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -13,7 +14,8 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  * so it stops promptly.
  */
 final class AsyncEventReader {
-  enum Read { INSTANCE }
+  /** Internal; one may reach the reader after it stopped, which is no news. */
+  enum Read implements DeadLetterSuppression { INSTANCE }
 
   private AsyncEventReader() {}
 

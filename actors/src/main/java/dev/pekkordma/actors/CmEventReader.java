@@ -2,6 +2,7 @@ package dev.pekkordma.actors;
 
 import dev.pekkordma.cm.CmEvent;
 import java.time.Duration;
+import org.apache.pekko.actor.DeadLetterSuppression;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
@@ -10,7 +11,8 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  * each event to its id's owner. One event or one block-timeout per message to itself.
  */
 final class CmEventReader {
-  enum Read { INSTANCE }
+  /** Internal; one may reach the reader after it stopped, which is no news. */
+  enum Read implements DeadLetterSuppression { INSTANCE }
 
   private CmEventReader() {}
 

@@ -4,6 +4,7 @@ import dev.pekkordma.actors.DeviceSession.CqEntry;
 import dev.pekkordma.verbs.CompletionQueue;
 import dev.pekkordma.verbs.WorkCompletions;
 import java.time.Duration;
+import org.apache.pekko.actor.DeadLetterSuppression;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.PostStop;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
@@ -20,10 +21,11 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 final class CqPoller {
   interface Command {}
 
-  private enum Spin implements Command { INSTANCE }
+  // the poller's own messages may reach it after it stopped (with its CQs): no news
+  private enum Spin implements Command, DeadLetterSuppression { INSTANCE }
 
   /** Close the entry's CQ; its QP is destroyed. */
-  record Close(CqEntry entry) implements Command {}
+  record Close(CqEntry entry) implements Command, DeadLetterSuppression {}
 
   private final ActorContext<Command> ctx;
   private final DeviceSession session;

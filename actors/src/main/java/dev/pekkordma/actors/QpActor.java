@@ -20,6 +20,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.pekko.actor.DeadLetterSuppression;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.PostStop;
@@ -70,7 +71,8 @@ public final class QpActor {
   // old ones left must not reach the new ones.
 
   /** The poller's completions from a CQ of this actor. */
-  record Completions(CqEntry cq, CompletionBatch batch) implements Command {}
+  record Completions(CqEntry cq, CompletionBatch batch)
+      implements Command, DeadLetterSuppression {}
 
   /** The CQ could not be polled (it overran). */
   record CqFailed(CqEntry cq, String reason) implements Command {}
@@ -79,7 +81,7 @@ public final class QpActor {
   record AsyncEventArrived(AsyncEventType type, int qpNum, CqEntry cq) implements Command {}
 
   /** Something else (the CM) moved the QP: follow its state. */
-  record Sync(String cause) implements Command {}
+  record Sync(String cause) implements Command, DeadLetterSuppression {}
 
   /** After an error completion: has the QP left its state yet? */
   private record ErrorSync(WcStatus status, int tries) implements Command {}
@@ -135,7 +137,7 @@ public final class QpActor {
   /** Completions of one poll batch for one requester. */
   public record Completed(int qpNum, List<Completion> completions) implements WorkResult {}
 
-  /** Nothing of the batch was posted. */
+  /** Nothing of the batch was posted: its buffers are still the requester's to reuse or release. */
   public record PostRejected(int qpNum, QpState state, List<Long> ids, String why)
       implements WorkResult {}
 

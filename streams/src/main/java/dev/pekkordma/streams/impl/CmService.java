@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
+import org.apache.pekko.actor.DeadLetterSuppression;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
@@ -32,7 +33,7 @@ public final class CmService {
   private final ActorRef<Spin> reader;
   private volatile boolean closed;
 
-  private enum Spin { INSTANCE }
+  private enum Spin implements DeadLetterSuppression { INSTANCE }
 
   CmService(ActorSystem<?> system, CmEventChannel channel, String dispatcher,
       Duration blockTimeout) {

@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import org.apache.pekko.actor.DeadLetterSuppression;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
@@ -41,13 +42,14 @@ public final class DeviceHub {
   private final Map<CompletionQueue, Runnable> wakers = new ConcurrentHashMap<>();
   /** Given up by their owners, not closed yet: the channel cannot go before them. */
   private final Set<CompletionQueue> closing = ConcurrentHashMap.newKeySet();
+  private boolean closed; // guarded by closing
   private final ActorRef<Command> poller;
   private final boolean direct; // the channel hands events to wake(): nothing to wait for
   int references; // guarded by Hubs
 
   interface Command {}
 
-  private enum Spin implements Command { INSTANCE }
+  private enum Spin implements Command, DeadLetterSuppression { INSTANCE }
 
   private record CloseCq(CompletionQueue cq) implements Command {}
 
@@ -96,8 +98,12 @@ public final class DeviceHub {
   /** The owner is done with the CQ (its QP is destroyed): the poller closes it. */
   public void closeCq(CompletionQueue cq) {
     wakers.remove(cq);
-    closing.add(cq);
-    poller.tell(new CloseCq(cq));
+    synchronized (closing) {
+      closing.add(cq);
+      // after the poller's end (the system's termination stops it first, say) nobody else will
+      if (closed) closeCq(cq, closing);
+      else poller.tell(new CloseCq(cq));
+    }
   }
 
   void stop() {
@@ -170,6 +176,9 @@ public final class DeviceHub {
 
   /** After the last connection: CQs left behind (none, normally), the channel, the PD. */
   private void close(ActorContext<Command> ctx) {
+    synchronized (closing) {
+      closed = true;
+    }
     try {
       drain();
       // a CloseCq the stop overtook, and CQs whose owners never gave them up (none, normally)
