@@ -8,6 +8,7 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -38,6 +39,36 @@ class StreamBenchTest {
     BenchReport.Series l = BenchReport.parse("lat", dir.resolve("lat.txt"));
     assertTrue(!l.bandwidth(), lat);
     assertTrue(BenchReport.value(l.rows().get(64L), false) > 0, lat);
+  }
+
+  @Test
+  void theZeroCopyBulkPairPrintsPerftestLines() throws Exception {
+    String zc = run("--transport", "rdma", "--test", "zero-copy", "--sizes", "4k,64k",
+        "--bytes", "1m", "--warmup-bytes", "256k");
+    assertTrue(zc.contains("bulkChunkSink -> bulkBufferSource"), zc);
+    Files.writeString(dir.resolve("zc.txt"), zc);
+    BenchReport.Series s = BenchReport.parse("zc", dir.resolve("zc.txt"));
+    assertTrue(s.bandwidth(), zc);
+    assertEquals(2, s.rows().size(), zc);
+    assertEquals(256, s.rows().get(4096L).iterations(), zc);
+    assertTrue(BenchReport.value(s.rows().get(65536L), true) > 0, zc);
+  }
+
+  @Test
+  void theZeroCopyTestNeedsTheRdmaTransport() {
+    // the parameter exception prints through its own CommandLine, to System.err
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    PrintStream stderr = System.err;
+    System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+    try {
+      assertEquals(2, new CommandLine(new StreamBench(new PrintStream(new ByteArrayOutputStream())))
+          .execute("--transport", "tcp", "--test", "zero-copy"));
+    } finally {
+      System.setErr(stderr);
+    }
+    String message = err.toString(StandardCharsets.UTF_8);
+    assertTrue(message.contains("--test zero-copy") && message.contains("--transport rdma")
+        && message.contains("was 'tcp'"), message);
   }
 
   private static String run(String... args) {
