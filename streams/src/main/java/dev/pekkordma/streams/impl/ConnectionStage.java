@@ -760,6 +760,7 @@ public final class ConnectionStage
 
     /** Gives downstream what it asked for, freeing each slot as its message is taken. */
     private void deliver() {
+      if (ring != null) creditsToReturn += ring.reclaim(); // released since: no need to wait
       while (entryCount > 0) {
         byte kind = entryKind[entryHead];
         // the FIN too waits for demand: downstream asking again is what says it has taken the
@@ -821,7 +822,7 @@ public final class ConnectionStage
     private void lendRing() {
       AsyncCallback<Boolean> released = createAsyncCallback(x -> {
         if (tornDown) return;
-        creditsToReturn += ring.reclaim();
+        creditsToReturn += ring.woken();
         progress();
       });
       ring = new LeasedRing(ringMemory, slots, slotSize, peerName(),

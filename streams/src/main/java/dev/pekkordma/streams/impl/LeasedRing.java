@@ -14,8 +14,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <p>The writer fills slots in order and credits are a count, so a slot's credit may go back
  * only when every older slot has come back too: {@link #reclaim} advances over the released
- * prefix. Releases come from any thread; the first one after a reclaim wakes the stage (one
- * async callback per batch, not per release).
+ * prefix. Releases come from any thread; one that finds no wake under way starts one (so at most
+ * one async callback is in flight, not one per release), and the stage also reclaims whenever it
+ * runs anyway, which picks up a consumer's releases in its own thread without waiting.
  *
  * <p>The ring's memory is counted: one reference for the stage, one per lease out; the stage's
  * {@link #close} and the last release, whichever comes last, free it, so a teardown never pulls
@@ -82,9 +83,14 @@ final class LeasedRing {
     delivered++;
   }
 
+  /** The stage's wake ran: as {@link #reclaim}, and a release after this wakes it again. */
+  int woken() {
+    wakePending.set(false);
+    return reclaim();
+  }
+
   /** Slots to credit now: those released (or skipped) in ring order since the last call. */
   int reclaim() {
-    wakePending.set(false); // a release after this wakes the stage again
     long from = reclaimed;
     while (reclaimed < delivered
         && (int) STATE.getAcquire(leases[(int) (reclaimed % leases.length)]) == FREE) {

@@ -66,16 +66,21 @@ class LeasedRingTest {
   }
 
   @Test
-  void releasesWakeTheStageOncePerReclaim() {
+  void releasesWakeTheStageOnceUntilTheWakeHasRun() {
     ReceivedBuffer a = ring.lend(1, true);
     ReceivedBuffer b = ring.lend(1, true);
     ReceivedBuffer c = ring.lend(1, true);
+    ReceivedBuffer d = ring.lend(1, true);
     a.release();
+    assertEquals(1, ring.reclaim(), "the stage, running anyway, takes it before its wake");
     b.release();
-    assertEquals(1, wakes.get(), "the second release finds a wake pending");
-    assertEquals(2, ring.reclaim());
+    assertEquals(1, wakes.get(), "the second release finds the wake still under way");
+    assertEquals(1, ring.woken(), "the wake takes what came since");
     c.release();
-    assertEquals(2, wakes.get(), "a release after the reclaim wakes again");
+    assertEquals(2, wakes.get(), "a release after the wake has run wakes again");
+    d.release();
+    assertEquals(2, ring.woken());
+    assertTrue(ring.allReturned());
   }
 
   @Test
