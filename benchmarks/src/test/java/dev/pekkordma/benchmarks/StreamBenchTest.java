@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -26,10 +27,7 @@ class StreamBenchTest {
   void throughputAndLatencyPrintPerftestLines(String transport) throws Exception {
     String tp = run("--transport", transport, "--test", "throughput", "--sizes", "4k,64k",
         "--bytes", "1m", "--warmup-bytes", "256k");
-    Files.writeString(dir.resolve("tp.txt"), tp);
-    BenchReport.Series s = BenchReport.parse("tp", dir.resolve("tp.txt"));
-    assertTrue(s.bandwidth(), tp);
-    assertEquals(2, s.rows().size(), tp);
+    BenchReport.Series s = twoSizes("tp", tp);
     assertEquals(16, s.rows().get(65536L).iterations(), tp);
     assertTrue(BenchReport.value(s.rows().get(4096L), true) > 0, tp);
 
@@ -46,10 +44,7 @@ class StreamBenchTest {
     String zc = run("--transport", "rdma", "--test", "zero-copy", "--sizes", "4k,64k",
         "--bytes", "1m", "--warmup-bytes", "256k");
     assertTrue(zc.contains("bulkChunkSink -> bulkBufferSource"), zc);
-    Files.writeString(dir.resolve("zc.txt"), zc);
-    BenchReport.Series s = BenchReport.parse("zc", dir.resolve("zc.txt"));
-    assertTrue(s.bandwidth(), zc);
-    assertEquals(2, s.rows().size(), zc);
+    BenchReport.Series s = twoSizes("zc", zc);
     assertEquals(256, s.rows().get(4096L).iterations(), zc);
     assertTrue(BenchReport.value(s.rows().get(65536L), true) > 0, zc);
   }
@@ -69,6 +64,16 @@ class StreamBenchTest {
     String message = err.toString(StandardCharsets.UTF_8);
     assertTrue(message.contains("--test zero-copy") && message.contains("--transport rdma")
         && message.contains("was 'tcp'"), message);
+  }
+
+  /** The output read as the report reads it: bandwidth, a line for each of the two sizes. */
+  private BenchReport.Series twoSizes(String name, String output) throws IOException {
+    Path file = dir.resolve(name + ".txt");
+    Files.writeString(file, output);
+    BenchReport.Series s = BenchReport.parse(name, file);
+    assertTrue(s.bandwidth(), output);
+    assertEquals(2, s.rows().size(), output);
+    return s;
   }
 
   private static String run(String... args) {

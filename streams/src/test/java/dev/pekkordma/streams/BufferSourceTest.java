@@ -130,6 +130,22 @@ class BufferSourceTest {
     return new Held(await(run.first().first()), run.first().second(), q, run.second());
   }
 
+  /** A transfer into a small ring whose buffers the test thread takes: {@link #held}. */
+  record Transfer(Held rx, CompletionStage<TransferResult> tx) {
+    /** Takes chunks {@code from} to {@code count - 1}; then both sides end, leaving nothing. */
+    void completes(int from, int count, ResourceCounts start) throws Exception {
+      rx.drain(from, count);
+      assertEquals(count, await(tx).messagesSent());
+      await(rx.done());
+      awaitResources(rdma, start);
+    }
+  }
+
+  static Transfer transfer(Source<BulkChunk, ?> chunks) throws Exception {
+    Held rx = held(small());
+    return new Transfer(rx, send(chunks, rx.binding(), small()));
+  }
+
   /** Waits for {@code value} to reach {@code expected}, then sees that it stays there. */
   static void reachesAndStays(String what, int expected, IntSupplier value)
       throws InterruptedException {
@@ -194,10 +210,9 @@ class BufferSourceTest {
   @Test
   void heldBuffersStopTheSenderAndReleasingResumesIt() throws Exception {
     ResourceCounts start = rdma.liveResources();
-    Held rx = held(small());
     AtomicInteger written = new AtomicInteger();
-    int count = 40;
-    CompletionStage<TransferResult> tx = send(chunks(count, written), rx.binding(), small());
+    Transfer t = transfer(chunks(40, written));
+    Held rx = t.rx();
     List<ReceivedBuffer> all = new ArrayList<>();
     for (int n = 0; n < SLOTS; n++) {
       all.add(rx.take());
@@ -205,21 +220,17 @@ class BufferSourceTest {
     }
     reachesAndStays("chunks written while every slot is held", SLOTS, written::get);
     assertTrue(rx.buffers().isEmpty());
-    assertFalse(tx.toCompletableFuture().isDone(), "the sender waits, without an error");
+    assertFalse(t.tx().toCompletableFuture().isDone(), "the sender waits, without an error");
     all.forEach(ReceivedBuffer::release);
-    rx.drain(SLOTS, count);
-    assertEquals(count, await(tx).messagesSent());
-    await(rx.done());
-    awaitResources(rdma, start);
+    t.completes(SLOTS, 40, start);
   }
 
   @Test
   void slotsReleasedOutOfOrderAreCreditedInRingOrder() throws Exception {
     ResourceCounts start = rdma.liveResources();
-    Held rx = held(small());
     AtomicInteger written = new AtomicInteger();
-    int count = 40;
-    CompletionStage<TransferResult> tx = send(chunks(count, written), rx.binding(), small());
+    Transfer t = transfer(chunks(40, written));
+    Held rx = t.rx();
     ReceivedBuffer[] b = new ReceivedBuffer[8];
     for (int n = 0; n < SLOTS; n++) b[n] = rx.take();
     b[2].release();
@@ -238,20 +249,15 @@ class BufferSourceTest {
     }
     assertTrue(rx.buffers().isEmpty());
     for (int n = 4; n < 8; n++) b[n].release();
-    rx.drain(8, count);
-    assertEquals(count, await(tx).messagesSent());
-    await(rx.done());
-    awaitResources(rdma, start);
+    t.completes(8, 40, start);
   }
 
   @Test
   void aSecondReleaseOrUseAfterReleaseFailsNamingItAndChangesNothing() throws Exception {
     ResourceCounts start = rdma.liveResources();
-    Held rx = held(small());
-    CompletionStage<TransferResult> tx = send(chunks(2, new AtomicInteger()), rx.binding(),
-        small());
-    ReceivedBuffer first = rx.take();
-    ReceivedBuffer second = rx.take();
+    Transfer t = transfer(chunks(2, new AtomicInteger()));
+    ReceivedBuffer first = t.rx().take();
+    ReceivedBuffer second = t.rx().take();
     first.release();
     // only two writes: slot 0 is not written again, so the lease is still the first chunk's
     IllegalStateException twice = assertThrows(IllegalStateException.class, first::release);
@@ -261,27 +267,23 @@ class BufferSourceTest {
     assertTrue(used.getMessage().contains("used after release()"), used.getMessage());
     check(second, 1, SLOT);
     second.release();
-    assertEquals(2, await(tx).messagesSent());
-    await(rx.done());
-    awaitResources(rdma, start);
+    t.completes(2, 2, start);
   }
 
   @Test
   void theSenderCompletesOnlyOnceEveryBufferIsReleased() throws Exception {
     ResourceCounts start = rdma.liveResources();
-    Held rx = held(small());
-    CompletionStage<TransferResult> tx = send(chunks(3, new AtomicInteger()), rx.binding(),
-        small());
-    ReceivedBuffer[] b = {rx.take(), rx.take(), rx.take()};
-    await(rx.done()); // the source completes: the sender has finished writing
+    Transfer t = transfer(chunks(3, new AtomicInteger()));
+    ReceivedBuffer[] b = {t.rx().take(), t.rx().take(), t.rx().take()};
+    await(t.rx().done()); // the source completes: the sender has finished writing
     b[2].release();
     b[1].release();
     Thread.sleep(STILL_MILLIS);
-    assertFalse(tx.toCompletableFuture().isDone(),
+    assertFalse(t.tx().toCompletableFuture().isDone(),
         "the FIN_ACK (\"your data reached my application\") waits for the last release");
     check(b[0], 0, SLOT);
     b[0].release();
-    TransferResult result = await(tx);
+    TransferResult result = await(t.tx());
     assertEquals(3, result.messagesSent());
     assertEquals(3L * SLOT, result.bytesSent());
     awaitResources(rdma, start);
@@ -290,15 +292,13 @@ class BufferSourceTest {
   @Test
   void cancellingWithBuffersHeldFreesTheConnectionAndKeepsTheirMemory() throws Exception {
     ResourceCounts start = rdma.liveResources();
-    Held rx = held(small());
-    CompletionStage<TransferResult> tx = send(chunks(1_000_000, new AtomicInteger()),
-        rx.binding(), small());
+    Transfer t = transfer(chunks(1_000_000, new AtomicInteger()));
     List<ReceivedBuffer> taken = new ArrayList<>();
-    for (int n = 0; n < SLOTS; n++) taken.add(rx.take());
-    rx.killSwitch().shutdown();
+    for (int n = 0; n < SLOTS; n++) taken.add(t.rx().take());
+    t.rx().killSwitch().shutdown();
     // the receiver sent its FIN at the start (it sends nothing) and the sender acknowledged it,
     // so the receiver's disconnect ends the sender as a close: it completes with what moved
-    TransferResult moved = await(tx);
+    TransferResult moved = await(t.tx());
     assertTrue(moved.messagesSent() >= SLOTS && moved.messagesSent() < 1_000_000,
         "chunks sent: " + moved.messagesSent());
     // every RDMA resource is gone, the registration of the ring too, with its buffers held
@@ -312,18 +312,17 @@ class BufferSourceTest {
   @Test
   void aSenderFailingWithBuffersHeldFailsTheSourceAndFreesEverything() throws Exception {
     ResourceCounts start = rdma.liveResources();
-    Held rx = held(small());
     CompletableFuture<Done> threeTaken = new CompletableFuture<>();
-    CompletionStage<TransferResult> tx = send(chunks(3, new AtomicInteger())
+    Transfer t = transfer(chunks(3, new AtomicInteger())
         .concat(Source.completionStage(threeTaken).flatMapConcat(d ->
-            Source.<BulkChunk>failed(new IllegalStateException("the sender aborts")))),
-        rx.binding(), small());
+            Source.<BulkChunk>failed(new IllegalStateException("the sender aborts")))));
     List<ReceivedBuffer> taken = new ArrayList<>();
-    for (int n = 0; n < 3; n++) taken.add(rx.take());
+    for (int n = 0; n < 3; n++) taken.add(t.rx().take());
     threeTaken.complete(Done.getInstance());
-    ExecutionException sender = assertThrows(ExecutionException.class, () -> await(tx));
+    ExecutionException sender = assertThrows(ExecutionException.class, () -> await(t.tx()));
     assertEquals("the sender aborts", sender.getCause().getMessage());
-    ExecutionException source = assertThrows(ExecutionException.class, () -> await(rx.done()));
+    ExecutionException source = assertThrows(ExecutionException.class,
+        () -> await(t.rx().done()));
     RdmaStreamException lost = assertInstanceOf(RdmaStreamException.class, source.getCause());
     assertTrue(lost.reason().contains("without closing the stream"), lost.reason());
     awaitResources(rdma, start);
