@@ -809,6 +809,11 @@ public final class ConnectionStage
 
     /** The lending stage's delivery: the slot itself goes downstream, credited on release. */
     private void lendOrSkip(int length, byte kind) {
+      if (!ring.nextSlotReclaimed()) {
+        fail(failure("protocol error: the peer wrote into ring slot " + ring.nextSlot()
+            + " before it was released and credited"));
+        return;
+      }
       if (discarding) {
         ring.skip();
         creditsToReturn += ring.reclaim();

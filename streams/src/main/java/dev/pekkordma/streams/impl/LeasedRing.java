@@ -66,6 +66,19 @@ final class LeasedRing {
     }
   }
 
+  /**
+   * The next write's slot has come back since its last use: false only if the peer wrote more
+   * than the credits it was given (it overwrote a slot the application may still read).
+   */
+  boolean nextSlotReclaimed() {
+    return delivered < reclaimed + leases.length;
+  }
+
+  /** The ring slot the next write is in (for messages). */
+  int nextSlot() {
+    return (int) (delivered % leases.length);
+  }
+
   /** Lends the next slot, holding {@code length} bytes of one write. */
   ReceivedBuffer lend(int length, boolean endsElement) {
     Lease l = leases[(int) (delivered % leases.length)];

@@ -57,6 +57,23 @@ class LeasedRingTest {
   }
 
   @Test
+  void aWriteBeyondTheCreditsIsSeen() {
+    ReceivedBuffer[] b = new ReceivedBuffer[SLOTS];
+    for (int i = 0; i < SLOTS; i++) {
+      assertTrue(ring.nextSlotReclaimed(), "slot " + i + " is fresh");
+      b[i] = ring.lend(1, true);
+    }
+    assertFalse(ring.nextSlotReclaimed(), "a fifth write would land in slot 0, still lent");
+    assertEquals(0, ring.nextSlot());
+    b[1].release();
+    ring.reclaim();
+    assertFalse(ring.nextSlotReclaimed(), "slot 1 came back, but slot 0 is next");
+    b[0].release();
+    ring.reclaim();
+    assertTrue(ring.nextSlotReclaimed());
+  }
+
+  @Test
   void skippedWritesComeBackInTheirTurn() {
     ReceivedBuffer first = ring.lend(1, true);
     ring.skip();
