@@ -11,7 +11,9 @@
 #      Needs root and the VM lab; VM=skip leaves it out (VM=perftest runs perftest's half alone,
 #      to try the VM).
 #  (c) the streams layer's throughput from (a) against rdma-perf's raw verbs path (soft
-#      send_bw and write_bw from (a)).
+#      send_bw and write_bw from (a)); and the zero-copy bulk pair (bulkChunkSink ->
+#      bulkBufferSource, one chunk a write of the size, no copy but the "NIC"'s) against
+#      write_bw, run in (a)'s rounds.
 #  A part whose module is not built is reported as a gap, saying so.
 #
 # Not a test: figures depend on the machine and its load (uptime is recorded with them).
@@ -107,7 +109,7 @@ run_perf() { # FILE ARGS...: rdma-perf, once per size, appended to FILE
 A="(a) software provider against Pekko Streams Tcp over loopback, one JVM"
 say "$A"
 for f in soft-write_bw soft-send_bw soft-send_lat pekko-tcp pekko-tcp-lat rdma-streams \
-    rdma-streams-lat; do : > "$OUT/$f.txt"; done
+    rdma-streams-lat rdma-streams-zero-copy; do : > "$OUT/$f.txt"; done
 for r in $(seq "$REPEAT"); do
   say "  run $r of $REPEAT: rdma-perf soft (write_bw, send_bw at $SIZES; send_lat at $LAT_SIZE),"
   say "    Pekko Tcp (throughput at $SIZES, $BYTES each; ping-pong of $LAT_SIZE bytes)"
@@ -127,6 +129,10 @@ for r in $(seq "$REPEAT"); do
     "${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport rdma --provider soft \
       --test latency -s "$LAT_SIZE" -n "$LAT_ITERS" >> "$OUT/rdma-streams-lat.txt" 2>&1 \
       || say "streams latency failed: see $OUT/rdma-streams-lat.txt"
+    say "    the zero-copy bulk pair (bulkChunkSink -> bulkBufferSource) at $SIZES, for (c)"
+    "${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport rdma --provider soft \
+      --test zero-copy --sizes "$SIZES" --bytes "$BYTES" >> "$OUT/rdma-streams-zero-copy.txt" \
+      2>&1 || say "zero-copy bulk throughput failed: see $OUT/rdma-streams-zero-copy.txt"
   fi
 done
 manifest series soft-write_bw soft-write_bw.txt
@@ -137,6 +143,7 @@ manifest series pekko-tcp-lat pekko-tcp-lat.txt
 if [[ $STREAMS == yes ]]; then
   manifest series rdma-streams rdma-streams.txt
   manifest series rdma-streams-lat rdma-streams-lat.txt
+  manifest series rdma-streams-zero-copy rdma-streams-zero-copy.txt
   manifest note "$A" "the streams layer (RdmaStreams, defaults: 64 KiB buffers, so 1 MiB chunks go as 16 writes) against Tcp; then rdma-perf's raw verbs path against Tcp, for scale."
   manifest compare "$A" rdma-streams pekko-tcp bw 3 65536
   manifest compare "$A" rdma-streams-lat pekko-tcp-lat lat - -
@@ -180,8 +187,10 @@ fi
 # ---- (c) the streams layer against rdma-perf's raw verbs path --------------------------------
 C="(c) the streams layer against rdma-perf's raw verbs path (software provider, one JVM)"
 if [[ $STREAMS == yes && -s $OUT/rdma-streams.txt ]]; then
+  manifest note "$C" "rdma-streams: the ByteString Flow of (a), copies on both sides; rdma-streams-zero-copy: bulkChunkSink -> bulkBufferSource, chunk = size, the consumer reads a word and releases (no copy but the NIC's, as write_bw)."
   manifest compare "$C" rdma-streams soft-send_bw bw 0.9 65536
   manifest compare "$C" rdma-streams soft-write_bw bw 0.9 65536
+  manifest compare "$C" rdma-streams-zero-copy soft-write_bw bw 0.9 65536
 else
   manifest note "$C" "GAP: the streams layer is not on main yet."
 fi

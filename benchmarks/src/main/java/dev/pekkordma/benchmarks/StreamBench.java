@@ -37,6 +37,8 @@ import picocli.CommandLine.Option;
  *       the client's start to the server's last byte. The peak is the best tenth of the run.
  *   <li>latency: 64-byte pings echoed by the server, one at a time through a source queue and a
  *       sink queue; half the round trip is reported, as perftest's send_lat does.
+ *   <li>zero-copy (RDMA only): the bulk pair without a copy on either side, {@link ZeroCopyBulk};
+ *       timed as throughput is.
  * </ul>
  */
 @Command(name = "stream-bench", mixinStandardHelpOptions = true,
@@ -54,7 +56,8 @@ public final class StreamBench implements Callable<Integer> {
   String provider;
 
   @Option(names = "--test", defaultValue = "throughput",
-      description = "throughput or latency (default: ${DEFAULT-VALUE}).")
+      description = "throughput, latency, or zero-copy (the RDMA bulk pair bulkChunkSink ->"
+          + " bulkBufferSource; --transport rdma) (default: ${DEFAULT-VALUE}).")
   String test;
 
   @Option(names = "--sizes", split = ",", converter = ByteSize.Converter.class,
@@ -119,9 +122,17 @@ public final class StreamBench implements Callable<Integer> {
         throughput(system, t);
       } else if (test.equals("latency")) {
         latency(system, t);
+      } else if (test.equals("zero-copy")) {
+        if (!(t instanceof RdmaTransport)) {
+          throw new CommandLine.ParameterException(new CommandLine(this),
+              "--test zero-copy runs the RDMA streams' bulk pair: it needs --transport rdma, was '"
+                  + transport + "'");
+        }
+        bandwidth(t, "Zero-copy bulk throughput (bulkChunkSink -> bulkBufferSource)",
+            ZeroCopyBulk.SETTINGS, (size, count) -> ZeroCopyBulk.run(system, size, count));
       } else {
         throw new CommandLine.ParameterException(new CommandLine(this),
-            "--test must be throughput or latency, was '" + test + "'");
+            "--test must be throughput, latency or zero-copy, was '" + test + "'");
       }
     } finally {
       system.terminate();
@@ -131,10 +142,15 @@ public final class StreamBench implements Callable<Integer> {
   }
 
   private void banner(Transport t, String title) {
+    banner(t, title, null);
+  }
+
+  private void banner(Transport t, String title, String settings) {
     out.println(RULE);
     out.println("                    " + title);
     out.println(" Transport       : " + t.name() + " over 127.0.0.1, server and client in this JVM"
         + (t instanceof RdmaTransport ? ", " + provider + " provider" : ""));
+    if (settings != null) out.println(" Settings        : " + settings);
     out.println(" Java            : " + System.getProperty("java.version") + ", "
         + Runtime.getRuntime().availableProcessors() + " cores");
     out.println(RULE);
@@ -165,6 +181,52 @@ public final class StreamBench implements Callable<Integer> {
       }
       if (after >= total && before < total) done.complete(System.nanoTime());
     }
+
+    /** The run's line: the average from {@code start} to the last byte, the best tenth's peak. */
+    BwResult result(int size, long count, long start, long end) {
+      double seconds = (end - start) / 1e9;
+      double avg = total / seconds / 1048576.0;
+      double peak = avg;
+      long prev = start;
+      for (int k = 0; k < 10; k++) {
+        long dt = tenths[k] - prev;
+        if (dt > 0) peak = Math.max(peak, total / 10.0 / (dt / 1e9) / 1048576.0);
+        prev = tenths[k];
+      }
+      return new BwResult(size, count, peak, avg, count / seconds / 1e6);
+    }
+
+    /** When the last byte arrived; fails saying how far it got. */
+    long awaitDone() throws Exception {
+      try {
+        return done.get(300, TimeUnit.SECONDS);
+      } catch (java.util.concurrent.TimeoutException e) {
+        throw new IllegalStateException("the server had " + received.get() + " of " + total
+            + " bytes after 300 s");
+      }
+    }
+  }
+
+  /** One timed run of {@code count} chunks of {@code size} bytes. */
+  interface Measure {
+    BwResult run(int size, long count) throws Exception;
+  }
+
+  /** Every size after its warm-up (the first size's longer), a perftest line each. */
+  private void bandwidth(Transport t, String title, String settings, Measure measure)
+      throws Exception {
+    banner(t, title, settings);
+    out.println(BwResult.HEADER);
+    boolean first = true;
+    for (long size : new TreeSet<>(sizes)) {
+      long warm = first ? warmupBytes : warmupBytes / 4;
+      if (warm >= size) measure.run((int) size, warm / size);
+      BwResult r = measure.run((int) size, Math.max(1, bytes / size));
+      out.println(r.line());
+      out.flush();
+      first = false;
+    }
+    out.println(RULE);
   }
 
   private void throughput(ActorSystem system, Transport t) throws Exception {
@@ -175,18 +237,8 @@ public final class StreamBench implements Callable<Integer> {
       return Flow.fromSinkAndSource(Sink.<ByteString>foreach(b -> c.add(b.size())),
           Source.completionStage(c.done).filter(x -> false).map(x -> ByteString.emptyByteString()));
     }).toCompletableFuture().get(30, TimeUnit.SECONDS);
-    banner(t, "Stream throughput (" + t.name() + ")");
-    out.println(BwResult.HEADER);
-    boolean first = true;
-    for (long size : new TreeSet<>(sizes)) {
-      long warm = first ? warmupBytes : warmupBytes / 4;
-      if (warm >= size) run(system, t, server, current, (int) size, warm / size);
-      BwResult r = run(system, t, server, current, (int) size, Math.max(1, bytes / size));
-      out.println(r.line());
-      out.flush();
-      first = false;
-    }
-    out.println(RULE);
+    bandwidth(t, "Stream throughput (" + t.name() + ")", null,
+        (size, count) -> run(system, t, server, current, size, count));
   }
 
   /** The counter of the run in progress (one connection at a time). */
@@ -210,24 +262,9 @@ public final class StreamBench implements Callable<Integer> {
     long start = System.nanoTime();
     CompletableFuture<?> client = Source.repeat(chunk).take(count)
         .via(t.outgoing(system, server)).runWith(Sink.ignore(), system).toCompletableFuture();
-    long end;
-    try {
-      end = c.done.get(300, TimeUnit.SECONDS);
-    } catch (java.util.concurrent.TimeoutException e) {
-      throw new IllegalStateException("the server had " + c.received.get() + " of " + c.total
-          + " bytes after 300 s");
-    }
+    long end = c.awaitDone();
     client.exceptionally(e -> null).get(30, TimeUnit.SECONDS);
-    double seconds = (end - start) / 1e9;
-    double avg = c.total / seconds / 1048576.0;
-    double peak = avg;
-    long prev = start;
-    for (int k = 0; k < 10; k++) {
-      long dt = c.tenths[k] - prev;
-      if (dt > 0) peak = Math.max(peak, c.total / 10.0 / (dt / 1e9) / 1048576.0);
-      prev = c.tenths[k];
-    }
-    return new BwResult(size, count, peak, avg, count / seconds / 1e6);
+    return c.result(size, count, start, end);
   }
 
   private void latency(ActorSystem system, Transport t) throws Exception {

@@ -4,10 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -25,10 +27,7 @@ class StreamBenchTest {
   void throughputAndLatencyPrintPerftestLines(String transport) throws Exception {
     String tp = run("--transport", transport, "--test", "throughput", "--sizes", "4k,64k",
         "--bytes", "1m", "--warmup-bytes", "256k");
-    Files.writeString(dir.resolve("tp.txt"), tp);
-    BenchReport.Series s = BenchReport.parse("tp", dir.resolve("tp.txt"));
-    assertTrue(s.bandwidth(), tp);
-    assertEquals(2, s.rows().size(), tp);
+    BenchReport.Series s = twoSizes("tp", tp);
     assertEquals(16, s.rows().get(65536L).iterations(), tp);
     assertTrue(BenchReport.value(s.rows().get(4096L), true) > 0, tp);
 
@@ -38,6 +37,43 @@ class StreamBenchTest {
     BenchReport.Series l = BenchReport.parse("lat", dir.resolve("lat.txt"));
     assertTrue(!l.bandwidth(), lat);
     assertTrue(BenchReport.value(l.rows().get(64L), false) > 0, lat);
+  }
+
+  @Test
+  void theZeroCopyBulkPairPrintsPerftestLines() throws Exception {
+    String zc = run("--transport", "rdma", "--test", "zero-copy", "--sizes", "4k,64k",
+        "--bytes", "1m", "--warmup-bytes", "256k");
+    assertTrue(zc.contains("bulkChunkSink -> bulkBufferSource"), zc);
+    BenchReport.Series s = twoSizes("zc", zc);
+    assertEquals(256, s.rows().get(4096L).iterations(), zc);
+    assertTrue(BenchReport.value(s.rows().get(65536L), true) > 0, zc);
+  }
+
+  @Test
+  void theZeroCopyTestNeedsTheRdmaTransport() {
+    // the parameter exception prints through its own CommandLine, to System.err
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    PrintStream stderr = System.err;
+    System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+    try {
+      assertEquals(2, new CommandLine(new StreamBench(new PrintStream(new ByteArrayOutputStream())))
+          .execute("--transport", "tcp", "--test", "zero-copy"));
+    } finally {
+      System.setErr(stderr);
+    }
+    String message = err.toString(StandardCharsets.UTF_8);
+    assertTrue(message.contains("--test zero-copy") && message.contains("--transport rdma")
+        && message.contains("was 'tcp'"), message);
+  }
+
+  /** The output read as the report reads it: bandwidth, a line for each of the two sizes. */
+  private BenchReport.Series twoSizes(String name, String output) throws IOException {
+    Path file = dir.resolve(name + ".txt");
+    Files.writeString(file, output);
+    BenchReport.Series s = BenchReport.parse(name, file);
+    assertTrue(s.bandwidth(), output);
+    assertEquals(2, s.rows().size(), output);
+    return s;
   }
 
   private static String run(String... args) {

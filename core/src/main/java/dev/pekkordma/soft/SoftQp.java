@@ -941,16 +941,16 @@ final class SoftQp extends Closeable implements QueuePair {
       case RDMA_WRITE_WITH_IMM: {
         if ((accessFlags & Access.REMOTE_WRITE) == 0) return NAK_INVALID_REQUEST;
         if (!checkRemote(h.rkey, h.remoteAddress, len, Access.REMOTE_WRITE)) return NAK_REMOTE_ACCESS;
-        if (op == WrOpcode.RDMA_WRITE) {
-          if (len > 0) Segments.copy(payload, 0, target.single(h.remoteAddress, (int) len), 0, len);
-          return ACK;
-        }
+        // the data is placed outside the receive lock, as a plain WRITE's: the owner's posts and
+        // polls do not wait for the copy. An RNR NAK leaves it placed, as a NIC leaves a
+        // multi-packet write's first packets; the retry places it again.
+        if (len > 0) Segments.copy(payload, 0, target.single(h.remoteAddress, (int) len), 0, len);
+        if (op == WrOpcode.RDMA_WRITE) return ACK;
         synchronized (receiveLock()) {
           if (!receiveAvailable()) {
             r.rnrTimer = minRnrTimer;
             return RNR_NAK;
           }
-          if (len > 0) Segments.copy(payload, 0, target.single(h.remoteAddress, (int) len), 0, len);
           long wrId = takeReceive();
           recvCq.push(wrId, WcStatus.SUCCESS, WcOpcode.RECV_RDMA_WITH_IMM, (int) len,
               h.immOrRkeyBigEndian, qpn, h.srcQpn, WorkCompletions.FLAG_WITH_IMM,

@@ -38,8 +38,9 @@ import org.apache.pekko.util.ByteString;
  *
  * <p>Settings come from {@code pekko-rdma.streams} (checked at start, a wrong one named) and can
  * be changed per call with a {@link RdmaStreamSettings}. The bulk sink and source move large
- * data with larger slots ({@code pekko-rdma.streams.bulk}); {@link #completions} turns any CQ
- * into a source.
+ * data with larger slots ({@code pekko-rdma.streams.bulk}), zero-copy on both sides with
+ * {@link #bulkChunkSink} and {@link #bulkBufferSource}; {@link #completions} turns any CQ into a
+ * source.
  */
 public final class RdmaStreams implements Extension {
   private final StreamsRuntime rt;
@@ -171,6 +172,26 @@ public final class RdmaStreams implements Extension {
     return Source.<ByteString>empty().viaMat(ConnectionStage.<ByteString>flow(
         ConnectionStage.listenOnce(rt, new InetSocketAddress(host, port), settings, true, false)),
         Keep.right()).mapMaterializedValue(m -> m.binding());
+  }
+
+  /**
+   * The zero-copy bulk source: as {@link #bulkSource}, but each write is emitted in place, as a
+   * {@link ReceivedBuffer} viewing the registered ring slot it landed in (one element per write:
+   * a ByteString that {@link #bulkSink} split comes as several, see {@link
+   * ReceivedBuffer#endsElement}). Nothing is copied or allocated per element. A slot's credit
+   * goes back to the sender only when its buffer is released, in ring order; holding buffers
+   * stops the sender, and the sender completes only after every buffer has been released. The
+   * ring's memory outlives the stream until the last buffer is released.
+   */
+  public Source<ReceivedBuffer, CompletionStage<ServerBinding>> bulkBufferSource(String host,
+      int port) {
+    return bulkBufferSource(host, port, rt.bulkSettings);
+  }
+
+  public Source<ReceivedBuffer, CompletionStage<ServerBinding>> bulkBufferSource(String host,
+      int port, RdmaStreamSettings settings) {
+    return ConnectionStage.bufferSource(rt, new InetSocketAddress(host, port), settings)
+        .mapMaterializedValue(m -> m.binding());
   }
 
   // ---------------------------------------------------------------- completions

@@ -20,7 +20,9 @@
  * hub per device context (a PD and a completion channel) has an actor on the pinned poller
  * dispatcher that waits for completion events and wakes the stage whose CQ fired; another
  * reads CM events and hands each to its stage. Nothing on the data path allocates per work
- * request but the ByteStrings handed downstream.
+ * request but the ByteStrings handed downstream; {@code bulkBufferSource} hands out the receive
+ * ring's slots themselves ({@link dev.pekkordma.streams.ReceivedBuffer}), preallocated leases
+ * that give their slot back on release.
  *
  * <p>Settings: {@code pekko-rdma.streams} and {@code pekko-rdma.streams.bulk} in this module's
  * reference.conf, each checked at start and named when wrong; {@link

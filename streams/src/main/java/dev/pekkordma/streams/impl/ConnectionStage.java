@@ -11,6 +11,7 @@ import dev.pekkordma.streams.OutgoingConnection;
 import dev.pekkordma.streams.RdmaIdleTimeoutException;
 import dev.pekkordma.streams.RdmaStreamException;
 import dev.pekkordma.streams.RdmaStreamSettings;
+import dev.pekkordma.streams.ReceivedBuffer;
 import dev.pekkordma.streams.ServerBinding;
 import dev.pekkordma.streams.TransferResult;
 import dev.pekkordma.verbs.Access;
@@ -36,6 +37,8 @@ import org.apache.pekko.stream.Inlet;
 import org.apache.pekko.stream.Outlet;
 import org.apache.pekko.stream.SubscriptionWithCancelException;
 import org.apache.pekko.stream.javadsl.Flow;
+import org.apache.pekko.stream.javadsl.Keep;
+import org.apache.pekko.stream.javadsl.Source;
 import org.apache.pekko.stream.stage.AbstractInHandler;
 import org.apache.pekko.stream.stage.AbstractOutHandler;
 import org.apache.pekko.stream.stage.AsyncCallback;
@@ -56,7 +59,9 @@ import scala.Tuple2;
  *
  * <p>Backpressure is RDMA's: the peer's free ring slots are this side's credits and nothing is
  * written without one; a slot of our ring is given back (as a credit) only when downstream has
- * taken its message, so a slow consumer stops the producer with no buffer in between.
+ * taken its message, so a slow consumer stops the producer with no buffer in between. A stage
+ * that lends its ring ({@link #bufferSource}) emits the slots themselves, {@link LeasedRing}'s
+ * leases, and gives a slot back only when the application releases it.
  *
  * <p>Close: when upstream completes, after the last write a FIN goes; the peer answers FIN_ACK
  * once its application has taken everything before the FIN. The connection is torn down (the
@@ -64,7 +69,7 @@ import scala.Tuple2;
  * last control message has completed, so a graceful close loses nothing in flight.
  */
 public final class ConnectionStage
-    extends GraphStageWithMaterializedValue<FlowShape<Object, ByteString>, ConnectionStage.Mat> {
+    extends GraphStageWithMaterializedValue<FlowShape<Object, Object>, ConnectionStage.Mat> {
 
   /** What a connection materializes: when it is up, and how it ended. */
   public record Mat(CompletableFuture<OutgoingConnection> connected,
@@ -89,8 +94,8 @@ public final class ConnectionStage
   private static final Duration FLUSH_GRACE = Duration.ofMillis(300);
 
   private final Inlet<Object> in = Inlet.create("RdmaConnection.in");
-  private final Outlet<ByteString> out = Outlet.create("RdmaConnection.out");
-  private final FlowShape<Object, ByteString> shape = FlowShape.of(in, out);
+  private final Outlet<Object> out = Outlet.create("RdmaConnection.out");
+  private final FlowShape<Object, Object> shape = FlowShape.of(in, out);
 
   private final StreamsRuntime rt;
   private final RdmaStreamSettings settings;
@@ -99,10 +104,18 @@ public final class ConnectionStage
   private final InetSocketAddress remote; // active side
   private final Passive passive; // passive side
   private final InetSocketAddress listenAt; // passive side that listens for its one client
+  private final boolean lend; // emits ReceivedBuffers: the ring's slots in place
 
   private ConnectionStage(StreamsRuntime rt, RdmaStreamSettings settings, boolean halfClose,
       boolean keepBoundaries, InetSocketAddress remote, Passive passive,
       InetSocketAddress listenAt) {
+    this(rt, settings, halfClose, keepBoundaries, remote, passive, listenAt, false);
+  }
+
+  private ConnectionStage(StreamsRuntime rt, RdmaStreamSettings settings, boolean halfClose,
+      boolean keepBoundaries, InetSocketAddress remote, Passive passive,
+      InetSocketAddress listenAt, boolean lend) {
+    this.lend = lend;
     this.rt = rt;
     this.settings = settings;
     this.halfClose = halfClose;
@@ -133,8 +146,21 @@ public final class ConnectionStage
     return new ConnectionStage(rt, settings, halfClose, keepBoundaries, null, null, address);
   }
 
+  /**
+   * A {@link #listenOnce} receiver that sends nothing and lends its ring: each write is emitted
+   * in place as a {@link ReceivedBuffer}, and its slot's credit goes back when it is released.
+   */
+  public static Source<ReceivedBuffer, Mat> bufferSource(StreamsRuntime rt,
+      InetSocketAddress address, RdmaStreamSettings settings) {
+    ConnectionStage stage = new ConnectionStage(rt, settings, true, false, null, null, address,
+        true);
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    Flow<Object, ReceivedBuffer, Mat> flow = (Flow) Flow.fromGraph(stage);
+    return Source.empty().viaMat(flow, Keep.right());
+  }
+
   @Override
-  public FlowShape<Object, ByteString> shape() {
+  public FlowShape<Object, Object> shape() {
     return shape;
   }
 
@@ -171,6 +197,7 @@ public final class ConnectionStage
     private OffHeapBuffer sendMemory;
     private OffHeapBuffer scratch;
     private MemoryRegion ringMr;
+    private LeasedRing ring; // when lending: owns ringMemory from setUp on
     private MemoryRegion sendMr;
     private SendRequests sendWr;
     private RecvRequests recvWr;
@@ -459,6 +486,7 @@ public final class ConnectionStage
       receivesToRepost = rqDepth;
       repost();
       cq.requestNotify(false);
+      if (lend) lendRing();
     }
 
     private void running() {
@@ -615,7 +643,9 @@ public final class ConnectionStage
     /** Credits, FIN_ACK and FIN, when the send queue has room for them. */
     private void sendControl() {
       if (tornDown || phase != Phase.RUNNING) return;
-      if (finAckDue && !finAckSent && sqOutstanding < sqDepth) {
+      // a lent ring's buffers count as taken once released
+      if (finAckDue && !finAckSent && sqOutstanding < sqDepth
+          && (ring == null || ring.allReturned())) {
         postControl(Wire.FIN_ACK);
         finAckSent = true;
       }
@@ -730,6 +760,7 @@ public final class ConnectionStage
 
     /** Gives downstream what it asked for, freeing each slot as its message is taken. */
     private void deliver() {
+      if (ring != null) creditsToReturn += ring.reclaim(); // released since: no need to wait
       while (entryCount > 0) {
         byte kind = entryKind[entryHead];
         // the FIN too waits for demand: downstream asking again is what says it has taken the
@@ -748,8 +779,12 @@ public final class ConnectionStage
         pop();
         int slot = (int) (consumed % slots);
         consumed++;
-        creditsToReturn++;
         bytesReceived += length;
+        if (ring != null) {
+          lendOrSkip(length, kind);
+          continue;
+        }
+        creditsToReturn++;
         if (discarding) continue;
         byte[] bytes = new byte[length];
         if (length > 0) {
@@ -770,6 +805,33 @@ public final class ConnectionStage
         messagesReceived++;
         push(out, piece);
       }
+    }
+
+    /** The lending stage's delivery: the slot itself goes downstream, credited on release. */
+    private void lendOrSkip(int length, byte kind) {
+      if (!ring.nextSlotReclaimed()) {
+        fail(failure("protocol error: the peer wrote into ring slot " + ring.nextSlot()
+            + " before it was released and credited"));
+        return;
+      }
+      if (discarding) {
+        ring.skip();
+        creditsToReturn += ring.reclaim();
+        return;
+      }
+      messagesReceived++;
+      push(out, ring.lend(length, kind == ENTRY_END));
+    }
+
+    /** From setUp: the ring goes to a {@link LeasedRing}, which wakes us on releases. */
+    private void lendRing() {
+      AsyncCallback<Boolean> released = createAsyncCallback(x -> {
+        if (tornDown) return;
+        creditsToReturn += ring.woken();
+        progress();
+      });
+      ring = new LeasedRing(ringMemory, slots, slotSize, peerName(),
+          () -> released.invoke(Boolean.TRUE));
     }
 
     private void pop() {
@@ -875,7 +937,11 @@ public final class ConnectionStage
       }
       closeQuietly(ringMr);
       closeQuietly(sendMr);
-      if (ringMemory != null) ringMemory.close();
+      if (ring != null) {
+        ring.close(); // the memory stays until the application has released every buffer
+      } else if (ringMemory != null) {
+        ringMemory.close();
+      }
       if (sendMemory != null) sendMemory.close();
       if (scratch != null) scratch.close();
       if (cq != null) hub.closeCq(cq);
