@@ -11,6 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.pekkordma.verbs.ResourceCounts;
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
@@ -109,6 +110,59 @@ class FailureTest {
         .take(300).runWith(Sink.fold(0, (n, b) -> n + 1), system));
     assertEquals(300, got);
     await(binding.unbind());
+    awaitResources(rdma, start);
+  }
+
+  /** A bulk transfer whose receiver takes {@code n} elements and cancels. */
+  private Pair<CompletionStage<TransferResult>, CompletionStage<Integer>> receiverTaking(int n,
+      Source<ByteString, ?> data) throws Exception {
+    Pair<CompletionStage<ServerBinding>, CompletionStage<Integer>> rx = rdma.bulkSource(HOST, 0)
+        .take(n).toMat(Sink.fold(0, (k, b) -> k + 1), Keep.both()).run(system);
+    int port = await(rx.first()).localAddress().getPort();
+    CompletionStage<TransferResult> tx = data.runWith(
+        rdma.bulkSink(new InetSocketAddress(HOST, port), rdma.bulkSettings()), system);
+    return Pair.create(tx, rx.second());
+  }
+
+  private static void assertStoppedReading(CompletionStage<TransferResult> tx) {
+    ExecutionException e = assertThrows(ExecutionException.class, () -> await(tx));
+    RdmaStreamException lost = assertInstanceOf(RdmaStreamException.class, e.getCause());
+    assertTrue(lost.reason().contains("the peer stopped reading"), lost.reason());
+  }
+
+  @Test
+  void aBulkReceiverCancellingMidTransferFailsTheSender() throws Exception {
+    ResourceCounts start = rdma.liveResources();
+    var t = receiverTaking(50, Source.repeat(CHUNK));
+    assertEquals(50, await(t.second()));
+    assertStoppedReading(t.first());
+    awaitResources(rdma, start);
+  }
+
+  @Test
+  void aBulkReceiverThatTookEverythingBeforeCancellingEndsTheTransferGracefully()
+      throws Exception {
+    ResourceCounts start = rdma.liveResources();
+    CompletableFuture<Done> gate = new CompletableFuture<>();
+    var t = receiverTaking(10, Source.repeat(CHUNK).take(10)
+        .concat(Source.completionStage(gate).flatMapConcat(d -> Source.<ByteString>empty())));
+    assertEquals(10, await(t.second()));
+    gate.complete(Done.getInstance()); // the sender's data ends only after the cancel
+    TransferResult moved = await(t.first());
+    assertEquals(10, moved.messagesSent());
+    assertEquals(10L * CHUNK.length(), moved.bytesSent());
+    awaitResources(rdma, start);
+  }
+
+  @Test
+  void anElementAfterTheReceiverCancelledFailsTheSender() throws Exception {
+    ResourceCounts start = rdma.liveResources();
+    CompletableFuture<Done> gate = new CompletableFuture<>();
+    var t = receiverTaking(10, Source.repeat(CHUNK).take(10)
+        .concat(Source.completionStage(gate).map(d -> CHUNK)));
+    assertEquals(10, await(t.second()));
+    gate.complete(Done.getInstance());
+    assertStoppedReading(t.first());
     awaitResources(rdma, start);
   }
 }

@@ -244,11 +244,18 @@ public final class ConnectionStage
     private int creditsToReturn;
     private int receivesToRepost;
     private ByteStringBuilder pieces;
+    private int pieceWrites; // the writes in pieces
     private boolean discarding;
     private boolean outDone;
     private boolean peerFin;
     private boolean finAckDue;
     private boolean finAckSent;
+    // our application stopped reading before the peer's end: we tell the peer (CANCEL), which
+    // fails if anything it wrote was dropped, and once it has, any element it is given after
+    private boolean cancelDue;
+    private boolean cancelSent;
+    private long takenAtCancel;
+    private boolean peerCancelled;
 
     private long bytesSent;
     private long messagesSent;
@@ -300,6 +307,10 @@ public final class ConnectionStage
             return;
           }
           discarding = true;
+          if (!finAckSent && (!peerFin || entryCount > 1 || pieces != null)) {
+            cancelDue = true;
+            takenAtCancel = consumed - pieceWrites;
+          }
           if (!halfClose || upstreamDone) {
             // a full close: nothing more is sent either
             if (!isClosed(in)) cancel(in);
@@ -521,6 +532,12 @@ public final class ConnectionStage
     // ------------------------------------------------------------ sending
 
     private void onElement(Object element) {
+      if (peerCancelled) {
+        fail(failure("the peer stopped reading (its stream was cancelled): a further "
+            + (element instanceof ByteString bs ? bs.length() + "-byte element" : "element")
+            + " cannot be delivered"));
+        return;
+      }
       current = element;
       currentOffset = 0;
       if (element instanceof ByteString bs) {
@@ -636,13 +653,21 @@ public final class ConnectionStage
     }
 
     private void postControl(int code) {
-      post(WrOpcode.SEND_WITH_IMM, 0, 0, 0, 0, Wire.control(code, takeCredits()), -1, false,
-          true);
+      postControl(code, takeCredits());
     }
 
-    /** Credits, FIN_ACK and FIN, when the send queue has room for them. */
+    private void postControl(int code, int field) {
+      post(WrOpcode.SEND_WITH_IMM, 0, 0, 0, 0, Wire.control(code, field), -1, false, true);
+    }
+
+    /** CANCEL, credits, FIN_ACK and FIN, when the send queue has room for them. */
     private void sendControl() {
       if (tornDown || phase != Phase.RUNNING) return;
+      if (cancelDue && !cancelSent) {
+        if (sqOutstanding >= sqDepth) return; // the FIN_ACK must not overtake it
+        postControl(Wire.CANCEL, (int) (takenAtCancel & Wire.CREDIT_MASK));
+        cancelSent = true;
+      }
       // a lent ring's buffers count as taken once released
       if (finAckDue && !finAckSent && sqOutstanding < sqDepth
           && (ring == null || ring.allReturned())) {
@@ -653,7 +678,8 @@ public final class ConnectionStage
         postControl(Wire.FIN);
         finSent = true;
       }
-      if (creditsToReturn >= creditThreshold && !finAckSent && sqOutstanding < sqDepth) {
+      if (creditsToReturn >= creditThreshold && !finAckSent && !cancelSent
+          && sqOutstanding < sqDepth) {
         postControl(Wire.CREDIT);
       }
     }
@@ -691,8 +717,12 @@ public final class ConnectionStage
           return;
         }
         int imm = wcs.immediate(i);
-        credits += Wire.credits(imm);
         int kind = Wire.kind(imm);
+        if (kind == Wire.CONTROL && Wire.code(imm) == Wire.CANCEL) {
+          peerStoppedReading(Wire.credits(imm));
+          return;
+        }
+        credits += Wire.credits(imm);
         if (kind == Wire.CONTROL) {
           int code = Wire.code(imm);
           if (code == Wire.FIN) {
@@ -715,6 +745,26 @@ public final class ConnectionStage
       }
       if (wrId >= oldestWrId) oldestWrId = wrId + 1;
       if (status != 0) broken(status, "a send");
+    }
+
+    /**
+     * The peer's application stopped reading, having taken {@code taken} of our writes (modulo
+     * 2^24). Anything written beyond them was dropped: a failure, as is any element after this
+     * (Tcp's write after the peer closed). With nothing lost our upstream may still complete.
+     */
+    private void peerStoppedReading(int taken) {
+      peerCancelled = true;
+      long dropped = (writes - taken) & Wire.CREDIT_MASK;
+      if (dropped != 0 || current != null) {
+        fail(failure("the peer stopped reading (its stream was cancelled) with " + dropped
+            + " of our writes not taken" + (current != null ? " and an element still to send"
+            : "")));
+        return;
+      }
+      if (!halfClose && !upstreamDone) {
+        upstreamDone = true;
+        if (!isClosed(in)) cancel(in);
+      }
     }
 
     private void enqueue(int length, byte kind) {
@@ -795,12 +845,14 @@ public final class ConnectionStage
         if (kind == ENTRY_MORE && keepBoundaries) {
           if (pieces == null) pieces = new ByteStringBuilder();
           pieces.append(piece);
+          pieceWrites++;
           continue;
         }
         if (pieces != null && keepBoundaries) {
           pieces.append(piece);
           piece = pieces.result();
           pieces = null;
+          pieceWrites = 0;
         }
         messagesReceived++;
         push(out, piece);
@@ -854,7 +906,8 @@ public final class ConnectionStage
     private void checkDone() {
       if (!finSent || !finAcked || sqOutstanding != 0) return;
       boolean received = peerFin && finAckSent;
-      if (received || !halfClose || downstreamCancelled) finish();
+      // after a CANCEL, the peer's FIN or its going says it has stopped writing
+      if (received || (!halfClose || downstreamCancelled) && !cancelSent) finish();
     }
 
     private void finish() {
@@ -874,8 +927,18 @@ public final class ConnectionStage
       // completions that came before the end are still in the CQ: take them first
       drainCq();
       if (tornDown) return;
-      log.debug("{}: {}; peerFin={} entries={} finAckSent={} finSent={} finAcked={} sq={}",
-          peerName(), reason, peerFin, entryCount, finAckSent, finSent, finAcked, sqOutstanding);
+      log.debug("{}: {}; peerFin={} entries={} finAckSent={} finSent={} finAcked={} sq={}"
+          + " cancelSent={}", peerName(), reason, peerFin, entryCount, finAckSent, finSent,
+          finAcked, sqOutstanding, cancelSent);
+      if (cancelSent) {
+        // we stopped reading and said so: the peer ending is expected; lost is only ours
+        if (current == null && (messagesSent == 0 || finSent && finAcked)) {
+          finish();
+        } else {
+          fail(failure(reason + " after we stopped reading, before it had taken all we sent"));
+        }
+        return;
+      }
       if (peerFin && entryCount == 0 && finAckSent) {
         if (!finSent || finAcked) {
           finish();

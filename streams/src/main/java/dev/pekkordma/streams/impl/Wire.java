@@ -14,8 +14,10 @@ import java.nio.ByteOrder;
  * <p>The immediate, 32 bits: the kind in bits 31-30 ({@link #END} the last or only write of a
  * ByteString, {@link #MORE} one that more writes continue, {@link #CONTROL}); for control the
  * code in bits 29-24 ({@link #CREDIT}, {@link #FIN}: no more data from me, {@link #FIN_ACK}: your
- * FIN and everything before it reached my application); in bits 23-0 of every message the
- * credits it returns: slots of the sender's ring freed since it last said.
+ * FIN and everything before it reached my application, {@link #CANCEL}: my application stopped
+ * reading, what you write is dropped); in bits 23-0 of every message the credits it returns:
+ * slots of the sender's ring freed since it last said; in a CANCEL's instead, how many of the
+ * peer's writes the application took (modulo 2^24), so the peer can tell whether any was lost.
  */
 public final class Wire {
   static final int END = 0;
@@ -24,10 +26,11 @@ public final class Wire {
   static final int CREDIT = 0;
   static final int FIN = 1;
   static final int FIN_ACK = 2;
+  static final int CANCEL = 3;
   static final int CREDIT_MASK = 0xFFFFFF;
 
   static final int MAGIC = 0x50525354; // "PRST"
-  static final byte VERSION = 1;
+  static final byte VERSION = 2; // 2: CANCEL
 
   private Wire() {}
 
