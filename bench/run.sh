@@ -14,6 +14,8 @@
 #      send_bw and write_bw from (a)); and the zero-copy bulk pair (bulkChunkSink ->
 #      bulkBufferSource, one chunk a write of the size, no copy but the "NIC"'s) against
 #      write_bw, run in (a)'s rounds.
+#      Inside the VM too (with (b)): the streams layer on the native provider against rdma-perf's
+#      write_bw, both on rxe0 (rdma_cm needs its 192.0.2.1).
 #  A part whose module is not built is reported as a gap, saying so.
 #
 # Not a test: figures depend on the machine and its load (uptime is recorded with them).
@@ -23,7 +25,8 @@
 #   LAT_SIZE=64 LAT_ITERS=10000   the ping-pong
 #   REPEAT=3             runs of each (a)/(c) measurement; the report takes the best of them
 #                        (on a shared machine a run can lose the CPU; each side gets the same)
-#   VM=auto|skip|perftest         (b): auto runs it when the native provider is built
+#   VM=auto|skip|perftest         (b) and (c)'s native rows: auto runs them when the native
+#                        provider is built
 #   VM_BYTES=64m         bytes per size inside the VM (emulated: ~50 MB/s)
 #   VM_REPEAT=1          rounds of (b) (about ten minutes each); the report takes the best
 #   OUT=bench/results/DATE        where outputs, manifest.tsv and throughput.png go
@@ -193,6 +196,16 @@ if [[ $STREAMS == yes && -s $OUT/rdma-streams.txt ]]; then
   manifest compare "$C" rdma-streams-zero-copy soft-write_bw bw 0.9 65536
 else
   manifest note "$C" "GAP: the streams layer is not on main yet."
+fi
+CN="(c) on the native provider, inside the VM: the streams layer against rdma-perf's write_bw, both on Soft-RoCE rxe0 (emulated: compare only within this run)"
+if [[ -s $OUT/native-streams.txt ]]; then
+  manifest series native-rxe0-write_bw native-rxe0-write_bw.txt
+  manifest series native-streams native-streams.txt
+  manifest series native-streams-zero-copy native-streams-zero-copy.txt
+  manifest compare "$CN" native-streams native-rxe0-write_bw bw 0.9 65536
+  manifest compare "$CN" native-streams-zero-copy native-rxe0-write_bw bw 0.9 65536
+else
+  manifest note "$CN" "not run (no VM run, or the native provider is not built): see (b)"
 fi
 
 echo

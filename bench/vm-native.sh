@@ -5,7 +5,11 @@
 # perftest runs as two processes (server, then client to 127.0.0.1); rdma-perf runs both sides
 # in one JVM with QPs connected by hand. Inline size: what perftest reports using, passed on.
 # Without the native provider (NATIVE=no) only perftest runs.
-# Environment (from run.sh): OUT CP SIZES VM_BYTES LAT_SIZE NATIVE
+# Then, for (c) on the native provider: the streams layer (StreamBench: the ByteString Flow and
+# the zero-copy bulk pair, over rdma_cm) against rdma-perf's raw write_bw, both on rxe0, whose
+# 192.0.2.1 rdma_cm can use (it cannot use loopback addresses, so not rxe_lo).
+# Environment (from run.sh): OUT CP SIZES VM_BYTES LAT_SIZE NATIVE; VM_PARTS="perftest streams"
+# (the default) or either alone.
 set -uo pipefail
 DEV=${DEV:-rxe_lo}
 GID=${GID:-1}
@@ -66,7 +70,9 @@ for t in write_bw send_bw read_bw send_lat; do
   : > "$OUT/perftest-$t.txt"
   : > "$OUT/native-$t.txt"
 done
+VM_PARTS=${VM_PARTS:-perftest streams}
 for round in $(seq "${VM_REPEAT:-1}"); do
+  [[ $VM_PARTS == *perftest* ]] || break
   echo "[vm] round $round of ${VM_REPEAT:-1}"
   for t in write_bw send_bw read_bw; do
     for s in ${SIZES//,/ }; do
@@ -81,5 +87,35 @@ for round in $(seq "${VM_REPEAT:-1}"); do
   inline=$(inline_of perftest-send_lat.txt); inline=${inline:-0}
   rdmaperf send_lat "$LAT_SIZE" "$LAT_ITERS" 5000 "$inline" native-send_lat.txt
 done
+
+gid_of() { # DEVICE IPV4: the index of the GID ::ffff:IPV4 on the device's port 1
+  local want f
+  want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${2//./ })
+  for f in /sys/class/infiniband/"$1"/ports/1/gids/*; do
+    [[ $(cat "$f" 2>/dev/null) == "$want" ]] && { basename "$f"; return; }
+  done
+}
+S_DEV=rxe0
+S_HOST=192.0.2.1
+BENCH=(java -Xms256m -Xmx1g -XX:+UseSerialGC -XX:ErrorFile="$OUT/hs_err_pid%p.log" -cp "$CP"
+  dev.pekkordma.benchmarks.StreamBench --transport rdma --provider native --host "$S_HOST"
+  --bytes "$VM_BYTES" --warmup-bytes "$VM_BYTES" --sizes "$SIZES")
+for f in native-rxe0-write_bw native-streams native-streams-zero-copy; do : > "$OUT/$f.txt"; done
+if [[ $VM_PARTS == *streams* && $NATIVE == yes ]]; then
+  S_GID=$(gid_of "$S_DEV" "$S_HOST")
+  echo "[vm] (c): the streams layer against rdma-perf write_bw on $S_DEV ($S_HOST, GID $S_GID)"
+  for round in $(seq "${VM_REPEAT:-1}"); do
+    for s in ${SIZES//,/ }; do
+      n=$(iters "$s")
+      "${JAVA[@]}" write_bw --provider native -d "$S_DEV" -x "$S_GID" -s "$(bytes "$s")" \
+        -n "$n" --warmup "$n" -v >> "$OUT/native-rxe0-write_bw.txt" 2>&1 \
+        || echo "[vm] rdma-perf write_bw -s $s on $S_DEV failed" >&2
+    done
+    "${BENCH[@]}" --test throughput >> "$OUT/native-streams.txt" 2>&1 \
+      || echo "[vm] the streams' throughput on the native provider failed" >&2
+    "${BENCH[@]}" --test zero-copy >> "$OUT/native-streams-zero-copy.txt" 2>&1 \
+      || echo "[vm] the zero-copy pair on the native provider failed" >&2
+  done
+fi
 rdma resource show > "$OUT/vm-resources-after.txt" 2>&1
 echo "[vm] done"

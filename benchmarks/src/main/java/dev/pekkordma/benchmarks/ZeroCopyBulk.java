@@ -37,7 +37,7 @@ final class ZeroCopyBulk {
     return rdma.bulkSettings().withBufferSize(size);
   }
 
-  static BwResult run(ActorSystem system, int size, long count) throws Exception {
+  static BwResult run(ActorSystem system, String host, int size, long count) throws Exception {
     if (size < Long.BYTES) {
       throw new IllegalArgumentException("zero-copy chunks carry their number in their first 8"
           + " bytes: sizes of at least 8, was " + size);
@@ -47,7 +47,7 @@ final class ZeroCopyBulk {
     StreamBench.Counter c = new StreamBench.Counter((long) size * count);
     long[] due = {0};
     Pair<CompletionStage<ServerBinding>, CompletionStage<Done>> rx =
-        rdma.bulkBufferSource("127.0.0.1", 0, settings)
+        rdma.bulkBufferSource(host, 0, settings)
             .toMat(Sink.foreach((ReceivedBuffer b) -> {
               long n = b.buffer().getLong(0);
               if (n != due[0]) {
