@@ -111,6 +111,9 @@ final class SoftQp extends Closeable implements QueuePair {
   private final Segments gather;
   private final Segments local;
   private final Segments target = new Segments(1);
+  private final Segments placed = new Segments(1); // the responder's, outside the lock
+  private int responding; // writes being placed outside the lock; close() waits for them
+  private int resets; // a write placed across a reset belongs to the connection before it
   private final Segments scatter;
   private final byte[] grhBuffer = new byte[GRH_BYTES];
 
@@ -320,6 +323,7 @@ final class SoftQp extends Closeable implements QueuePair {
 
   private void resetLocked() {
     state = QpState.RESET;
+    resets++;
     sqHead = sqSent = sqTail = 0;
     if (rq != null) rq.clear();
     paused = false;
@@ -543,12 +547,14 @@ final class SoftQp extends Closeable implements QueuePair {
    */
   void work(int budget) {
     if (!working.compareAndSet(false, true)) return;
+    DeferredSignals signals = DeferredSignals.enter();
     try {
       runSendQueue(budget);
     } catch (RuntimeException | Error e) {
       engineFailure(e);
     } finally {
       working.set(false);
+      signals.exit();
     }
     if (hasWork()) device.engine.schedule(this);
   }
@@ -797,6 +803,15 @@ final class SoftQp extends Closeable implements QueuePair {
 
   /** The responder's answer to the request at the head (or a stale one, ignored). */
   void onResponse(SoftPeer.Response r) {
+    DeferredSignals signals = DeferredSignals.enter();
+    try {
+      takeResponse(r);
+    } finally {
+      signals.exit();
+    }
+  }
+
+  private void takeResponse(SoftPeer.Response r) {
     boolean reschedule = false;
     synchronized (this) {
       if (isClosed() || state == QpState.ERR || state == QpState.RESET || sqHead == sqSent) {
@@ -902,61 +917,121 @@ final class SoftQp extends Closeable implements QueuePair {
    * by the peer's engine (same JVM) or a fabric connection's reader (other process).
    */
   void handleRequest(SoftPeer.RequestHeader h, Segments payload, SoftPeer.Response r) {
+    DeferredSignals signals = DeferredSignals.enter();
+    try {
+      serveRequest(h, payload, r);
+    } finally {
+      signals.exit();
+    }
+  }
+
+  private void serveRequest(SoftPeer.RequestHeader h, Segments payload, SoftPeer.Response r) {
     r.psn = h.psn;
     r.code = DROPPED;
     AsyncEventType event = null;
+    WrOpcode op;
+    int d;
+    long len = payload.total();
+    boolean place = false;
+    int incarnation;
     synchronized (this) {
+      incarnation = resets;
+      if (!acceptsRequests(h)) return;
       QpState s = state;
-      if (isClosed() || type != QpType.RC || h.srcQpn != destQpn
-          || !(s == QpState.RTR || s == QpState.RTS || s == QpState.SQD || s == QpState.SQE)) {
-        return;
-      }
       if (s == QpState.RTR && !commEstablished) {
         commEstablished = true;
         context.raise(AsyncEvent.ofQp(AsyncEventType.COMM_EST, this));
       }
-      int d = ((h.psn - epsn) << 8) >> 8;
+      d = ((h.psn - epsn) << 8) >> 8;
       if (d > 0) return; // after a NAK the rest are dropped until the retry
-      WrOpcode op = WrOpcode.of(h.opcode);
+      op = WrOpcode.of(h.opcode);
       if (d < 0 && op != WrOpcode.RDMA_READ) { // a duplicate: acknowledge again
         r.code = ACK;
         return;
       }
-      int code = respond(op, h, payload, r);
-      r.code = code;
-      if (code == ACK) {
-        if (d == 0) epsn = (epsn + 1) & 0xffffff;
-      } else if (code != RNR_NAK) {
-        event = code == NAK_REMOTE_ACCESS ? AsyncEventType.QP_ACCESS_ERR : AsyncEventType.QP_REQ_ERR;
-        toErrorLocked();
+      if ((op == WrOpcode.RDMA_WRITE || op == WrOpcode.RDMA_WRITE_WITH_IMM) && len > 0) {
+        int code = admitWrite(h, len);
+        if (code == ACK) {
+          place = true;
+          responding++; // close() waits for the copy: the memory may go with the QP
+        } else {
+          event = settleLocked(code, d, r);
+        }
+      } else {
+        event = settleLocked(respond(op, h, payload, r), d, r);
+      }
+    }
+    if (place) {
+      // the data goes in outside the QP's monitor, as a NIC places packets while the owner
+      // posts and polls: they do not wait for the copy
+      try {
+        Segments.copy(payload, 0, placed.single(h.remoteAddress, (int) len), 0, len);
+      } finally {
+        synchronized (this) {
+          if (--responding == 0 && isClosed()) notifyAll();
+          // gone to the error state (or closed) meanwhile: dropped, as by a NIC's QP in error
+          if (resets == incarnation && acceptsRequests(h)) {
+            event = settleLocked(op == WrOpcode.RDMA_WRITE ? ACK
+                : receiveWriteImmediate(h, len, r), d, r);
+          }
+        }
       }
     }
     if (event != null) context.raise(AsyncEvent.ofQp(event, this));
   }
 
+  private boolean acceptsRequests(SoftPeer.RequestHeader h) {
+    QpState s = state;
+    return !isClosed() && type == QpType.RC && h.srcQpn == destQpn
+        && (s == QpState.RTR || s == QpState.RTS || s == QpState.SQD || s == QpState.SQE);
+  }
+
+  /** The response's code; on a NAK the QP goes to the error state, whose event is returned. */
+  private AsyncEventType settleLocked(int code, int d, SoftPeer.Response r) {
+    r.code = code;
+    if (code == ACK) {
+      if (d == 0) epsn = (epsn + 1) & 0xffffff;
+      return null;
+    }
+    if (code == RNR_NAK) return null;
+    toErrorLocked();
+    return code == NAK_REMOTE_ACCESS ? AsyncEventType.QP_ACCESS_ERR : AsyncEventType.QP_REQ_ERR;
+  }
+
+  /** ACK when this QP takes a write of {@code len} bytes at the request's address and rkey. */
+  private int admitWrite(SoftPeer.RequestHeader h, long len) {
+    if ((accessFlags & Access.REMOTE_WRITE) == 0) return NAK_INVALID_REQUEST;
+    if (!checkRemote(h.rkey, h.remoteAddress, len, Access.REMOTE_WRITE)) return NAK_REMOTE_ACCESS;
+    return ACK;
+  }
+
+  /**
+   * A WRITE WITH IMM's data is placed: it takes a receive. An RNR NAK leaves the data placed,
+   * as a NIC leaves a multi-packet write's first packets; the retry places it again.
+   */
+  private int receiveWriteImmediate(SoftPeer.RequestHeader h, long len, SoftPeer.Response r) {
+    synchronized (receiveLock()) {
+      if (!receiveAvailable()) {
+        r.rnrTimer = minRnrTimer;
+        return RNR_NAK;
+      }
+      long wrId = takeReceive();
+      recvCq.push(wrId, WcStatus.SUCCESS, WcOpcode.RECV_RDMA_WITH_IMM, (int) len,
+          h.immOrRkeyBigEndian, qpn, h.srcQpn, WorkCompletions.FLAG_WITH_IMM,
+          (h.sendFlags & SendRequests.SOLICITED) != 0);
+    }
+    return ACK;
+  }
+
+  /** The answer to a request with no data to place (a write's is placed by the caller). */
   private int respond(WrOpcode op, SoftPeer.RequestHeader h, Segments payload, SoftPeer.Response r) {
     long len = payload.total();
     switch (op) {
       case RDMA_WRITE:
       case RDMA_WRITE_WITH_IMM: {
-        if ((accessFlags & Access.REMOTE_WRITE) == 0) return NAK_INVALID_REQUEST;
-        if (!checkRemote(h.rkey, h.remoteAddress, len, Access.REMOTE_WRITE)) return NAK_REMOTE_ACCESS;
-        // the data is placed outside the receive lock, as a plain WRITE's: the owner's posts and
-        // polls do not wait for the copy. An RNR NAK leaves it placed, as a NIC leaves a
-        // multi-packet write's first packets; the retry places it again.
-        if (len > 0) Segments.copy(payload, 0, target.single(h.remoteAddress, (int) len), 0, len);
-        if (op == WrOpcode.RDMA_WRITE) return ACK;
-        synchronized (receiveLock()) {
-          if (!receiveAvailable()) {
-            r.rnrTimer = minRnrTimer;
-            return RNR_NAK;
-          }
-          long wrId = takeReceive();
-          recvCq.push(wrId, WcStatus.SUCCESS, WcOpcode.RECV_RDMA_WITH_IMM, (int) len,
-              h.immOrRkeyBigEndian, qpn, h.srcQpn, WorkCompletions.FLAG_WITH_IMM,
-              (h.sendFlags & SendRequests.SOLICITED) != 0);
-        }
-        return ACK;
+        int code = admitWrite(h, len);
+        if (code != ACK || op == WrOpcode.RDMA_WRITE) return code;
+        return receiveWriteImmediate(h, len, r);
       }
       case SEND:
       case SEND_WITH_IMM:
@@ -1065,6 +1140,15 @@ final class SoftQp extends Closeable implements QueuePair {
 
   /** A UD datagram or UC message: no answer; errors and a missing receive drop it. */
   void handleDatagram(SoftPeer.RequestHeader h, Segments payload) {
+    DeferredSignals signals = DeferredSignals.enter();
+    try {
+      serveDatagram(h, payload);
+    } finally {
+      signals.exit();
+    }
+  }
+
+  private void serveDatagram(SoftPeer.RequestHeader h, Segments payload) {
     synchronized (this) {
       QpState s = state;
       if (isClosed() || !(s == QpState.RTR || s == QpState.RTS || s == QpState.SQD
@@ -1198,6 +1282,15 @@ final class SoftQp extends Closeable implements QueuePair {
       state = QpState.RESET;
       pauseGeneration++;
       device.qps.remove(qpn);
+      boolean interrupted = false;
+      while (responding > 0) { // the owner frees the memory once we return
+        try {
+          wait();
+        } catch (InterruptedException e) {
+          interrupted = true;
+        }
+      }
+      if (interrupted) Thread.currentThread().interrupt();
       if (!executing) freeQueuesLocked(); // else the engine frees them after its request
     }
     sendCq.users.decrementAndGet();
