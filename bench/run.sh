@@ -13,7 +13,7 @@
 #  (c) the streams layer's throughput from (a) against rdma-perf's raw verbs path (soft
 #      send_bw and write_bw from (a)); and the zero-copy bulk pair (bulkChunkSink ->
 #      bulkBufferSource, one chunk a write of the size, no copy but the "NIC"'s) against
-#      write_bw, run in (a)'s rounds.
+#      write_bw, run in (a)'s rounds: with Pekko's default dispatcher and with its affinity pool.
 #      Inside the VM too (with (b)): the streams layer on the native provider against rdma-perf's
 #      write_bw, both on rxe0 (rdma_cm needs its 192.0.2.1).
 #  A part whose module is not built is reported as a gap, saying so.
@@ -112,7 +112,9 @@ run_perf() { # FILE ARGS...: rdma-perf, once per size, appended to FILE
 A="(a) software provider against Pekko Streams Tcp over loopback, one JVM"
 say "$A"
 for f in soft-write_bw soft-send_bw soft-send_lat pekko-tcp pekko-tcp-lat rdma-streams \
-    rdma-streams-lat rdma-streams-zero-copy; do : > "$OUT/$f.txt"; done
+    rdma-streams-lat rdma-streams-zero-copy rdma-streams-zero-copy-affinity; do
+  : > "$OUT/$f.txt"
+done
 for r in $(seq "$REPEAT"); do
   say "  run $r of $REPEAT: rdma-perf soft (write_bw, send_bw at $SIZES; send_lat at $LAT_SIZE),"
   say "    Pekko Tcp (throughput at $SIZES, $BYTES each; ping-pong of $LAT_SIZE bytes)"
@@ -136,6 +138,11 @@ for r in $(seq "$REPEAT"); do
     "${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport rdma --provider soft \
       --test zero-copy --sizes "$SIZES" --bytes "$BYTES" >> "$OUT/rdma-streams-zero-copy.txt" \
       2>&1 || say "zero-copy bulk throughput failed: see $OUT/rdma-streams-zero-copy.txt"
+    say "    the same pair with Pekko's affinity pool as the dispatcher (--dispatcher affinity)"
+    "${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport rdma --provider soft \
+      --test zero-copy --dispatcher affinity --sizes "$SIZES" --bytes "$BYTES" \
+      >> "$OUT/rdma-streams-zero-copy-affinity.txt" 2>&1 \
+      || say "zero-copy bulk throughput failed: see $OUT/rdma-streams-zero-copy-affinity.txt"
   fi
 done
 manifest series soft-write_bw soft-write_bw.txt
@@ -147,6 +154,7 @@ if [[ $STREAMS == yes ]]; then
   manifest series rdma-streams rdma-streams.txt
   manifest series rdma-streams-lat rdma-streams-lat.txt
   manifest series rdma-streams-zero-copy rdma-streams-zero-copy.txt
+  manifest series rdma-streams-zero-copy-affinity rdma-streams-zero-copy-affinity.txt
   manifest note "$A" "the streams layer (RdmaStreams, defaults: 64 KiB buffers, so 1 MiB chunks go as 16 writes) against Tcp; then rdma-perf's raw verbs path against Tcp, for scale."
   manifest compare "$A" rdma-streams pekko-tcp bw 3 65536
   manifest compare "$A" rdma-streams-lat pekko-tcp-lat lat - -
@@ -194,6 +202,8 @@ if [[ $STREAMS == yes && -s $OUT/rdma-streams.txt ]]; then
   manifest compare "$C" rdma-streams soft-send_bw bw 0.9 65536
   manifest compare "$C" rdma-streams soft-write_bw bw 0.9 65536
   manifest compare "$C" rdma-streams-zero-copy soft-write_bw bw 0.9 65536
+  manifest note "$C" "rdma-streams-zero-copy-affinity: the same pair, the actor system's default dispatcher Pekko's affinity pool (one thread per core, idle-cpu-level 1): each stream keeps its thread, which spins a little before parking, so a completion's wake-up often finds it awake."
+  manifest compare "$C" rdma-streams-zero-copy-affinity soft-write_bw bw 0.9 65536
 else
   manifest note "$C" "GAP: the streams layer is not on main yet."
 fi

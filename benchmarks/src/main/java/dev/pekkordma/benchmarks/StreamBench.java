@@ -61,6 +61,12 @@ public final class StreamBench implements Callable<Integer> {
           + " bulkBufferSource; --transport rdma) (default: ${DEFAULT-VALUE}).")
   String test;
 
+  @Option(names = "--dispatcher", defaultValue = "default",
+      description = "What runs the streams: default (Pekko's fork-join pool) or affinity (Pekko's"
+          + " affinity pool, one thread per core: each stream keeps its thread, which spins a"
+          + " little before parking) (default: ${DEFAULT-VALUE}).")
+  String dispatcher;
+
   @Option(names = "--host", defaultValue = "127.0.0.1",
       description = "The address the server binds and the client connects to; on the native"
           + " provider one of an RDMA device's (rdma_cm cannot use loopback addresses)"
@@ -123,7 +129,7 @@ public final class StreamBench implements Callable<Integer> {
     }
     ActorSystem system = ActorSystem.create("stream-bench", ConfigFactory.parseString(
         "pekko.loglevel = WARNING\npekko.stdout-loglevel = WARNING\npekko-rdma.provider = "
-            + provider).withFallback(ConfigFactory.load()));
+            + provider + "\n" + dispatcherConfig()).withFallback(ConfigFactory.load()));
     try {
       if (test.equals("throughput")) {
         throughput(system, t);
@@ -148,6 +154,18 @@ public final class StreamBench implements Callable<Integer> {
     return 0;
   }
 
+  private String dispatcherConfig() {
+    if (dispatcher.equals("default")) return "";
+    if (dispatcher.equals("affinity")) {
+      int cores = Runtime.getRuntime().availableProcessors();
+      return "pekko.actor.default-dispatcher.executor = affinity-pool-executor\n"
+          + "pekko.actor.default-dispatcher.affinity-pool-executor { parallelism-min = " + cores
+          + ", parallelism-max = " + cores + ", idle-cpu-level = 1 }";
+    }
+    throw new CommandLine.ParameterException(new CommandLine(this),
+        "--dispatcher must be default or affinity, was '" + dispatcher + "'");
+  }
+
   private void banner(Transport t, String title) {
     banner(t, title, null);
   }
@@ -159,6 +177,9 @@ public final class StreamBench implements Callable<Integer> {
         + ", server and client in this JVM"
         + (t instanceof RdmaTransport ? ", " + provider + " provider" : ""));
     if (settings != null) out.println(" Settings        : " + settings);
+    if (!dispatcher.equals("default")) {
+      out.println(" Dispatcher      : Pekko's affinity pool, idle-cpu-level 1 (--dispatcher)");
+    }
     out.println(" Java            : " + System.getProperty("java.version") + ", "
         + Runtime.getRuntime().availableProcessors() + " cores");
     out.println(RULE);
