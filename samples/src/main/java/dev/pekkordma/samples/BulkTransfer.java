@@ -3,7 +3,6 @@ package dev.pekkordma.samples;
 import dev.pekkordma.verbs.RdmaProvider;
 import dev.pekkordma.verbs.ResourceCounts;
 import java.io.PrintStream;
-import java.io.PrintWriter;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.Locale;
@@ -56,39 +55,13 @@ public final class BulkTransfer implements Callable<Integer> {
 
   /** Runs the command line and returns the exit code (the tests call this). */
   public static int execute(String[] args, PrintStream out, PrintStream err) {
-    CommandLine cl = new CommandLine(new BulkTransfer(out, err));
-    cl.addSubcommand("demo", new Demo(out, err));
-    cl.addSubcommand("server", new Server(out, err));
-    cl.addSubcommand("client", new Client(out, err));
-    cl.setCaseInsensitiveEnumValuesAllowed(true);
-    cl.setOut(new PrintWriter(out, true));
-    cl.setErr(new PrintWriter(err, true));
-    cl.setExecutionExceptionHandler((e, cmd, parsed) -> {
-      if (e instanceof BadOption) {
-        err.println("bulk-transfer: " + e.getMessage());
-        err.println("Try '" + cmd.getCommandSpec().qualifiedName() + " --help' for more information.");
-        return 2;
-      }
-      err.println("bulk-transfer: FAILED: " + describe(e));
-      if (common(cmd).verbose) e.printStackTrace(err);
-      return 1;
-    });
-    return cl.execute(args);
-  }
-
-  private static CommonOptions common(CommandLine cmd) {
-    Object o = cmd.getCommand();
-    if (o instanceof BulkTransfer) return ((BulkTransfer) o).common;
-    if (o instanceof Demo) return ((Demo) o).common;
-    if (o instanceof Server) return ((Server) o).common;
-    if (o instanceof Client) return ((Client) o).common;
-    return new CommonOptions();
+    return SampleCommandLine.execute(args, out, err, BulkTransfer::describe,
+        new BulkTransfer(out, err), new Demo(out, err), new Server(out, err), new Client(out, err));
   }
 
   static String describe(Throwable e) {
     if (e instanceof TransferFailure || e instanceof IllegalArgumentException) return e.getMessage();
-    String m = e.getMessage();
-    return e.getClass().getSimpleName() + (m == null ? "" : ": " + m);
+    return SampleCommandLine.withClassName(e);
   }
 
   @Override
@@ -144,7 +117,7 @@ public final class BulkTransfer implements Callable<Integer> {
   }
 
   /** How to run: shared by every command. */
-  static final class CommonOptions {
+  static final class CommonOptions implements SampleCommandLine.Verbose {
     @Option(names = {"-v", "--verbose"},
         description = "Say more: connection details, the provider's live resources at the end.")
     boolean verbose;
@@ -163,6 +136,11 @@ public final class BulkTransfer implements Callable<Integer> {
         description = "Most memory for the server's ring and for the client's source buffers"
             + " (default: ${DEFAULT-VALUE}).")
     long ringLimit;
+
+    @Override
+    public boolean verbose() {
+      return verbose;
+    }
 
     RdmaProvider loadProvider() {
       return Providers.load(provider);

@@ -2,19 +2,18 @@ package dev.pekkordma.samples.interop;
 
 import dev.pekkordma.samples.BadOption;
 import dev.pekkordma.samples.Providers;
+import dev.pekkordma.samples.SampleCommandLine;
 import dev.pekkordma.verbs.Mtu;
 import dev.pekkordma.verbs.RdmaException;
 import dev.pekkordma.verbs.RdmaProvider;
 import dev.pekkordma.verbs.ResourceCounts;
 import java.io.IOException;
 import java.io.PrintStream;
-import java.io.PrintWriter;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.concurrent.Callable;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -36,7 +35,7 @@ import picocli.CommandLine.Parameters;
         "  rc-pingpong --provider native -d rxe_lo -g 1 &   ibv_rc_pingpong -d rxe_lo -g 1 127.0.0.1",
         "On the software provider: rc-pingpong -g 0 &   rc-pingpong -g 0 127.0.0.1",
         "", "Exit codes: 0 done, 1 failed or invalid data, 2 bad input."})
-public final class RcPingPong implements Callable<Integer> {
+public final class RcPingPong implements Callable<Integer>, SampleCommandLine.Verbose {
   static final int DEFAULT_PORT = 18515;
 
   @Parameters(index = "0", arity = "0..1", paramLabel = "HOST",
@@ -119,27 +118,17 @@ public final class RcPingPong implements Callable<Integer> {
 
   /** Runs the command line and returns the exit code. */
   public static int execute(String[] args, PrintStream out, PrintStream err) {
-    RcPingPong command = new RcPingPong(out);
-    CommandLine cl = new CommandLine(command);
-    cl.setOut(new PrintWriter(out, true));
-    cl.setErr(new PrintWriter(err, true));
-    cl.setExecutionExceptionHandler((e, cmd, parsed) -> {
-      if (e instanceof BadOption) {
-        err.println("rc-pingpong: " + e.getMessage());
-        err.println("Try 'rc-pingpong --help' for more information.");
-        return 2;
-      }
-      err.println("rc-pingpong: FAILED: " + describe(e));
-      if (command.verbose) e.printStackTrace(err);
-      return 1;
-    });
-    return cl.execute(args);
+    return SampleCommandLine.execute(args, out, err, RcPingPong::describe, new RcPingPong(out));
   }
 
   static String describe(Throwable e) {
     if (e instanceof PingPongFailure || e instanceof RdmaException) return e.getMessage();
-    String m = e.getMessage();
-    return e.getClass().getSimpleName() + (m == null ? "" : ": " + m);
+    return SampleCommandLine.withClassName(e);
+  }
+
+  @Override
+  public boolean verbose() {
+    return verbose;
   }
 
   PingPong.Settings settings() {

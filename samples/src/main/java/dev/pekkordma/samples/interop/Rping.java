@@ -2,18 +2,17 @@ package dev.pekkordma.samples.interop;
 
 import dev.pekkordma.samples.BadOption;
 import dev.pekkordma.samples.Providers;
+import dev.pekkordma.samples.SampleCommandLine;
 import dev.pekkordma.verbs.RdmaException;
 import dev.pekkordma.verbs.RdmaProvider;
 import dev.pekkordma.verbs.ResourceCounts;
 import java.io.PrintStream;
-import java.io.PrintWriter;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.concurrent.Callable;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -33,7 +32,7 @@ import picocli.CommandLine.Option;
         "  rping --provider native -s -a 192.0.2.1 -C 5 -V &   rping -c -a 192.0.2.1 -I 192.0.2.2 -C 5 -V -v",
         "On the software provider: rping -s -a 127.0.0.1 -C 5 &   rping -c -a 127.0.0.1 -C 5 -V",
         "", "Exit codes: 0 done, 1 failed or data mismatch, 2 bad input."})
-public final class Rping implements Callable<Integer> {
+public final class Rping implements Callable<Integer>, SampleCommandLine.Verbose {
   @Option(names = "-s", description = "Server side.")
   boolean server;
 
@@ -93,22 +92,13 @@ public final class Rping implements Callable<Integer> {
 
   /** Runs the command line and returns the exit code. */
   public static int execute(String[] args, PrintStream out, PrintStream err) {
-    Rping command = new Rping(out);
-    CommandLine cl = new CommandLine(command);
-    cl.setPosixClusteredShortOptionsAllowed(true);
-    cl.setOut(new PrintWriter(out, true));
-    cl.setErr(new PrintWriter(err, true));
-    cl.setExecutionExceptionHandler((e, cmd, parsed) -> {
-      if (e instanceof BadOption) {
-        err.println("rping: " + e.getMessage());
-        err.println("Try 'rping --help' for more information.");
-        return 2;
-      }
-      err.println("rping: FAILED: " + RcPingPong.describe(e));
-      if (command.stats) e.printStackTrace(err);
-      return 1;
-    });
-    return cl.execute(args);
+    return SampleCommandLine.execute(args, out, err, RcPingPong::describe, new Rping(out));
+  }
+
+  /** Stack traces come with --stats: rping's -v is for the ping data. */
+  @Override
+  public boolean verbose() {
+    return stats;
   }
 
   RpingSession.Settings settings() {

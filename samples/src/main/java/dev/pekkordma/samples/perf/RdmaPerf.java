@@ -4,10 +4,10 @@ import dev.pekkordma.samples.BadOption;
 import dev.pekkordma.samples.BulkTransfer;
 import dev.pekkordma.samples.ByteSize;
 import dev.pekkordma.samples.Providers;
+import dev.pekkordma.samples.SampleCommandLine;
 import dev.pekkordma.verbs.RdmaProvider;
 import dev.pekkordma.verbs.ResourceCounts;
 import java.io.PrintStream;
-import java.io.PrintWriter;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
@@ -67,39 +67,13 @@ public final class RdmaPerf implements Callable<Integer> {
 
   /** Runs the command line and returns the exit code. */
   public static int execute(String[] args, PrintStream out, PrintStream err) {
-    CommandLine cl = new CommandLine(new RdmaPerf(out, err));
-    cl.addSubcommand("local", new Local(out, err));
-    cl.addSubcommand("server", new Server(out, err));
-    cl.addSubcommand("client", new Client(out, err));
-    cl.setCaseInsensitiveEnumValuesAllowed(true);
-    cl.setOut(new PrintWriter(out, true));
-    cl.setErr(new PrintWriter(err, true));
-    cl.setExecutionExceptionHandler((e, cmd, parsed) -> {
-      if (e instanceof BadOption) {
-        err.println("rdma-perf: " + e.getMessage());
-        err.println("Try '" + cmd.getCommandSpec().qualifiedName() + " --help' for more information.");
-        return 2;
-      }
-      err.println("rdma-perf: FAILED: " + describe(e));
-      if (verbose(cmd)) e.printStackTrace(err);
-      return 1;
-    });
-    return cl.execute(args);
-  }
-
-  private static boolean verbose(CommandLine cmd) {
-    Object o = cmd.getCommand();
-    if (o instanceof RdmaPerf) return ((RdmaPerf) o).common.verbose;
-    if (o instanceof Local) return ((Local) o).common.verbose;
-    if (o instanceof Server) return ((Server) o).common.verbose;
-    if (o instanceof Client) return ((Client) o).common.verbose;
-    return false;
+    return SampleCommandLine.execute(args, out, err, RdmaPerf::describe,
+        new RdmaPerf(out, err), new Local(out, err), new Server(out, err), new Client(out, err));
   }
 
   static String describe(Throwable e) {
     if (e instanceof PerfFailure) return e.getMessage();
-    String m = e.getMessage();
-    return e.getClass().getSimpleName() + (m == null ? "" : ": " + m);
+    return SampleCommandLine.withClassName(e);
   }
 
   @Override
@@ -243,7 +217,7 @@ public final class RdmaPerf implements Callable<Integer> {
   }
 
   /** How to run: every command's. */
-  static final class CommonOptions {
+  static final class CommonOptions implements SampleCommandLine.Verbose {
     @Option(names = {"-v", "--verbose"},
         description = "Say more: heap bytes the data path allocated, resources left open.")
     boolean verbose;
@@ -255,6 +229,11 @@ public final class RdmaPerf implements Callable<Integer> {
     @Option(names = "--timeout", paramLabel = "SECONDS", defaultValue = "30",
         description = "Give up after this long without progress (default: ${DEFAULT-VALUE}).")
     int timeoutSeconds;
+
+    @Override
+    public boolean verbose() {
+      return verbose;
+    }
 
     Duration timeout() {
       if (timeoutSeconds <= 0) {
