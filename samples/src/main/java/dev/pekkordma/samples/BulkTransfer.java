@@ -41,11 +41,9 @@ public final class BulkTransfer implements Callable<Integer> {
   @Mixin CommonOptions common;
 
   private final PrintStream out;
-  private final PrintStream err;
 
-  BulkTransfer(PrintStream out, PrintStream err) {
+  BulkTransfer(PrintStream out) {
     this.out = out;
-    this.err = err;
   }
 
   public static void main(String[] args) {
@@ -56,7 +54,7 @@ public final class BulkTransfer implements Callable<Integer> {
   /** Runs the command line and returns the exit code (the tests call this). */
   public static int execute(String[] args, PrintStream out, PrintStream err) {
     return SampleCommandLine.execute(args, out, err, BulkTransfer::describe,
-        new BulkTransfer(out, err), new Demo(out, err), new Server(out, err), new Client(out, err));
+        new BulkTransfer(out), new Demo(out), new Server(out), new Client(out));
   }
 
   static String describe(Throwable e) {
@@ -66,7 +64,7 @@ public final class BulkTransfer implements Callable<Integer> {
 
   @Override
   public Integer call() {
-    return runDemo(transfer, common, out, err);
+    return runDemo(transfer, common, out);
   }
 
   /** What to move: shared by demo and client. */
@@ -153,16 +151,14 @@ public final class BulkTransfer implements Callable<Integer> {
     @Mixin TransferOptions transfer;
     @Mixin CommonOptions common;
     private final PrintStream out;
-    private final PrintStream err;
 
-    Demo(PrintStream out, PrintStream err) {
+    Demo(PrintStream out) {
       this.out = out;
-      this.err = err;
     }
 
     @Override
     public Integer call() {
-      return runDemo(transfer, common, out, err);
+      return runDemo(transfer, common, out);
     }
   }
 
@@ -184,11 +180,9 @@ public final class BulkTransfer implements Callable<Integer> {
 
     @Mixin CommonOptions common;
     private final PrintStream out;
-    private final PrintStream err;
 
-    Server(PrintStream out, PrintStream err) {
+    Server(PrintStream out) {
       this.out = out;
-      this.err = err;
     }
 
     @Override
@@ -231,11 +225,9 @@ public final class BulkTransfer implements Callable<Integer> {
     @Mixin TransferOptions transfer;
     @Mixin CommonOptions common;
     private final PrintStream out;
-    private final PrintStream err;
 
-    Client(PrintStream out, PrintStream err) {
+    Client(PrintStream out) {
       this.out = out;
-      this.err = err;
     }
 
     @Override
@@ -256,8 +248,7 @@ public final class BulkTransfer implements Callable<Integer> {
   /** The outcome of a demo run, for tests. */
   record DemoOutcome(BulkClient.Result client, BulkServer.Result server, ResourceCounts leaked) {}
 
-  static int runDemo(TransferOptions transfer, CommonOptions common, PrintStream out,
-      PrintStream err) {
+  static int runDemo(TransferOptions transfer, CommonOptions common, PrintStream out) {
     BulkClient.Settings settings = transfer.settings(common.ringLimit);
     try (RdmaProvider provider = common.loadProvider()) {
       DemoOutcome o = demo(provider, settings, common, out);

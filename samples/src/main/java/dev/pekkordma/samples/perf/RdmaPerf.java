@@ -54,11 +54,9 @@ public final class RdmaPerf implements Callable<Integer> {
   @Mixin CommonOptions common;
 
   private final PrintStream out;
-  private final PrintStream err;
 
-  RdmaPerf(PrintStream out, PrintStream err) {
+  RdmaPerf(PrintStream out) {
     this.out = out;
-    this.err = err;
   }
 
   public static void main(String[] args) {
@@ -68,7 +66,7 @@ public final class RdmaPerf implements Callable<Integer> {
   /** Runs the command line and returns the exit code. */
   public static int execute(String[] args, PrintStream out, PrintStream err) {
     return SampleCommandLine.execute(args, out, err, RdmaPerf::describe,
-        new RdmaPerf(out, err), new Local(out, err), new Server(out, err), new Client(out, err));
+        new RdmaPerf(out), new Local(out), new Server(out), new Client(out));
   }
 
   static String describe(Throwable e) {
@@ -258,11 +256,9 @@ public final class RdmaPerf implements Callable<Integer> {
     @Mixin DeviceOptions device;
     @Mixin CommonOptions common;
     private final PrintStream out;
-    private final PrintStream err;
 
-    Local(PrintStream out, PrintStream err) {
+    Local(PrintStream out) {
       this.out = out;
-      this.err = err;
     }
 
     @Override
@@ -285,11 +281,9 @@ public final class RdmaPerf implements Callable<Integer> {
 
     @Mixin CommonOptions common;
     private final PrintStream out;
-    private final PrintStream err;
 
-    Server(PrintStream out, PrintStream err) {
+    Server(PrintStream out) {
       this.out = out;
-      this.err = err;
     }
 
     @Override
@@ -327,11 +321,9 @@ public final class RdmaPerf implements Callable<Integer> {
     @Mixin TestOptions test;
     @Mixin CommonOptions common;
     private final PrintStream out;
-    private final PrintStream err;
 
-    Client(PrintStream out, PrintStream err) {
+    Client(PrintStream out) {
       this.out = out;
-      this.err = err;
     }
 
     @Override
