@@ -166,7 +166,7 @@ public final class BulkTransfer implements Callable<Integer> {
       description = "Waits for one client, receives its data, checks it and exits.")
   static final class Server implements Callable<Integer> {
     @Option(names = "--bind", paramLabel = "HOST:PORT", defaultValue = DEFAULT_ADDRESS,
-        converter = HostPort.class,
+        converter = SampleCommandLine.HostPort.class,
         description = "Address to listen on (default: ${DEFAULT-VALUE}).")
     InetSocketAddress bind;
 
@@ -218,7 +218,7 @@ public final class BulkTransfer implements Callable<Integer> {
       description = "Connects to a server and sends it the data.")
   static final class Client implements Callable<Integer> {
     @Option(names = "--connect", paramLabel = "HOST:PORT", defaultValue = DEFAULT_ADDRESS,
-        converter = HostPort.class,
+        converter = SampleCommandLine.HostPort.class,
         description = "The server's address (default: ${DEFAULT-VALUE}).")
     InetSocketAddress connect;
 
@@ -374,32 +374,5 @@ public final class BulkTransfer implements Callable<Integer> {
   static String format(InetSocketAddress a) {
     String host = a.getAddress() != null ? a.getAddress().getHostAddress() : a.getHostString();
     return (host.contains(":") ? "[" + host + "]" : host) + ":" + a.getPort();
-  }
-
-  /** {@code host:port} or {@code [v6]:port}. */
-  public static final class HostPort implements CommandLine.ITypeConverter<InetSocketAddress> {
-    @Override
-    public InetSocketAddress convert(String value) {
-      int colon = value.lastIndexOf(':');
-      if (colon <= 0 || colon == value.length() - 1) {
-        throw new CommandLine.TypeConversionException("'" + value + "' is not HOST:PORT");
-      }
-      String host = value.substring(0, colon);
-      if (host.startsWith("[") && host.endsWith("]")) host = host.substring(1, host.length() - 1);
-      int port;
-      try {
-        port = Integer.parseInt(value.substring(colon + 1));
-      } catch (NumberFormatException e) {
-        throw new CommandLine.TypeConversionException("'" + value + "': the port is not a number");
-      }
-      if (port < 0 || port > 65535) {
-        throw new CommandLine.TypeConversionException("'" + value + "': port out of range");
-      }
-      InetSocketAddress a = new InetSocketAddress(host, port);
-      if (a.isUnresolved()) {
-        throw new CommandLine.TypeConversionException("'" + value + "': unknown host " + host);
-      }
-      return a;
-    }
   }
 }

@@ -2,15 +2,18 @@ package dev.pekkordma.samples;
 
 import java.io.PrintStream;
 import java.io.PrintWriter;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
 import java.util.function.Function;
 import picocli.CommandLine;
 import picocli.CommandLine.Model.CommandSpec;
 
 /**
- * How every sample program runs its command line, so that they all fail alike: a {@link
- * BadOption} prints "NAME: message" and a hint, exit code 2; any other failure prints "NAME:
- * FAILED: " and the program's own description of it (with the stack trace when the command is
- * {@link Verbose}), exit code 1.
+ * The sample programs' command line, shared so that they all fail alike: a {@link BadOption}
+ * prints "NAME: message" and a hint, exit code 2; any other failure prints "NAME: FAILED: " and
+ * the program's own description of it (with the stack trace when the command is {@link
+ * Verbose}), exit code 1. Host names and HOST:PORT values are read here too.
  */
 public final class SampleCommandLine {
   private SampleCommandLine() {}
@@ -58,5 +61,41 @@ public final class SampleCommandLine {
   public static String withClassName(Throwable e) {
     String m = e.getMessage();
     return e.getClass().getSimpleName() + (m == null ? "" : ": " + m);
+  }
+
+  /** {@code host}, named in the message by {@code option} when it is not a known host. */
+  public static InetAddress resolve(String host, String option) {
+    try {
+      return InetAddress.getByName(host);
+    } catch (UnknownHostException e) {
+      throw new BadOption(option + ": unknown host '" + host + "'");
+    }
+  }
+
+  /** {@code host:port} or {@code [v6]:port}. */
+  public static final class HostPort implements CommandLine.ITypeConverter<InetSocketAddress> {
+    @Override
+    public InetSocketAddress convert(String value) {
+      int colon = value.lastIndexOf(':');
+      if (colon <= 0 || colon == value.length() - 1) {
+        throw new CommandLine.TypeConversionException("'" + value + "' is not HOST:PORT");
+      }
+      String host = value.substring(0, colon);
+      if (host.startsWith("[") && host.endsWith("]")) host = host.substring(1, host.length() - 1);
+      int port;
+      try {
+        port = Integer.parseInt(value.substring(colon + 1));
+      } catch (NumberFormatException e) {
+        throw new CommandLine.TypeConversionException("'" + value + "': the port is not a number");
+      }
+      if (port < 0 || port > 65535) {
+        throw new CommandLine.TypeConversionException("'" + value + "': port out of range");
+      }
+      InetSocketAddress a = new InetSocketAddress(host, port);
+      if (a.isUnresolved()) {
+        throw new CommandLine.TypeConversionException("'" + value + "': unknown host " + host);
+      }
+      return a;
+    }
   }
 }

@@ -9,7 +9,6 @@ import dev.pekkordma.verbs.ResourceCounts;
 import java.io.PrintStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.concurrent.Callable;
@@ -117,19 +116,12 @@ public final class Rping implements Callable<Integer>, SampleCommandLine.Verbose
         Duration.ofSeconds(timeoutSeconds));
   }
 
-  private static InetAddress resolve(String host, String option) {
-    try {
-      return InetAddress.getByName(host);
-    } catch (UnknownHostException e) {
-      throw new BadOption(option + ": unknown host '" + host + "'");
-    }
-  }
-
   @Override
   public Integer call() {
     RpingSession.Settings s = settings();
-    InetAddress a = address == null ? null : resolve(address, "-a");
-    InetSocketAddress from = source == null ? null : new InetSocketAddress(resolve(source, "-I"), 0);
+    InetAddress a = address == null ? null : SampleCommandLine.resolve(address, "-a");
+    InetSocketAddress from = source == null ? null
+        : new InetSocketAddress(SampleCommandLine.resolve(source, "-I"), 0);
     try (RdmaProvider p = Providers.load(provider)) {
       if (!p.supports(RdmaProvider.Feature.CONNECTION_MANAGER)) {
         throw new PingPongFailure("the " + p.name() + " provider has no connection manager");

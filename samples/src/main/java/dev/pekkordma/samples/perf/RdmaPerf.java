@@ -1,16 +1,13 @@
 package dev.pekkordma.samples.perf;
 
 import dev.pekkordma.samples.BadOption;
-import dev.pekkordma.samples.BulkTransfer;
 import dev.pekkordma.samples.ByteSize;
 import dev.pekkordma.samples.Providers;
 import dev.pekkordma.samples.SampleCommandLine;
 import dev.pekkordma.verbs.RdmaProvider;
 import dev.pekkordma.verbs.ResourceCounts;
 import java.io.PrintStream;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
@@ -271,7 +268,7 @@ public final class RdmaPerf implements Callable<Integer> {
       description = "Waits for one client through rdma_cm, answers its test and exits.")
   static final class Server implements Callable<Integer> {
     @Option(names = "--bind", paramLabel = "HOST:PORT", defaultValue = DEFAULT_ADDRESS,
-        converter = BulkTransfer.HostPort.class,
+        converter = SampleCommandLine.HostPort.class,
         description = "Address to listen on (default: ${DEFAULT-VALUE}).")
     InetSocketAddress bind;
 
@@ -310,7 +307,7 @@ public final class RdmaPerf implements Callable<Integer> {
       description = "Connects to a server through rdma_cm, runs the test and prints the results.")
   static final class Client implements Callable<Integer> {
     @Option(names = "--connect", paramLabel = "HOST:PORT", defaultValue = DEFAULT_ADDRESS,
-        converter = BulkTransfer.HostPort.class,
+        converter = SampleCommandLine.HostPort.class,
         description = "The server's address (default: ${DEFAULT-VALUE}).")
     InetSocketAddress connect;
 
@@ -334,14 +331,8 @@ public final class RdmaPerf implements Callable<Integer> {
         throw new BadOption("--sizes: " + spec.sizes().length + " sizes need " + length
             + " bytes of the connect request's 56: give fewer (or -a)");
       }
-      InetSocketAddress from = null;
-      if (source != null) {
-        try {
-          from = new InetSocketAddress(InetAddress.getByName(source), 0);
-        } catch (UnknownHostException e) {
-          throw new BadOption("--source: unknown host '" + source + "'");
-        }
-      }
+      InetSocketAddress from = source == null ? null
+          : new InetSocketAddress(SampleCommandLine.resolve(source, "--source"), 0);
       Duration timeout = common.timeout();
       try (RdmaProvider provider = common.loadProvider()) {
         requireCm(provider);
