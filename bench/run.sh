@@ -29,6 +29,7 @@
 #                        provider is built
 #   VM_BYTES=64m         bytes per size inside the VM (emulated: ~50 MB/s)
 #   VM_REPEAT=1          rounds of (b) (about ten minutes each); the report takes the best
+#   VM_PARTS="perftest streams"   the VM's halves: (b), and (c) on the native provider
 #   OUT=bench/results/DATE        where outputs, manifest.tsv and throughput.png go
 #   MVN_ARGS=            extra Maven arguments, e.g. -o -Dmaven.repo.local=...
 #   SKIP_BUILD=1         use what is built
@@ -179,7 +180,8 @@ else
   [[ $NATIVE == no ]] && manifest note "$B" "the native provider is not on main yet: perftest only (VM=perftest)"
   say "(b) booting the Soft-RoCE VM (about a minute of emulation per size and test)"
   (cd "$ROOT" && "$LAB" --timeout "${VM_TIMEOUT:-3000}" -- env OUT="$OUT" CP="$CP" SIZES="$SIZES" \
-      VM_BYTES="$VM_BYTES" VM_REPEAT="$VM_REPEAT" LAT_SIZE="$LAT_SIZE" NATIVE="$NATIVE" \
+      VM_BYTES="$VM_BYTES" VM_REPEAT="$VM_REPEAT" VM_PARTS="${VM_PARTS:-perftest streams}" \
+      LAT_SIZE="$LAT_SIZE" NATIVE="$NATIVE" \
       bash bench/vm-native.sh) \
       > "$OUT/vm.log" 2>&1 || say "(b) the VM run failed: see $OUT/vm.log"
   for t in write_bw send_bw read_bw send_lat; do
