@@ -22,7 +22,7 @@ import picocli.CommandLine.Option;
  * <p>Exit codes: 0 when the pings completed (and validated with -V), 1 when they failed, 2 for
  * bad command-line input.
  */
-@Command(name = "rping", mixinStandardHelpOptions = true, version = "pekko-rdma rping 0.1",
+@Command(name = "rping", version = "pekko-rdma rping 0.1",
     description = {"librdmacm's rping over the pekko-rdma connection manager: per ping the client"
         + " advertises a buffer, the server RDMA READs it, the client advertises another, the"
         + " server RDMA WRITEs the ping there."},
@@ -34,6 +34,13 @@ import picocli.CommandLine.Option;
 public final class Rping implements Callable<Integer>, SampleCommandLine.Verbose {
   @Option(names = "-s", description = "Server side.")
   boolean server;
+
+  // not picocli's standard help options: their -V is rping's verify
+  @Option(names = {"-h", "--help"}, usageHelp = true, description = "Show this help and exit.")
+  boolean help;
+
+  @Option(names = "--version", versionHelp = true, description = "Print the version and exit.")
+  boolean version;
 
   @Option(names = "-c", description = "Client side.")
   boolean client;

@@ -255,4 +255,14 @@ class InteropSamplesTest {
     assertEquals(2, run(true, "-c", "-a", "127.0.0.1", "-C", "-1"));
     assertTrue(lastError.contains("Invalid count -1"), lastError);
   }
+
+  @Test
+  void helpAndVersionWork() {
+    // rping's -V (verify) is not picocli's --version
+    for (boolean rping : new boolean[] {true, false}) {
+      assertEquals(0, run(rping, "--help"), lastError);
+      assertEquals(0, run(rping, "--version"), lastError);
+    }
+    assertEquals(0, run(true, "-h"), lastError);
+  }
 }
