@@ -4,8 +4,9 @@
 # Inside the VM, offline, with the given local repository, on the native provider (plain verbs on
 # rxe_lo, GID index 1; CM at 192.0.2.1 on rxe0): native's tests (LayoutTest, the smoke tests and
 # core's whole conformance suite), samples' RealToolsInteropTest against ibv_rc_pingpong and
-# rping, the actors' lifecycle tests and echo sample, the streams' tests, then the actors'
-# DeviceRemovalTest (rdma link delete rxe0, and add again) and port events (dummy0 down, up);
+# rping, the actors' lifecycle tests and echo sample, the streams' tests, then the actors' and
+# the streams' DeviceRemovalTest (rdma link delete rxe0, and add again) and port events (dummy0
+# down, up);
 # then a leak check: `rdma resource show` must read as it did before the tests.
 #
 #   native/softroce/run-native-tests.sh [--timeout SECONDS] [--repo LOCAL_REPO] [extra mvn args]
@@ -108,6 +109,11 @@ mkdir -p "${inner%/*}"
   # then what changes rxe0: it goes away (rdma link delete) and comes back
   printf 'run mvn -o -q -DargLine="$jvm"'
   printf ' %q' "${mvnflags[@]}" -pl actors test -Dtest=DeviceRemovalTest \
+    -Dpekko-rdma.test.remove-device=true -Dsurefire.reportNameSuffix=removal "${props[@]}" "$@"
+  echo ' || rc=1'
+  # and under a running stream
+  printf 'run mvn -o -q -DargLine="$jvm"'
+  printf ' %q' "${mvnflags[@]}" -pl streams test -Dtest=DeviceRemovalTest \
     -Dpekko-rdma.test.remove-device=true -Dsurefire.reportNameSuffix=removal "${props[@]}" "$@"
   echo ' || rc=1'
   # and last, as after it rxe0's CM connections end UNREACHABLE: real port events, its netdev

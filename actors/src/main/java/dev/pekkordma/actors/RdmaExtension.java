@@ -61,8 +61,12 @@ public final class RdmaExtension implements Extension {
     system.getWhenTerminated().whenComplete((done, failure) -> provider.close());
   }
 
-  /** The CM saw the device go: its actor fails (closing its context) and reopens when back. */
-  private void deviceRemoved(String name) {
+  /**
+   * A CM saw the device go (DEVICE_REMOVAL): its actor fails, closing its context so that the
+   * kernel can remove the device, and reopens it when it is back. This extension's CM calls it;
+   * so must any other CM user of the system (the streams' own CM does).
+   */
+  public void deviceRemoved(String name) {
     ActorRef<DeviceActor.Command> device = devices.get(name);
     if (device != null) device.tell(new DeviceActor.Fail("DEVICE_REMOVAL"));
   }

@@ -31,13 +31,15 @@ public final class CmService {
   private final CmEventChannel channel;
   private final Map<CmId, Consumer<CmEvent>> owners = new ConcurrentHashMap<>();
   private final ActorRef<Spin> reader;
+  private final Consumer<String> deviceRemoved;
   private volatile boolean closed;
 
   private enum Spin implements DeadLetterSuppression { INSTANCE }
 
   CmService(ActorSystem<?> system, CmEventChannel channel, String dispatcher,
-      Duration blockTimeout) {
+      Duration blockTimeout, Consumer<String> deviceRemoved) {
     this.channel = channel;
+    this.deviceRemoved = deviceRemoved;
     this.reader = system.systemActorOf(reader(blockTimeout), "pekko-rdma-streams-cm",
         DispatcherSelector.fromConfig(dispatcher));
   }
@@ -68,6 +70,10 @@ public final class CmService {
   }
 
   private void dispatch(CmEvent e) {
+    if (e.type() == CmEventType.DEVICE_REMOVAL && e.id() != null && e.id().verbs() != null) {
+      // the device's actor holds a context of it too: the kernel's removal waits for it
+      deviceRemoved.accept(e.id().verbs().device().name());
+    }
     CmId key = e.type() == CmEventType.CONNECT_REQUEST ? e.listenId() : e.id();
     Consumer<CmEvent> owner = key == null ? null : owners.get(key);
     if (owner == null) {

@@ -25,7 +25,7 @@ public final class StreamsRuntime {
     this.provider = rdma.provider();
     this.actorsSettings = rdma.settings();
     this.cm = new CmService(system, provider.createCmEventChannel(),
-        actorsSettings.pollerDispatcher, actorsSettings.blockTimeout);
+        actorsSettings.pollerDispatcher, actorsSettings.blockTimeout, rdma::deviceRemoved);
     this.hubs = new Hubs(system, actorsSettings.pollerDispatcher, actorsSettings.blockTimeout);
   }
 }
