@@ -8,9 +8,9 @@ import dev.pekkordma.actors.ConnectionActor.ConnectionLost;
 import dev.pekkordma.actors.ConnectionActor.Disconnected;
 import dev.pekkordma.actors.DeviceActor.*;
 import dev.pekkordma.actors.ListenerActor.Unbound;
+import dev.pekkordma.testing.RxeLink;
 import dev.pekkordma.verbs.QpAttributes;
 import dev.pekkordma.verbs.RdmaProvider;
-import java.io.IOException;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes;
@@ -57,7 +57,7 @@ class DeviceRemovalTest {
       TestProbe<ConnectionActor.Event> serverSide = kit.createTestProbe();
       Connected[] both = connectThroughCm(rdma, CM_HOST, server, client, serverSide);
 
-      Process delete = run("rdma", "link", "delete", CM_DEVICE);
+      Process delete = RxeLink.delete(CM_DEVICE);
       DeviceFailed failed = fish(subscriber, DeviceFailed.class);
       assertEquals(new DeviceFailed(CM_DEVICE, "DEVICE_REMOVAL"), failed);
       TestProbe<Object> watcher = kit.createTestProbe();
@@ -70,14 +70,12 @@ class DeviceRemovalTest {
       // the kernel removed the device: every context of it, ours and librdmacm's, was closed
       assertTrue(delete.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS),
           "rdma link delete " + CM_DEVICE + " still waits for a context of it to close");
-      assertEquals(0, delete.exitValue(), output(delete));
+      assertEquals(0, delete.exitValue(), RxeLink.output(delete));
       ReopenFailed gone = fish(subscriber, ReopenFailed.class);
       assertTrue(gone.reason().contains(CM_DEVICE), gone.reason());
       awaitResources(provider, counts(0, 0, 0, 0, 0, 0));
 
-      Process add = run("rdma", "link", "add", CM_DEVICE, "type", "rxe", "netdev", NETDEV);
-      assertTrue(add.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS) && add.exitValue() == 0,
-          output(add));
+      RxeLink.add(CM_DEVICE, NETDEV, WAIT);
       awaitCmGid(provider);
       DeviceEvent e;
       do {
@@ -91,7 +89,7 @@ class DeviceRemovalTest {
           kit.createTestProbe());
     } finally {
       kit.shutdownTestKit();
-      restoreDevice();
+      RxeLink.restore(CM_DEVICE, NETDEV, WAIT);
     }
   }
 
@@ -100,21 +98,5 @@ class DeviceRemovalTest {
         m instanceof ConnectionLost || m instanceof Disconnected
             ? FishingOutcomes.complete() : FishingOutcomes.continueAndIgnore()).get(0);
     return e instanceof ConnectionLost l ? l.connection() : ((Disconnected) e).connection();
-  }
-
-  /** Whatever happened, the device is there again for what runs after. */
-  private static void restoreDevice() throws IOException, InterruptedException {
-    Process list = run("rdma", "link", "show", CM_DEVICE + "/1");
-    if (list.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS) && list.exitValue() == 0) return;
-    run("rdma", "link", "add", CM_DEVICE, "type", "rxe", "netdev", NETDEV)
-        .waitFor(WAIT.toSeconds(), TimeUnit.SECONDS);
-  }
-
-  private static Process run(String... command) throws IOException {
-    return new ProcessBuilder(command).redirectErrorStream(true).start();
-  }
-
-  private static String output(Process p) throws IOException {
-    return new String(p.getInputStream().readAllBytes());
   }
 }

@@ -9,8 +9,8 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.pekkordma.testing.RxeLink;
 import dev.pekkordma.verbs.ResourceCounts;
-import java.io.IOException;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
@@ -59,7 +59,7 @@ class DeviceRemovalTest {
       while (received.get() < 50 && System.nanoTime() < deadline) Thread.sleep(10);
       assertTrue(received.get() >= 50, "the transfer is under way");
 
-      Process delete = run("rdma", "link", "delete", DEVICE);
+      Process delete = RxeLink.delete(DEVICE);
       ExecutionException e = assertThrows(ExecutionException.class, () -> await(client));
       RdmaStreamException lost = assertInstanceOf(RdmaStreamException.class, e.getCause());
       assertEquals(port, lost.peer().getPort(), lost.getMessage());
@@ -68,12 +68,12 @@ class DeviceRemovalTest {
       await(binding.whenUnbound()); // the listener goes with its device
       assertTrue(delete.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS),
           "rdma link delete " + DEVICE + " still waits for a context of it to close");
-      assertEquals(0, delete.exitValue(), output(delete));
+      assertEquals(0, delete.exitValue(), RxeLink.output(delete));
       ResourceCounts left = rdma.liveResources();
       assertEquals(new ResourceCounts(left.contexts(), 0, 0, 0, 0, 0, 0, 0, 0), left,
           "nothing of the removed device's connections is left");
 
-      add();
+      RxeLink.add(DEVICE, NETDEV, WAIT);
       // back: rdma_cm finds the new rxe0 once its address's GID is there
       List<ByteString> echoed = null;
       deadline = System.nanoTime() + WAIT.toNanos();
@@ -92,29 +92,7 @@ class DeviceRemovalTest {
       assertEquals(List.of(ByteString.fromString("back")), echoed);
     } finally {
       system.terminate();
-      restore();
+      RxeLink.restore(DEVICE, NETDEV, WAIT);
     }
-  }
-
-  private static void add() throws IOException, InterruptedException {
-    Process add = run("rdma", "link", "add", DEVICE, "type", "rxe", "netdev", NETDEV);
-    assertTrue(add.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS) && add.exitValue() == 0,
-        output(add));
-  }
-
-  /** Whatever happened, the device is there again for what runs after. */
-  private static void restore() throws IOException, InterruptedException {
-    Process show = run("rdma", "link", "show", DEVICE + "/1");
-    if (show.waitFor(WAIT.toSeconds(), TimeUnit.SECONDS) && show.exitValue() == 0) return;
-    run("rdma", "link", "add", DEVICE, "type", "rxe", "netdev", NETDEV)
-        .waitFor(WAIT.toSeconds(), TimeUnit.SECONDS);
-  }
-
-  private static Process run(String... command) throws IOException {
-    return new ProcessBuilder(command).redirectErrorStream(true).start();
-  }
-
-  private static String output(Process p) throws IOException {
-    return new String(p.getInputStream().readAllBytes());
   }
 }
