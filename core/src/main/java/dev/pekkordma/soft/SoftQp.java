@@ -964,13 +964,15 @@ final class SoftQp extends Closeable implements QueuePair {
     if (place) {
       // the data goes in outside the QP's monitor, as a NIC places packets while the owner
       // posts and polls: they do not wait for the copy
+      boolean copied = false;
       try {
         Segments.copy(payload, 0, placed.single(h.remoteAddress, (int) len), 0, len);
+        copied = true;
       } finally {
         synchronized (this) {
           if (--responding == 0 && isClosed()) notifyAll();
           // gone to the error state (or closed) meanwhile: dropped, as by a NIC's QP in error
-          if (resets == incarnation && acceptsRequests(h)) {
+          if (copied && resets == incarnation && acceptsRequests(h)) {
             event = settleLocked(op == WrOpcode.RDMA_WRITE ? ACK
                 : receiveWriteImmediate(h, len, r), d, r);
           }
