@@ -7,6 +7,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -24,7 +25,10 @@ import org.knowm.xchart.style.markers.SeriesMarkers;
  * draws bandwidth against message size for every bandwidth series as one PNG.
  *
  * <p>A file may hold several runs of the same sizes: the best of them counts (highest bandwidth,
- * lowest typical latency), on both sides of a comparison alike.
+ * lowest typical latency), on both sides of a comparison alike. When both sides ran as often
+ * (bench/run.sh's rounds run them one after the other), the ratio of each round is printed too,
+ * with their median: on a machine whose load drifts, a pair from one round shares that load,
+ * where the two bests may come from different rounds.
  *
  * <p>The run's {@code manifest.tsv} says what to read and compare, one line each:
  *
@@ -39,8 +43,15 @@ import org.knowm.xchart.style.markers.SeriesMarkers;
  * target a maximum.
  */
 public final class BenchReport {
-  /** One parsed line (the best of {@code runs} for its size): size, the columns after #iterations. */
-  record Row(long size, long iterations, double[] values, int runs) {}
+  /**
+   * One parsed line (the best of the runs for its size): size, the columns after #iterations;
+   * and the compared figure of every run, in the file's order.
+   */
+  record Row(long size, long iterations, double[] values, double[] eachRun) {
+    int runs() {
+      return eachRun.length;
+    }
+  }
 
   /** A parsed output: bandwidth or latency rows by size. */
   record Series(String label, boolean bandwidth, TreeMap<Long, Row> rows) {}
@@ -128,13 +139,39 @@ public final class BenchReport {
       }
       out.printf(Locale.ROOT, "   %-10d %-12d %24.2f %24.2f %8.2f  %s%n", e.getKey(),
           e.getValue().iterations(), a, b, ratio, verdict);
+      double[] rounds = roundRatios(e.getValue(), d);
+      if (rounds.length > 1) {
+        StringBuilder each = new StringBuilder();
+        for (double r : rounds) each.append(String.format(Locale.ROOT, " %.2f", r));
+        out.printf(Locale.ROOT, "   %-10s round by round:%s; median %.2f%n", "", each,
+            median(rounds));
+      }
     }
     if (runs > 1) out.println("   (each figure the best of " + runs + " runs)");
   }
 
+  /** Each round's ratio, when both sides have one figure per round; else none. */
+  static double[] roundRatios(Row num, Row den) {
+    if (num.runs() != den.runs()) return new double[0];
+    double[] r = new double[num.runs()];
+    for (int i = 0; i < r.length; i++) r[i] = num.eachRun()[i] / den.eachRun()[i];
+    return r;
+  }
+
+  static double median(double[] v) {
+    double[] s = v.clone();
+    Arrays.sort(s);
+    int m = s.length / 2;
+    return s.length % 2 == 1 ? s[m] : (s[m - 1] + s[m]) / 2;
+  }
+
   /** BW average, or t_typical. */
   static double value(Row r, boolean bw) {
-    return bw ? r.values()[1] : r.values()[2];
+    return value(r.values(), bw);
+  }
+
+  private static double value(double[] columns, boolean bw) {
+    return bw ? columns[1] : columns[2];
   }
 
   /** Reads the result lines under perftest's header; null when there are none. */
@@ -155,7 +192,7 @@ public final class BenchReport {
         double[] v = new double[columns - 2];
         for (int i = 0; i < v.length; i++) v[i] = Double.parseDouble(f[i + 2]);
         long size = Long.parseLong(f[0]);
-        Row row = new Row(size, Long.parseLong(f[1]), v, 1);
+        Row row = new Row(size, Long.parseLong(f[1]), v, new double[] {value(v, bandwidth)});
         if (value(row, bandwidth) <= 0) continue; // perftest's 0.00: no measurement
         Row seen = rows.get(size);
         if (seen != null) {
@@ -163,7 +200,9 @@ public final class BenchReport {
           boolean better = bandwidth ? value(row, true) > value(seen, true)
               : value(row, false) < value(seen, false);
           Row best = better ? row : seen;
-          row = new Row(size, best.iterations(), best.values(), seen.runs() + 1);
+          double[] each = Arrays.copyOf(seen.eachRun(), seen.runs() + 1);
+          each[seen.runs()] = value(row, bandwidth);
+          row = new Row(size, best.iterations(), best.values(), each);
         }
         rows.put(size, row);
       } catch (NumberFormatException e) {

@@ -87,4 +87,27 @@ class BenchReportTest {
     Files.writeString(l, LAT + LAT.replace("23.00", "21.00") + LAT.replace("23.00", "29.00"));
     assertEquals(21.0, BenchReport.value(BenchReport.parse("l", l).rows().get(64L), false), 1e-9);
   }
+
+  @Test
+  void pairsRoundsWhenBothSidesRanAsOften() throws Exception {
+    // three rounds: the bests (150 vs 200) come from different rounds; each round's pair shares
+    // its round's load
+    Files.writeString(dir.resolve("a.txt"), BW.replace("100.25", "80.00")
+        + BW.replace("100.25", "150.00") + BW.replace("100.25", "90.00"));
+    Files.writeString(dir.resolve("b.txt"), BW.replace("100.25", "200.00")
+        + BW.replace("100.25", "160.00") + BW.replace("100.25", "100.00"));
+    Files.writeString(dir.resolve("c.txt"), BW + BW);
+    Files.writeString(dir.resolve("manifest.tsv"), String.join("\n",
+        "series\ta\ta.txt", "series\tb\tb.txt", "series\tc\tc.txt",
+        "compare\tS\ta\tb\tbw\t0.9\t4096",
+        "compare\tS\tc\tb\tbw\t0.9\t4096", ""));
+    ByteArrayOutputStream o = new ByteArrayOutputStream();
+    BenchReport.report(dir, new PrintStream(o, true, StandardCharsets.UTF_8));
+    String out = o.toString(StandardCharsets.UTF_8);
+    assertTrue(out.matches("(?s).*4096\\s+5000\\s+150\\.00\\s+200\\.00\\s+0\\.75\\s+>= 0\\.90: NOT met\n"
+        + "\\s+round by round: 0\\.40 0\\.94 0\\.90; median 0\\.90\n.*"), out);
+    // two runs against three: not paired, so no round-by-round line for c
+    String c = out.substring(out.indexOf(" c "));
+    assertTrue(!c.contains("round by round"), out);
+  }
 }
