@@ -57,10 +57,30 @@ inline_of() { # the inline size perftest reports in FILE
 # log, if any, lands with the results
 JAVA=(java -Xms256m -Xmx1g -XX:+UseSerialGC -XX:ErrorFile="$OUT/hs_err_pid%p.log" -cp "$CP"
   dev.pekkordma.samples.perf.RdmaPerf)
+# A JVM can crash under QEMU's multi-threaded TCG (see native/softroce/run-native-tests.sh): a
+# run whose JVM left an hs_err file runs again, at most twice; only a finished run's output is kept.
+jrun() { # FILE COMMAND...: appends the command's output to FILE
+  local file=$1 attempt rc crashes tmp="$OUT/.jrun.txt"
+  shift
+  for attempt in 1 2 3; do
+    crashes=$(ls "$OUT"/hs_err_pid*.log 2>/dev/null | wc -l)
+    "$@" > "$tmp" 2>&1
+    rc=$?
+    if (( $(ls "$OUT"/hs_err_pid*.log 2>/dev/null | wc -l) == crashes )); then
+      cat "$tmp" >> "$file"
+      rm -f "$tmp"
+      return $rc
+    fi
+    echo "[vm] a JVM crashed under emulation (attempt $attempt of 3, hs_err in $OUT): ${*: -8}" >&2
+  done
+  cat "$tmp" >> "$file"
+  rm -f "$tmp"
+  return 1
+}
 rdmaperf() { # TEST SIZE ITERS WARMUP INLINE FILE
   [[ $NATIVE == yes ]] || return 0
-  "${JAVA[@]}" "$1" --provider native -d "$DEV" -x "$GID" -s "$2" -n "$3" --warmup "$4" \
-    -I "$5" -v >> "$OUT/$6" 2>&1 || echo "[vm] rdma-perf $1 -s $2 failed" >&2
+  jrun "$OUT/$6" "${JAVA[@]}" "$1" --provider native -d "$DEV" -x "$GID" -s "$2" -n "$3" \
+    --warmup "$4" -I "$5" -v || echo "[vm] rdma-perf $1 -s $2 failed" >&2
 }
 
 # each size: perftest, then rdma-perf right after it, so that both see the same load; rdma-perf
@@ -107,13 +127,13 @@ if [[ $VM_PARTS == *streams* && $NATIVE == yes ]]; then
   for round in $(seq "${VM_REPEAT:-1}"); do
     for s in ${SIZES//,/ }; do
       n=$(iters "$s")
-      "${JAVA[@]}" write_bw --provider native -d "$S_DEV" -x "$S_GID" -s "$(bytes "$s")" \
-        -n "$n" --warmup "$n" -v >> "$OUT/native-rxe0-write_bw.txt" 2>&1 \
+      jrun "$OUT/native-rxe0-write_bw.txt" "${JAVA[@]}" write_bw --provider native \
+        -d "$S_DEV" -x "$S_GID" -s "$(bytes "$s")" -n "$n" --warmup "$n" -v \
         || echo "[vm] rdma-perf write_bw -s $s on $S_DEV failed" >&2
     done
-    "${BENCH[@]}" --test throughput >> "$OUT/native-streams.txt" 2>&1 \
+    jrun "$OUT/native-streams.txt" "${BENCH[@]}" --test throughput \
       || echo "[vm] the streams' throughput on the native provider failed" >&2
-    "${BENCH[@]}" --test zero-copy >> "$OUT/native-streams-zero-copy.txt" 2>&1 \
+    jrun "$OUT/native-streams-zero-copy.txt" "${BENCH[@]}" --test zero-copy \
       || echo "[vm] the zero-copy pair on the native provider failed" >&2
   done
 fi
