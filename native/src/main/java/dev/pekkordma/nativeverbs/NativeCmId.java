@@ -30,9 +30,6 @@ final class NativeCmId implements CmId {
     this.context = context;
   }
 
-  // The CM calls below hold the id's lock, as close() does: another thread (the system's end, a
-  // device removal) may destroy the id while its owner still calls it, and a call that passed
-  // the check before the destruction would reach freed memory (a SIGSEGV in rdma_disconnect).
   private void checkOpen(String verb) {
     if (closed.get()) {
       throw new RdmaException(verb, RdmaException.EINVAL, this + " is already destroyed");
@@ -43,7 +40,7 @@ final class NativeCmId implements CmId {
   @Override public CmEventChannel channel() { return channel; }
 
   @Override
-  public synchronized void bind(InetSocketAddress local) {
+  public void bind(InetSocketAddress local) {
     checkOpen("rdma_bind_addr");
     long sa = Verbs.scratch(Layout.SOCKADDR_STORAGE_SIZE);
     writeSockaddr(sa, local, "rdma_bind_addr");
@@ -51,13 +48,13 @@ final class NativeCmId implements CmId {
   }
 
   @Override
-  public synchronized void listen(int backlog) {
+  public void listen(int backlog) {
     checkOpen("rdma_listen");
     Verbs.listen(handle, backlog);
   }
 
   @Override
-  public synchronized void resolveAddress(InetSocketAddress source, InetSocketAddress destination,
+  public void resolveAddress(InetSocketAddress source, InetSocketAddress destination,
       Duration timeout) {
     checkOpen("rdma_resolve_addr");
     long sa = Verbs.scratch(2 * Layout.SOCKADDR_STORAGE_SIZE);
@@ -73,7 +70,7 @@ final class NativeCmId implements CmId {
   }
 
   @Override
-  public synchronized void resolveRoute(Duration timeout) {
+  public void resolveRoute(Duration timeout) {
     checkOpen("rdma_resolve_route");
     Verbs.resolveRoute(handle, millis(timeout));
   }
@@ -146,14 +143,14 @@ final class NativeCmId implements CmId {
   }
 
   @Override
-  public synchronized void connect(ConnectionParameters parameters) {
+  public void connect(ConnectionParameters parameters) {
     checkOpen("rdma_connect");
     long p = connParam(parameters, ConnectionParameters.MAX_CONNECT_PRIVATE_DATA, "rdma_connect");
     Verbs.connect(handle, p);
   }
 
   @Override
-  public synchronized void accept(ConnectionParameters parameters) {
+  public void accept(ConnectionParameters parameters) {
     checkOpen("rdma_accept");
     long p = connParam(parameters, ConnectionParameters.MAX_ACCEPT_PRIVATE_DATA, "rdma_accept");
     Verbs.accept(handle, p);
@@ -182,7 +179,7 @@ final class NativeCmId implements CmId {
   }
 
   @Override
-  public synchronized void reject(byte[] privateData) {
+  public void reject(byte[] privateData) {
     checkOpen("rdma_reject");
     byte[] data = privateData == null ? new byte[0] : privateData;
     if (data.length > ConnectionParameters.MAX_REJECT_PRIVATE_DATA) {
@@ -195,7 +192,7 @@ final class NativeCmId implements CmId {
   }
 
   @Override
-  public synchronized void disconnect() {
+  public void disconnect() {
     checkOpen("rdma_disconnect");
     Verbs.disconnect(handle);
   }
