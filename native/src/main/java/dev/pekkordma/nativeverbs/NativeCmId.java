@@ -191,10 +191,16 @@ final class NativeCmId implements CmId {
     Verbs.reject(handle, data.length == 0 ? 0 : p, data.length);
   }
 
+  /**
+   * Under the id's lock, as its destruction and its QP's are: rdma_disconnect moves the QP to
+   * ERR, so neither may be freed under it. The call does not block (the DREQ goes out later).
+   */
   @Override
   public void disconnect() {
-    checkOpen("rdma_disconnect");
-    Verbs.disconnect(handle);
+    synchronized (this) {
+      checkOpen("rdma_disconnect");
+      Verbs.disconnect(handle);
+    }
   }
 
   /** Sends the DREP for a received DREQ (from the channel's event reader); errors are moot. */

@@ -127,7 +127,9 @@ final class NativeQp extends NativeResource implements QueuePair {
   @Override
   void destroy() {
     if (cmId != null) {
-      Verbs.rdmaDestroyQp(cmId.handle);
+      synchronized (cmId) { // not while a disconnect moves this QP to ERR
+        Verbs.rdmaDestroyQp(cmId.handle);
+      }
     } else {
       Verbs.destroyQp(handle, "destroying " + describe());
     }

@@ -5,7 +5,6 @@ import dev.pekkordma.cm.CmEventChannel;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
@@ -24,6 +23,10 @@ import org.slf4j.LoggerFactory;
  * dispatcher (it blocks there, at most a block-timeout at a time), which hands each event to
  * the stage that owns its id through that stage's async callback. A CONNECT_REQUEST goes to the
  * listener's owner, and the new id is the listener's until a connection stage takes it.
+ *
+ * <p>Only an id's owner destroys it, in its own thread: at the system's end the stages tear
+ * down their connections while this reader stops, and a second hand in the same id (or its
+ * QP) would free it under the owner's calls. The channel goes after the last owned id.
  */
 public final class CmService {
   private static final Logger log = LoggerFactory.getLogger(CmService.class);
@@ -33,6 +36,7 @@ public final class CmService {
   private final ActorRef<Spin> reader;
   private final Consumer<String> deviceRemoved;
   private volatile boolean closed;
+  private boolean channelClosed; // guarded by this
 
   private enum Spin implements DeadLetterSuppression { INSTANCE }
 
@@ -109,6 +113,7 @@ public final class CmService {
   public void destroy(CmId id, boolean reject) {
     owners.remove(id);
     destroyQuietly(id, reject);
+    if (closed) closeChannelWhenUnused();
   }
 
   private static void destroyQuietly(CmId id, boolean reject) {
@@ -131,14 +136,25 @@ public final class CmService {
     }
   }
 
-  /** At the system's end: whatever ids are left go, then the channel. */
+  /**
+   * The reader stopped (at the system's end): the channel goes now, or after its owners have
+   * destroyed their last ids. What an owner never destroys goes with the provider, which the
+   * system's termination closes.
+   */
   private void shutdown() {
     closed = true;
-    for (CmId id : new ArrayList<>(owners.keySet())) destroy(id, false);
+    closeChannelWhenUnused();
+  }
+
+  private synchronized void closeChannelWhenUnused() {
+    if (channelClosed || !owners.isEmpty()) return;
     try {
       channel.close();
+      channelClosed = true;
     } catch (RuntimeException e) {
-      log.warn("closing the streams' CM event channel failed: {}", e.getMessage());
+      // EBUSY while an owner is between forgetting its id and destroying it: its destroy() is
+      // the next try
+      log.debug("closing the streams' CM event channel failed: {}", e.getMessage());
     }
   }
 }
