@@ -23,8 +23,7 @@ import org.junit.jupiter.api.Test;
  * hand would free them under the stages' own calls), and the channel goes after the last one.
  */
 class CmServiceTest {
-  final Config config = ConfigFactory.parseString("pekko-rdma.provider = soft")
-      .withFallback(ConfigFactory.load());
+  final Config config = ConfigFactory.load(); // the run's provider: soft, or native in the VM
   final RdmaProvider provider = RdmaProviders.load(config);
   final CmEventChannel channel = provider.createCmEventChannel();
   final ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "CmServiceTest", config);
