@@ -17,6 +17,7 @@ import dev.pekkordma.verbs.ResourceCounts;
 import java.lang.management.ManagementFactory;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
@@ -193,8 +194,10 @@ class BufferSourceTest {
           b.release();
           return n + 1;
         }), Keep.both()).run(system);
-    await(send(Source.repeat(chunk).take(count), await(rx.first()), settings));
-    assertEquals(count, await(rx.second()));
+    // a thousand chunks took 5 to 9 s in the VM: the wait grows with the transfer
+    Duration transfer = WAIT.multipliedBy(Math.max(1, count / 1000));
+    await(send(Source.repeat(chunk).take(count), await(rx.first()), settings), transfer);
+    assertEquals(count, await(rx.second(), transfer));
     return (threads.getTotalThreadAllocatedBytes() - before) / (double) count;
   }
 

@@ -61,7 +61,11 @@ final class StreamsTestKit {
   }
 
   static <T> T await(CompletionStage<T> stage) throws Exception {
-    return stage.toCompletableFuture().get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+    return await(stage, WAIT);
+  }
+
+  static <T> T await(CompletionStage<T> stage, Duration timeout) throws Exception {
+    return stage.toCompletableFuture().get(timeout.toMillis(), TimeUnit.MILLISECONDS);
   }
 
   /** Waits until the provider's live resources are back at {@code start}. */
