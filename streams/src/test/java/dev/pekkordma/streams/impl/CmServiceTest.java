@@ -32,16 +32,19 @@ class CmServiceTest {
 
   @AfterEach
   void closeEverything() throws Exception {
+    terminateSystem();
+    provider.close();
+  }
+
+  void terminateSystem() throws Exception {
     system.terminate();
     system.getWhenTerminated().toCompletableFuture().get(10, TimeUnit.SECONDS);
-    provider.close();
   }
 
   @Test
   void anOwnedIdOutlivesTheSystemUntilItsOwnerDestroysItThenTheChannelGoes() throws Exception {
     CmId owned = cm.createId("a stage's id", event -> { });
-    system.terminate();
-    system.getWhenTerminated().toCompletableFuture().get(10, TimeUnit.SECONDS);
+    terminateSystem();
 
     assertEquals(1, provider.liveResources().cmIds(), "the owner's id was destroyed for it");
     CmId another = channel.createId("still open"); // the channel waits for the owner
@@ -56,8 +59,7 @@ class CmServiceTest {
   @Test
   void withNoIdsLeftTheChannelGoesWithTheSystem() throws Exception {
     cm.destroy(cm.createId("done before the end", event -> { }), false);
-    system.terminate();
-    system.getWhenTerminated().toCompletableFuture().get(10, TimeUnit.SECONDS);
+    terminateSystem();
 
     assertEquals(0, provider.liveResources().cmIds());
     assertThrows(RdmaException.class, () -> channel.createId("late"));
