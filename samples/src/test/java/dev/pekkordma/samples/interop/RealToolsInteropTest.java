@@ -169,6 +169,26 @@ class RealToolsInteropTest {
     return null;
   }
 
+  /**
+   * rping's exit status, 0 expected. One failure is rping's own and is let through, named in the
+   * log: rdma-core 44's rping (Debian 12's) destroys its event channel while its CM thread may
+   * be about to read the next event, which then fails with EBADF and exits 255. Later rping
+   * versions stop that thread first. Only that exit counts as 0, and only after the whole
+   * exchange: every ping printed and the disconnect seen.
+   */
+  private static int rpingExit(Tool rping, String pingPrefix) throws InterruptedException {
+    int status = rping.exit(TOOL_TIMEOUT);
+    List<String> out = rping.output();
+    boolean teardownRace = status == 255
+        && out.stream().anyMatch(l -> l.equals("rdma_get_cm_event: Bad file descriptor"))
+        && out.stream().anyMatch(l -> l.endsWith(" DISCONNECT EVENT..."))
+        && out.stream().filter(l -> l.startsWith(pingPrefix)).count() == PINGS;
+    if (!teardownRace) return status;
+    log(rping.name + ": exit 255 after the whole exchange, from rping's teardown race"
+        + " (EBADF in its CM thread); counted as 0");
+    return 0;
+  }
+
   private static void assertRpingData(List<String> out, String prefix, String who) {
     List<String> data = out.stream().filter(l -> l.startsWith(prefix)).toList();
     List<String> expected = new ArrayList<>();
@@ -265,7 +285,7 @@ class RealToolsInteropTest {
         }
       }
       assertEquals(PINGS, r.pings());
-      assertEquals(0, tool.exit(TOOL_TIMEOUT), "rping's exit status");
+      assertEquals(0, rpingExit(tool, "server ping data: "), "rping's exit status");
       assertRpingData(tool.output(), "server ping data: ", "what the real server read");
       assertRpingData(ours.toString(StandardCharsets.UTF_8).lines().toList(), "ping data: ",
           "what came back to our client");
@@ -295,7 +315,7 @@ class RealToolsInteropTest {
         t.start();
         try (Tool tool = new Tool("rping client", "rping", "-c", "-a", CM_ADDRESS, "-I",
             CM_SOURCE, "-p", String.valueOf(port), "-C", String.valueOf(PINGS), "-v", "-V")) {
-          assertEquals(0, tool.exit(TOOL_TIMEOUT), "rping's exit status");
+          assertEquals(0, rpingExit(tool, "ping data: "), "rping's exit status");
           assertFalse(tool.output().stream().anyMatch(l -> l.contains("data mismatch")),
               "rping -V found a mismatch");
           assertRpingData(tool.output(), "ping data: ", "what came back to the real client");
