@@ -35,7 +35,7 @@ public final class CmService {
   private final Map<CmId, Consumer<CmEvent>> owners = new ConcurrentHashMap<>();
   private final ActorRef<Spin> reader;
   private final Consumer<String> deviceRemoved;
-  private volatile boolean closed;
+  private volatile boolean readerStopped;
   private boolean channelClosed; // guarded by this
 
   private enum Spin implements DeadLetterSuppression { INSTANCE }
@@ -53,7 +53,6 @@ public final class CmService {
       ctx.getSelf().tell(Spin.INSTANCE);
       return Behaviors.receive(Spin.class)
           .onMessageEquals(Spin.INSTANCE, () -> {
-            if (closed) return Behaviors.stopped();
             CmEvent e;
             try {
               e = channel.awaitEvent(blockTimeout);
@@ -113,7 +112,7 @@ public final class CmService {
   public void destroy(CmId id, boolean reject) {
     owners.remove(id);
     destroyQuietly(id, reject);
-    if (closed) closeChannelWhenUnused();
+    if (readerStopped) closeChannelWhenUnused();
   }
 
   private static void destroyQuietly(CmId id, boolean reject) {
@@ -142,7 +141,7 @@ public final class CmService {
    * system's termination closes.
    */
   private void shutdown() {
-    closed = true;
+    readerStopped = true;
     closeChannelWhenUnused();
   }
 
