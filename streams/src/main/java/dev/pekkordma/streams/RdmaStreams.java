@@ -46,7 +46,12 @@ public final class RdmaStreams implements Extension {
   private final StreamsRuntime rt;
 
   private RdmaStreams(ActorSystem<?> system) {
-    this.rt = new StreamsRuntime(system);
+    this(new StreamsRuntime(system));
+  }
+
+  /** On a runtime of the caller's making (tests put faults in it); one per actor system. */
+  RdmaStreams(StreamsRuntime rt) {
+    this.rt = rt;
   }
 
   public static RdmaStreams get(ActorSystem<?> system) {

@@ -111,9 +111,12 @@ public final class BindStage
     @Override
     public void preStart() {
       AsyncCallback<CmEvent> events = createAsyncCallback(this::onCmEvent);
+      AsyncCallback<RuntimeException> stopped = createAsyncCallback(why -> failStage(
+          new RdmaStreamException("listening on", bound != null ? bound : address,
+              "the CM event reader stopped: " + why.getMessage(), why)));
       unbind = createAsyncCallback(d -> completeStage());
       try {
-        listener = rt.cm.createId("listener " + address, events::invoke);
+        listener = rt.cm.createId("listener " + address, events::invoke, stopped::invoke);
         listener.bind(address);
         listener.listen(settings.backlog());
         bound = listener.localAddress();

@@ -27,18 +27,26 @@ import org.slf4j.LoggerFactory;
  * <p>Only an id's owner destroys it, in its own thread: at the system's end the stages tear
  * down their connections while this reader stops, and a second hand in the same id (or its
  * QP) would free it under the owner's calls. The channel goes after the last owned id.
+ *
+ * <p>If reading events fails (not at the system's end), every owner hears why: no CM event
+ * will reach it again, so what waits for one (a listener, a connect) must not wait on. New ids
+ * are refused from then on, naming the same reason.
  */
 public final class CmService {
   private static final Logger log = LoggerFactory.getLogger(CmService.class);
 
   private final CmEventChannel channel;
-  private final Map<CmId, Consumer<CmEvent>> owners = new ConcurrentHashMap<>();
+  private final Map<CmId, Owner> owners = new ConcurrentHashMap<>();
   private final ActorRef<Spin> reader;
   private final Consumer<String> deviceRemoved;
   private volatile boolean readerStopped;
+  private volatile RuntimeException readerFailure;
   private boolean channelClosed; // guarded by this
 
   private enum Spin implements DeadLetterSuppression { INSTANCE }
+
+  /** Where an id's events go, and where the news goes that they have stopped. */
+  private record Owner(Consumer<CmEvent> events, Consumer<RuntimeException> readerFailed) {}
 
   CmService(ActorSystem<?> system, CmEventChannel channel, String dispatcher,
       Duration blockTimeout, Consumer<String> deviceRemoved) {
@@ -57,7 +65,8 @@ public final class CmService {
             try {
               e = channel.awaitEvent(blockTimeout);
             } catch (RuntimeException ex) {
-              log.warn("reading CM events failed: {}", ex.getMessage());
+              log.warn("reading CM events failed, no more will come: {}", ex.getMessage());
+              readerFailed(ex);
               return Behaviors.stopped();
             }
             if (e != null) dispatch(e);
@@ -78,7 +87,7 @@ public final class CmService {
       deviceRemoved.accept(e.id().verbs().device().name());
     }
     CmId key = e.type() == CmEventType.CONNECT_REQUEST ? e.listenId() : e.id();
-    Consumer<CmEvent> owner = key == null ? null : owners.get(key);
+    Owner owner = key == null ? null : owners.get(key);
     if (owner == null) {
       if (e.type() == CmEventType.CONNECT_REQUEST) {
         log.debug("a connection request for a listener that is gone: rejecting it");
@@ -90,22 +99,54 @@ public final class CmService {
     }
     if (e.type() == CmEventType.CONNECT_REQUEST) owners.put(e.id(), owner);
     try {
-      owner.accept(e);
+      owner.events().accept(e);
     } catch (RuntimeException ex) {
       log.warn("delivering {} failed: {}", e, ex.getMessage());
     }
   }
 
-  /** A new id whose events go to {@code owner}. */
-  public CmId createId(Object context, Consumer<CmEvent> owner) {
+  private void readerFailed(RuntimeException cause) {
+    readerFailure = cause;
+    for (Owner owner : owners.values()) tellFailure(owner, cause);
+  }
+
+  private static void tellFailure(Owner owner, RuntimeException cause) {
+    try {
+      owner.readerFailed().accept(cause);
+    } catch (RuntimeException ex) {
+      log.warn("telling an owner that CM events stopped failed: {}", ex.getMessage());
+    }
+  }
+
+  /**
+   * A new id whose events go to {@code events}; {@code readerFailed} hears if they stop for
+   * good. Refused once they have.
+   */
+  public CmId createId(Object context, Consumer<CmEvent> events,
+      Consumer<RuntimeException> readerFailed) {
+    checkReader();
     CmId id = channel.createId(context);
-    owners.put(id, owner);
+    owners.put(id, new Owner(events, readerFailed));
+    if (readerFailure != null) { // it failed in between: the owners it told did not include us
+      destroy(id, false);
+      checkReader();
+    }
     return id;
   }
 
-  /** From now on the id's events go to {@code owner}. */
-  public void own(CmId id, Consumer<CmEvent> owner) {
-    owners.put(id, owner);
+  /** From now on the id's events go to {@code events}; refused once they have stopped. */
+  public void own(CmId id, Consumer<CmEvent> events, Consumer<RuntimeException> readerFailed) {
+    checkReader();
+    owners.put(id, new Owner(events, readerFailed));
+    checkReader(); // the caller destroys the id when it fails, as it would have anyway
+  }
+
+  private void checkReader() {
+    RuntimeException failure = readerFailure;
+    if (failure != null) {
+      throw new IllegalStateException("the streams' CM event reader has stopped: "
+          + failure.getMessage(), failure);
+    }
   }
 
   /** Forgets the id and destroys it (rejecting it first if asked: a request nobody took). */

@@ -269,6 +269,8 @@ public final class ConnectionStage
     private boolean downstreamCancelled;
 
     private AsyncCallback<CmEvent> cmEvents;
+    private AsyncCallback<RuntimeException> cmStopped;
+    private InetSocketAddress bound; // the listener's address, once bound
     private AsyncCallback<Boolean> wake;
 
     Logic(Mat mat) {
@@ -327,13 +329,18 @@ public final class ConnectionStage
     }
 
     private String peerName() {
-      return remote == null ? "the client at " + RdmaStreamException.format(listenAt)
+      return remote == null ? "the client at " + RdmaStreamException.format(listening())
           : RdmaStreamException.format(remote);
     }
 
     private RdmaStreamException failure(String reason) {
-      return remote == null ? new RdmaStreamException("listening on", listenAt, reason)
+      return remote == null ? new RdmaStreamException("listening on", listening(), reason)
           : new RdmaStreamException("RDMA connection to", remote, reason);
+    }
+
+    /** Where the one client is awaited: once bound, with the port that port 0 picked. */
+    private InetSocketAddress listening() {
+      return bound != null ? bound : listenAt;
     }
 
     // ------------------------------------------------------------ connecting
@@ -343,17 +350,19 @@ public final class ConnectionStage
       // both ports closed is not the end: the close handshake and the teardown come after
       setKeepGoing(true);
       cmEvents = createAsyncCallback(this::onCmEvent);
+      cmStopped = createAsyncCallback(this::onCmStopped);
       wake = createAsyncCallback(x -> drainCq());
       try {
         if (listenAt != null) {
           phase = Phase.LISTENING;
-          listener = rt.cm.createId("listener " + listenAt, cmEvents::invoke);
+          listener = rt.cm.createId("listener " + listenAt, cmEvents::invoke, cmStopped::invoke);
           listener.bind(listenAt);
           listener.listen(1);
+          bound = listener.localAddress();
           AsyncCallback<Done> unbind = createAsyncCallback(d -> {
             if (phase == Phase.LISTENING) completeStage();
           });
-          mat.binding().complete(new ServerBinding(listener.localAddress(), () -> {
+          mat.binding().complete(new ServerBinding(bound, () -> {
             unbind.invoke(Done.getInstance());
             return unbound;
           }, unbound));
@@ -361,7 +370,7 @@ public final class ConnectionStage
         }
         scheduleOnce("connect", settings.connectTimeout());
         if (passive == null) {
-          id = rt.cm.createId("stream to " + peerName(), cmEvents::invoke);
+          id = rt.cm.createId("stream to " + peerName(), cmEvents::invoke, cmStopped::invoke);
           id.resolveAddress(null, remote, settings.connectTimeout());
         } else {
           if (!passive.claimed().compareAndSet(false, true)) {
@@ -370,7 +379,7 @@ public final class ConnectionStage
             return;
           }
           id = passive.id();
-          rt.cm.own(id, cmEvents::invoke);
+          rt.cm.own(id, cmEvents::invoke, cmStopped::invoke);
           phase = Phase.CONNECTING;
           Wire.Ring peer = Wire.Ring.decode(passive.privateData());
           setUp();
@@ -452,6 +461,18 @@ public final class ConnectionStage
       } catch (RuntimeException ex) {
         fail(failure(e.type() + ": " + ex.getMessage()));
       }
+    }
+
+    /** No CM event will come again: what waits for one fails; a running connection goes on. */
+    private void onCmStopped(RuntimeException why) {
+      if (tornDown) return;
+      if (phase == Phase.RUNNING) {
+        log.warn("{}: CM events stopped ({}); the connection goes on, but the peer's going will"
+            + " show only when a request to it fails", peerName(), why.getMessage());
+        return;
+      }
+      String doing = phase == Phase.LISTENING ? "" : active() ? "connecting: " : "accepting: ";
+      fail(failure(doing + "the CM event reader stopped: " + why.getMessage()));
     }
 
     private Wire.Ring ourRing() {

@@ -2,6 +2,7 @@ package dev.pekkordma.streams.impl;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
@@ -12,6 +13,8 @@ import dev.pekkordma.verbs.RdmaException;
 import dev.pekkordma.verbs.RdmaProvider;
 import dev.pekkordma.verbs.RdmaProviders;
 import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -21,13 +24,15 @@ import org.junit.jupiter.api.Test;
 /**
  * The streams' CM at the system's end: the ids its stages own are theirs to destroy (a second
  * hand would free them under the stages' own calls), and the channel goes after the last one.
+ * And when reading events fails before that: every owner hears why, new ids are refused.
  */
 class CmServiceTest {
   final Config config = ConfigFactory.load(); // the run's provider: soft, or native in the VM
   final RdmaProvider provider = RdmaProviders.load(config);
   final CmEventChannel channel = provider.createCmEventChannel();
+  final FailingCmChannel failing = new FailingCmChannel(channel);
   final ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "CmServiceTest", config);
-  final CmService cm = new CmService(system, channel,
+  final CmService cm = new CmService(system, failing,
       RdmaActorsSettings.from(config).pollerDispatcher, Duration.ofMillis(20), device -> { });
 
   @AfterEach
@@ -43,7 +48,7 @@ class CmServiceTest {
 
   @Test
   void anOwnedIdOutlivesTheSystemUntilItsOwnerDestroysItThenTheChannelGoes() throws Exception {
-    CmId owned = cm.createId("a stage's id", event -> { });
+    CmId owned = cm.createId("a stage's id", event -> { }, failed -> { });
     terminateSystem();
 
     assertEquals(1, provider.liveResources().cmIds(), "the owner's id was destroyed for it");
@@ -58,10 +63,47 @@ class CmServiceTest {
 
   @Test
   void withNoIdsLeftTheChannelGoesWithTheSystem() throws Exception {
-    cm.destroy(cm.createId("done before the end", event -> { }), false);
+    cm.destroy(cm.createId("done before the end", event -> { }, failed -> { }), false);
     terminateSystem();
 
     assertEquals(0, provider.liveResources().cmIds());
     assertThrows(RdmaException.class, () -> channel.createId("late"));
+  }
+
+  @Test
+  void whenReadingEventsFailsEveryOwnerHearsWhyAndNewIdsAreRefused() throws Exception {
+    CompletableFuture<RuntimeException> first = new CompletableFuture<>();
+    CompletableFuture<RuntimeException> second = new CompletableFuture<>();
+    CmId a = cm.createId("a listener", event -> { }, first::complete);
+    CmId b = cm.createId("a connect", event -> { }, second::complete);
+
+    failing.failReading("the channel's file descriptor went bad");
+
+    for (CompletableFuture<RuntimeException> told : List.of(first, second)) {
+      RuntimeException why = told.get(10, TimeUnit.SECONDS);
+      assertTrue(why.getMessage().contains("the channel's file descriptor went bad"),
+          why.getMessage());
+    }
+    IllegalStateException refused = assertThrows(IllegalStateException.class,
+        () -> cm.createId("too late", event -> { }, failed -> { }));
+    assertTrue(refused.getMessage().contains("the streams' CM event reader has stopped")
+        && refused.getMessage().contains("file descriptor went bad"), refused.getMessage());
+    assertEquals(2, provider.liveResources().cmIds(), "the refused id was not left behind");
+
+    cm.destroy(a, false); // the owners' own teardown, as on any failure
+    cm.destroy(b, false);
+    assertEquals(0, provider.liveResources().cmIds());
+    // the reader is gone (its stop may come just after the news): with the last id, the channel
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (System.nanoTime() < deadline) {
+      try {
+        channel.createId("late").close();
+        Thread.sleep(10);
+      } catch (RdmaException closed) {
+        assertEquals(RdmaException.EINVAL, closed.errno(), closed.getMessage());
+        return;
+      }
+    }
+    throw new AssertionError("the event channel outlived its failed reader and its last id");
   }
 }

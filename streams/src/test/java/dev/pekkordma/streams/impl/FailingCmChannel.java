@@ -1,0 +1,39 @@
+package dev.pekkordma.streams.impl;
+
+import dev.pekkordma.cm.CmEvent;
+import dev.pekkordma.cm.CmEventChannel;
+import dev.pekkordma.cm.CmId;
+import dev.pekkordma.verbs.RdmaException;
+import java.time.Duration;
+
+/** A real CM event channel whose reading fails, from {@link #failReading} on, as a broken one. */
+public final class FailingCmChannel implements CmEventChannel {
+  private final CmEventChannel channel;
+  private volatile String failure;
+
+  public FailingCmChannel(CmEventChannel channel) {
+    this.channel = channel;
+  }
+
+  /** Every read from now on throws, naming {@code reason}. */
+  public void failReading(String reason) {
+    failure = reason;
+  }
+
+  @Override
+  public CmId createId(Object context) {
+    return channel.createId(context);
+  }
+
+  @Override
+  public CmEvent awaitEvent(Duration timeout) {
+    String reason = failure;
+    if (reason != null) throw new RdmaException("rdma_get_cm_event", RdmaException.EIO, reason);
+    return channel.awaitEvent(timeout);
+  }
+
+  @Override
+  public void close() {
+    channel.close();
+  }
+}
