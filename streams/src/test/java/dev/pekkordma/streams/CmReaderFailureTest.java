@@ -1,7 +1,6 @@
 package dev.pekkordma.streams;
 
 import static dev.pekkordma.streams.StreamsTestKit.HOST;
-import static dev.pekkordma.streams.StreamsTestKit.WAIT;
 import static dev.pekkordma.streams.StreamsTestKit.await;
 import static dev.pekkordma.streams.StreamsTestKit.awaitResources;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -13,7 +12,6 @@ import dev.pekkordma.streams.impl.StreamsRuntime;
 import dev.pekkordma.verbs.ResourceCounts;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -35,12 +33,11 @@ class CmReaderFailureTest {
     ActorSystem<Void> system = StreamsTestKit.system("CmReaderFailureTest", "");
     try {
       AtomicReference<FailingCmChannel> channel = new AtomicReference<>();
-      RdmaStreams rdma = new RdmaStreams(new StreamsRuntime(system, c -> {
-        channel.set(new FailingCmChannel(c));
-        return channel.get();
-      }));
-      long deadline = System.nanoTime() + WAIT.toNanos();
-      while (rdma.liveResources().contexts() < 1 && System.nanoTime() < deadline) Thread.sleep(5);
+      RdmaStreams rdma = StreamsTestKit.deviceOpened(new RdmaStreams(new StreamsRuntime(system,
+          c -> {
+            channel.set(new FailingCmChannel(c));
+            return channel.get();
+          })));
       ResourceCounts start = rdma.liveResources();
 
       Pair<CompletionStage<ServerBinding>, CompletionStage<Done>> server =
@@ -52,29 +49,26 @@ class CmReaderFailureTest {
 
       channel.get().failReading("the channel's descriptor went bad");
 
-      for (Object[] waiting : new Object[][] {{server.second(), serverPort},
-          {bulk.second(), bulkPort}}) {
-        @SuppressWarnings("unchecked")
-        CompletionStage<Done> done = (CompletionStage<Done>) waiting[0];
-        ExecutionException e = assertThrows(ExecutionException.class, () -> await(done));
-        RdmaStreamException failed = assertInstanceOf(RdmaStreamException.class, e.getCause());
-        assertTrue(failed.getMessage().contains(HOST + ":" + waiting[1])
-            && failed.reason().contains("the CM event reader stopped")
-            && failed.reason().contains("descriptor went bad"), failed.getMessage());
-      }
+      assertFailsNaming(server.second(), serverPort, "the CM event reader stopped");
+      assertFailsNaming(bulk.second(), bulkPort, "the CM event reader stopped");
 
       CompletionStage<Done> client = Source.single(ByteString.fromString("hello"))
           .via(rdma.outgoingConnection(HOST, serverPort)).runWith(Sink.ignore(), system);
-      ExecutionException e = assertThrows(ExecutionException.class, () -> await(client));
-      RdmaStreamException refused = assertInstanceOf(RdmaStreamException.class, e.getCause());
-      assertTrue(refused.getMessage().contains(HOST + ":" + serverPort)
-          && refused.reason().contains("the streams' CM event reader has stopped")
-          && refused.reason().contains("descriptor went bad"), refused.getMessage());
+      assertFailsNaming(client, serverPort, "the streams' CM event reader has stopped");
 
       awaitResources(rdma, start);
     } finally {
       system.terminate();
-      system.getWhenTerminated().toCompletableFuture().get(WAIT.toSeconds(), TimeUnit.SECONDS);
+      await(system.getWhenTerminated());
     }
+  }
+
+  /** {@code stream} fails naming {@code HOST:port}, {@code what} and the channel's fault. */
+  private static void assertFailsNaming(CompletionStage<Done> stream, int port, String what) {
+    ExecutionException e = assertThrows(ExecutionException.class, () -> await(stream));
+    RdmaStreamException failed = assertInstanceOf(RdmaStreamException.class, e.getCause());
+    assertTrue(failed.getMessage().contains(HOST + ":" + port)
+        && failed.reason().contains(what) && failed.reason().contains("descriptor went bad"),
+        failed.getMessage());
   }
 }

@@ -54,7 +54,11 @@ final class StreamsTestKit {
    * in its own time, and a baseline of live resources taken before would be off by it).
    */
   static RdmaStreams streams(ActorSystem<?> system) throws InterruptedException {
-    RdmaStreams rdma = RdmaStreams.get(system);
+    return deviceOpened(RdmaStreams.get(system));
+  }
+
+  /** {@code rdma}, once the actors' extension has opened its device (see above). */
+  static RdmaStreams deviceOpened(RdmaStreams rdma) throws InterruptedException {
     long deadline = System.nanoTime() + WAIT.toNanos();
     while (rdma.liveResources().contexts() < 1 && System.nanoTime() < deadline) Thread.sleep(5);
     return rdma;
