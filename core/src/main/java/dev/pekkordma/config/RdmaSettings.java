@@ -49,6 +49,11 @@ public final class RdmaSettings {
     public final List<String> devices;
     public final String fabricHost;
     public final int fabricPort;
+    public final String fabricAdvertisedHost;
+    public final int fabricAdvertisedPort;
+    public final int fabricMaxConnections;
+    public final Duration fabricHandshakeTimeout;
+    public final Duration fabricFrameTimeout;
     public final int maxQp, maxQpWr, maxSge, maxCq, maxCqe, maxMr, maxPd, maxMw, maxSrq,
         maxSrqWr, maxInlineData, maxQpRdAtom;
     public final long maxMrSize;
@@ -70,11 +75,12 @@ public final class RdmaSettings {
         throw new ConfigException.BadValue(P + "devices", "names repeat: " + devices);
       }
       fabricHost = c.getString(P + "fabric.host");
-      fabricPort = c.getInt(P + "fabric.port");
-      if (fabricPort < 0 || fabricPort > 65535) {
-        throw new ConfigException.BadValue(P + "fabric.port",
-            "must be in [0, 65535], was " + fabricPort);
-      }
+      fabricPort = port(c, P + "fabric.port");
+      fabricAdvertisedHost = c.getString(P + "fabric.advertised-host");
+      fabricAdvertisedPort = port(c, P + "fabric.advertised-port");
+      fabricMaxConnections = ConfigChecks.atLeast(c, P + "fabric.max-connections", 1);
+      fabricHandshakeTimeout = positive(c, P + "fabric.handshake-timeout");
+      fabricFrameTimeout = positive(c, P + "fabric.frame-timeout");
       maxQp = limit(c, "max-qp");
       maxQpWr = limit(c, "max-qp-wr");
       maxSge = limit(c, "max-sge");
@@ -101,6 +107,14 @@ public final class RdmaSettings {
         throw new ConfigException.BadValue(P + "max-msg-size",
             "must be in [mtu, 2^31], was " + maxMsgSize);
       }
+    }
+
+    private static int port(Config c, String path) {
+      int p = c.getInt(path);
+      if (p < 0 || p > 65535) {
+        throw new ConfigException.BadValue(path, "must be in [0, 65535], was " + p);
+      }
+      return p;
     }
 
     private static int limit(Config c, String key) {

@@ -1,8 +1,13 @@
 package dev.pekkordma.soft;
 
+import dev.pekkordma.verbs.Gid;
+
 /** A device of this JVM: requests run straight against the responder QP, in the caller's thread. */
 final class LocalPeer implements SoftPeer {
   private final SoftDevice device;
+  private final ThreadLocal<MemoryPayload> payloads = ThreadLocal.withInitial(MemoryPayload::new);
+  /** UC messages have no answer: a throwaway response per thread. */
+  private final ThreadLocal<Response> unanswered = ThreadLocal.withInitial(Response::new);
 
   LocalPeer(SoftDevice device) {
     this.device = device;
@@ -14,19 +19,38 @@ final class LocalPeer implements SoftPeer {
   }
 
   @Override
-  public void request(SoftQp requester, RequestHeader header, Segments payload, Response response) {
+  public SoftEngine engine(SoftDevice requesterDevice) {
+    return requesterDevice.engine;
+  }
+
+  @Override
+  public int request(SoftQp requester, RequestHeader header, Segments payload, Response response) {
     SoftQp responder = device.qps.get(header.destQpn);
     if (responder == null) {
       response.psn = header.psn;
       response.code = Response.DROPPED;
-      return;
+      return SENT;
     }
-    responder.handleRequest(header, payload, response);
+    MemoryPayload data = payloads.get().of(payload);
+    responder.responder.handleRequest(header, data, response, false);
+    return data.sourceGone() ? SOURCE_GONE : SENT;
   }
 
   @Override
-  public void datagram(SoftQp requester, RequestHeader header, Segments payload) {
+  public int datagram(SoftQp requester, RequestHeader header, Segments payload) {
     SoftQp responder = device.qps.get(header.destQpn);
-    if (responder != null) responder.handleDatagram(header, payload);
+    if (responder == null) return SENT;
+    MemoryPayload data = payloads.get().of(payload);
+    if (responder.type == dev.pekkordma.verbs.QpType.UD) {
+      responder.responder.handleDatagram(header, data);
+    } else {
+      responder.responder.handleRequest(header, data, unanswered.get(), true);
+    }
+    return data.sourceGone() ? SOURCE_GONE : SENT;
+  }
+
+  @Override
+  public String describe(Gid gid) {
+    return device.info.name() + " in this process (" + gid + ")";
   }
 }

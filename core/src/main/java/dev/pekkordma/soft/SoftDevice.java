@@ -23,6 +23,8 @@ final class SoftDevice {
   final RdmaDevice info;
   final SoftSettings settings;
   final Gid gid;
+  /** This device's number in the JVM: its GID's last two bytes. */
+  final int serial;
   final KeyTable<Object> memoryKeys; // SoftMr and SoftMw by lkey/rkey
   final KeyTable<SoftQp> qps;
   final KeyTable<Object> handles; // what SendRequests names by handle: MRs, MWs, AHs
@@ -35,15 +37,17 @@ final class SoftDevice {
   /** Bumped by each fatal error: contexts opened before it stay dead. */
   private volatile int incarnation;
 
-  SoftDevice(SoftProvider provider, String name, Gid gid, long guid) {
+  SoftDevice(SoftProvider provider, String name, int serial, Gid gid, long guid) {
     this.provider = provider;
+    this.serial = serial;
     this.settings = provider.settings();
     this.gid = gid;
     this.info = new RdmaDevice(name, guid, "soft-roce", "soft");
     this.memoryKeys = new KeyTable<>(64, settings.maxMr + settings.maxMw, "memory regions and windows");
     this.qps = new KeyTable<>(64, Math.min(settings.maxQp, 65535), "QPs");
     this.handles = new KeyTable<>(64, Integer.MAX_VALUE >>> 8, "handles");
-    this.engine = new SoftEngine(engineName(name, gid), Math.min(settings.maxQp, 65535));
+    this.engine = new SoftEngine("soft-rdma-engine-" + engineName(name, gid),
+        Math.min(settings.maxQp, 65535));
     this.localPeer = new LocalPeer(this);
   }
 

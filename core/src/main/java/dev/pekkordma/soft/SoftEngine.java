@@ -15,17 +15,22 @@ final class SoftEngine implements Runnable {
   private final Thread thread;
   private volatile boolean running = true;
 
-  SoftEngine(String deviceName, int maxQps) {
+  SoftEngine(String name, int maxQps) {
     ready = new ArrayBlockingQueue<>(maxQps);
-    thread = new Thread(this, "soft-rdma-engine-" + deviceName);
+    thread = new Thread(this, name);
     thread.setDaemon(true);
     thread.start();
   }
 
   /** Queues the QP's send queue for work unless it is queued already. */
   void schedule(SoftQp qp) {
-    if (qp.markScheduled()) {
-      ready.add(qp);
+    if (qp.requester.markScheduled()) {
+      if (!ready.offer(qp)) { // more QPs than the queue was sized for: a provider bug
+        qp.requester.clearScheduled();
+        qp.engineFailure(new IllegalStateException(thread.getName() + " has "
+            + ready.size() + " QPs queued already"));
+        return;
+      }
       LockSupport.unpark(thread);
     }
   }
@@ -38,8 +43,8 @@ final class SoftEngine implements Runnable {
         LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(100));
         continue;
       }
-      qp.clearScheduled();
-      qp.work(BATCH);
+      qp.requester.clearScheduled();
+      qp.requester.work(BATCH);
     }
   }
 

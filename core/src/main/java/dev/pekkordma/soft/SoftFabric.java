@@ -1,5 +1,6 @@
 package dev.pekkordma.soft;
 
+import dev.pekkordma.config.RdmaSettings.SoftSettings;
 import dev.pekkordma.verbs.Gid;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -14,6 +15,8 @@ final class SoftFabric {
   private static final SoftFabric INSTANCE = new SoftFabric();
   private final Map<Gid, SoftDevice> local = new ConcurrentHashMap<>();
   private final AtomicInteger serials = new AtomicInteger();
+  private volatile SoftDevice[] bySerial = new SoftDevice[16];
+  private volatile long maxMessage;
   private volatile TcpFabric tcp;
 
   static SoftFabric get() {
@@ -21,36 +24,57 @@ final class SoftFabric {
   }
 
   /** Starts the TCP side on first use (later providers share it, whatever their config says). */
-  synchronized TcpFabric tcp(String host, int port) {
-    if (tcp == null) tcp = TcpFabric.start(host, port, this);
+  synchronized TcpFabric tcp(SoftSettings settings) {
+    if (tcp == null) tcp = TcpFabric.start(settings, this);
     return tcp;
   }
 
-  Gid newGid(TcpFabric fabric) {
+  /** A new device's serial in this JVM (1 to 65535; its GID's last two bytes). */
+  int newSerial() {
     int serial = serials.incrementAndGet();
-    byte[] g = new byte[16];
-    g[0] = (byte) 0xfe;
-    g[1] = (byte) 0x80;
-    byte[] ip = fabric.address().getAddress().getAddress();
-    System.arraycopy(ip, 0, g, 8, 4);
-    int port = fabric.address().getPort();
-    g[12] = (byte) (port >>> 8);
-    g[13] = (byte) port;
-    g[14] = (byte) (serial >>> 8);
-    g[15] = (byte) serial;
-    return Gid.of(g);
+    if (serial > 0xffff) {
+      throw new IllegalStateException("this JVM opened 65535 soft devices already");
+    }
+    return serial;
   }
 
-  void register(SoftDevice device) {
+  Gid gid(TcpFabric fabric, int serial) {
+    return Gid.of(fabric.address().gid(serial));
+  }
+
+  synchronized void register(SoftDevice device) {
     local.put(device.gid, device);
+    SoftDevice[] table = bySerial;
+    if (device.serial >= table.length) {
+      table = java.util.Arrays.copyOf(table, Math.max(device.serial + 1, table.length * 2));
+    }
+    table[device.serial] = device;
+    bySerial = table;
+    maxMessage = Math.max(maxMessage, device.settings.maxMsgSize);
   }
 
-  void unregister(SoftDevice device) {
+  synchronized void unregister(SoftDevice device) {
     local.remove(device.gid, device);
+    SoftDevice[] table = bySerial;
+    if (device.serial < table.length && table[device.serial] == device) {
+      table[device.serial] = null;
+      bySerial = table;
+    }
   }
 
   SoftDevice localDevice(Gid gid) {
     return local.get(gid);
+  }
+
+  /** The device of this JVM with {@code serial}, or null. */
+  SoftDevice deviceBySerial(int serial) {
+    SoftDevice[] table = bySerial;
+    return serial > 0 && serial < table.length ? table[serial] : null;
+  }
+
+  /** The largest message any device of this JVM takes (max-msg-size). */
+  long maxMessage() {
+    return maxMessage;
   }
 
   /** How to reach the device with this GID. */

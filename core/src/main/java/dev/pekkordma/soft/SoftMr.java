@@ -6,8 +6,14 @@ import dev.pekkordma.verbs.ProtectionDomain;
 import dev.pekkordma.verbs.RdmaException;
 import java.util.concurrent.atomic.AtomicInteger;
 
+/**
+ * A memory region. Its fence makes deregistration and re-registration wait for copies in
+ * progress: once {@link #close} returns, the provider neither reads nor writes the memory again,
+ * so the application may free it.
+ */
 final class SoftMr extends Closeable implements MemoryRegion {
   final SoftPd pd;
+  final AccessFence fence = new AccessFence();
   private volatile long address;
   private volatile long length;
   private volatile int access;
@@ -36,6 +42,17 @@ final class SoftMr extends Closeable implements MemoryRegion {
     return len >= 0 && addr >= a && addr + len <= a + length && addr + len >= addr;
   }
 
+  /**
+   * Adds {@code [addr, addr+len)} to {@code into} if this region grants {@code needed} access
+   * (0: none needed) on it, fenced in the generation the check saw; false otherwise.
+   */
+  boolean grant(long addr, long len, int needed, Segments into) {
+    int generation = fence.generation(); // before the fields: a re-registration after it fails
+    if (isClosed() || !covers(addr, len) || (needed != 0 && (access & needed) == 0)) return false;
+    into.add(addr, len, fence, generation);
+    return true;
+  }
+
   @Override public ProtectionDomain pd() { return pd; }
   @Override public long address() { return address; }
   @Override public long length() { return length; }
@@ -57,16 +74,19 @@ final class SoftMr extends Closeable implements MemoryRegion {
       throw new RdmaException("ibv_rereg_mr", RdmaException.EBUSY,
           describe() + " has " + boundWindows.get() + " memory windows bound");
     }
-    // a new key: remote peers holding the old rkey must lose access
+    // a new key: remote peers holding the old rkey must lose access, and copies checked
+    // against the old range must not land in the new one
     pd.device.memoryKeys.remove(key);
+    fence.close();
     address = newAddress;
     length = newLength;
     access = newAccess;
     key = pd.device.memoryKeys.add(this);
+    fence.reopen();
   }
 
   @Override
-  public void close() {
+  public synchronized void close() {
     if (!markClosed()) return;
     if (boundWindows.get() > 0) {
       reopen();
@@ -74,6 +94,7 @@ final class SoftMr extends Closeable implements MemoryRegion {
           describe() + " has " + boundWindows.get() + " memory windows bound to it");
     }
     pd.device.memoryKeys.remove(key);
+    fence.close(); // copies in progress end; none starts: the memory may be freed after this
     pd.device.handles.remove(handle);
     pd.forget(this);
     pd.device.provider.counters.mrs.decrementAndGet();

@@ -1,19 +1,40 @@
 package dev.pekkordma.soft;
 
+import dev.pekkordma.verbs.Gid;
+
 /**
  * How a requester reaches the responder QPs of one device: in memory for a device of this JVM,
- * over TCP for one in another process. An RC request is answered exactly once, through the
- * {@code response} filled in (in memory, before returning) or later through {@link
- * SoftQp#onResponse}.
+ * over the fabric for one in another process. An RC request is answered exactly once, through
+ * the {@code response} filled in (in memory, before returning) or later through {@link
+ * Requester#onResponse}; a request nobody answers is the transport timer's business.
  */
 interface SoftPeer {
+  /** {@link #request}'s and {@link #datagram}'s outcomes. */
+  int SENT = 0;
+  /** The requester's memory was deregistered while it was read: the request is void. */
+  int SOURCE_GONE = 1;
+  /** The peer's process cannot be reached now. */
+  int UNREACHABLE = 2;
+
   /** Whether responses arrive by filling {@code response} before {@link #request} returns. */
   boolean synchronous();
 
-  void request(SoftQp requester, RequestHeader header, Segments payload, Response response);
+  /** The engine that works the send queues of QPs talking to this peer. */
+  SoftEngine engine(SoftDevice requesterDevice);
+
+  int request(SoftQp requester, RequestHeader header, Segments payload, Response response);
 
   /** An unreliable datagram (UD) or unacknowledged message (UC): no answer. */
-  void datagram(SoftQp requester, RequestHeader header, Segments payload);
+  int datagram(SoftQp requester, RequestHeader header, Segments payload);
+
+  /** A connected QP's route is set: failures of the peer's process reach it from now on. */
+  default void attach(SoftQp qp) {}
+
+  /** The QP is reset or destroyed. */
+  default void detach(SoftQp qp) {}
+
+  /** Where the device with {@code gid} is, for messages ("soft0 in this JVM", an address). */
+  String describe(Gid gid);
 
   /** One request's fields, reused by its requester. */
   final class RequestHeader {
@@ -27,9 +48,11 @@ interface SoftPeer {
     int rkey;
     long compareAdd;
     long swap;
-    int readLength;
+    long readLength;
+    long payloadLength;
     int qkey;
-    byte[] srcGid = new byte[16];
+    /** The requester's GID: set by the requester in this JVM, by the link that vouches for it. */
+    final byte[] srcGid = new byte[16];
   }
 
   /** The answer to one RC request. */
@@ -46,7 +69,8 @@ interface SoftPeer {
     int code;
     int rnrTimer;
     long atomicValue;
-    long readAddress; // where the read data lies (responder memory, or a receive buffer)
-    int readLength;
+    long readLength;
+    /** Where an RDMA READ's data lies in the responder's memory, fenced. */
+    final Segments readSource = new Segments(1);
   }
 }

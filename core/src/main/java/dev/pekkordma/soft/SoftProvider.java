@@ -36,11 +36,12 @@ public final class SoftProvider implements RdmaProvider, FaultInjection {
   SoftProvider(RdmaSettings settings) {
     this.all = settings;
     this.settings = settings.soft();
-    TcpFabric tcp = SoftFabric.get().tcp(this.settings.fabricHost, this.settings.fabricPort);
+    TcpFabric tcp = SoftFabric.get().tcp(this.settings);
     for (String name : this.settings.devices) {
-      var gid = SoftFabric.get().newGid(tcp);
-      long guid = 0x0002c90300000000L | ((gid.byteAt(14) & 0xffL) << 8) | (gid.byteAt(15) & 0xffL);
-      SoftDevice d = new SoftDevice(this, name, gid, guid);
+      int serial = SoftFabric.get().newSerial();
+      var gid = SoftFabric.get().gid(tcp, serial);
+      long guid = 0x0002c90300000000L | serial;
+      SoftDevice d = new SoftDevice(this, name, serial, gid, guid);
       devices.add(d);
       SoftFabric.get().register(d);
     }

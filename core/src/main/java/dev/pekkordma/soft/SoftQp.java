@@ -1,14 +1,5 @@
 package dev.pekkordma.soft;
 
-import static dev.pekkordma.soft.SoftPeer.Response.ACK;
-import static dev.pekkordma.soft.SoftPeer.Response.DROPPED;
-import static dev.pekkordma.soft.SoftPeer.Response.NAK_INVALID_REQUEST;
-import static dev.pekkordma.soft.SoftPeer.Response.NAK_REMOTE_ACCESS;
-import static dev.pekkordma.soft.SoftPeer.Response.NAK_REMOTE_OPERATION;
-import static dev.pekkordma.soft.SoftPeer.Response.RNR_NAK;
-
-import dev.pekkordma.memory.NativeMemory;
-import dev.pekkordma.memory.OffHeapBuffer;
 import dev.pekkordma.verbs.Access;
 import dev.pekkordma.verbs.AddressVector;
 import dev.pekkordma.verbs.AsyncEvent;
@@ -27,29 +18,23 @@ import dev.pekkordma.verbs.QueuePair;
 import dev.pekkordma.verbs.RdmaException;
 import dev.pekkordma.verbs.RecvRequests;
 import dev.pekkordma.verbs.SendRequests;
-import dev.pekkordma.verbs.WcOpcode;
 import dev.pekkordma.verbs.WcStatus;
-import dev.pekkordma.verbs.WorkCompletions;
 import dev.pekkordma.verbs.WrOpcode;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * A software queue pair: the requester (its send queue, worked by the device engine) and the
- * responder (called by peers' requests). A QP never holds its own lock while calling into another
- * QP, so traffic in both directions cannot deadlock.
+ * A software queue pair: its attributes and state machine, with the {@link Requester} (its send
+ * queue, worked by an engine) and the {@link Responder} (called by its peer's requests). Both
+ * are guarded by this object's monitor. A QP never holds its own monitor while calling into
+ * another QP, so traffic in both directions cannot deadlock; its fence makes destruction and
+ * reset wait for data being placed on its behalf.
  */
 final class SoftQp extends Closeable implements QueuePair {
-  private static final int OK = -1;
-  private static final int GRH_BYTES = 40;
-  /** Requests on the wire before an answer, for peers in other processes. */
-  private static final int MAX_IN_FLIGHT = 64;
+  private static final Logger LOG = LoggerFactory.getLogger(SoftQp.class);
   /** The most requests one post runs in the poster's thread (see postSend). */
   private static final int INLINE_MAX = 4;
-  /** IB's RNR timer encoding, in microseconds (index = min_rnr_timer). */
-  private static final long[] RNR_MICROS = {655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320,
-      480, 640, 960, 1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720, 40960, 61440,
-      81920, 122880, 163840, 245760, 327680, 491520};
 
   final SoftPd pd;
   final SoftDevice device;
@@ -61,61 +46,34 @@ final class SoftQp extends Closeable implements QueuePair {
   final SoftSrq srq;
   final boolean signalAll;
   final QpCapabilities caps;
+  /** Copies on this QP's behalf; a reset opens a new generation, destruction closes it. */
+  final AccessFence fence = new AccessFence();
+  final Requester requester;
+  final Responder responder;
 
   // attributes (guarded by this)
-  private volatile QpState state = QpState.RESET;
+  volatile QpState state = QpState.RESET;
   private int port = 1;
-  private int accessFlags;
-  private int qkey;
+  int accessFlags;
+  int qkey;
   private int pkeyIndex;
   private AddressVector av;
+  private volatile byte[] peerGid; // av's destination GID, compared with each request's source
   private Mtu pathMtu = Mtu.MTU_1024;
-  private int destQpn;
+  volatile int destQpn;
   private int rqPsn;
-  private int sqPsn;
-  private int timeout;
-  private int retryCount;
-  private int rnrRetry;
-  private int minRnrTimer;
+  int sqPsn;
+  int timeout;
+  int retryCount;
+  int rnrRetry;
+  int minRnrTimer;
   private int maxRdAtomic;
   private int maxDestRdAtomic;
   private boolean sqdNotify;
   private boolean sqDrainedRaised;
-
-  // send queue
-  private final OffHeapBuffer sqMemory;
-  private final int sqSlotSize;
-  private final int sqCapacity;
-  private long sqHead; // oldest not completed
-  private long sqSent; // next to start
-  private long sqTail; // next free
-  private int retryLeft;
-  private int rnrLeft;
-  private boolean paused;
-  private int pauseGeneration;
-  private SoftPeer peer;
-  private final AtomicBoolean scheduled = new AtomicBoolean();
-  /** Held by whoever works the send queue, the engine or a poster: one at a time. */
-  private final AtomicBoolean working = new AtomicBoolean();
-
-  // receive queue (unless an SRQ is used)
-  private final ReceiveRing rq;
-
-  // responder
-  private int epsn;
-  private boolean commEstablished;
-
-  // reused by the engine thread (requester) and under the lock (responder)
-  private final SoftPeer.RequestHeader header = new SoftPeer.RequestHeader();
-  private final SoftPeer.Response response = new SoftPeer.Response();
-  private final Segments gather;
-  private final Segments local;
-  private final Segments target = new Segments(1);
-  private final Segments placed = new Segments(1); // the responder's, outside the lock
-  private int responding; // writes being placed outside the lock; close() waits for them
-  private int resets; // a write placed across a reset belongs to the connection before it
-  private final Segments scatter;
-  private final byte[] grhBuffer = new byte[GRH_BYTES];
+  /** How requests reach the peer: set from the address vector at first use. */
+  SoftPeer peer;
+  private volatile String errorCause;
 
   private SoftQp(SoftPd pd, QpInitAttributes a, QpCapabilities caps) {
     this.pd = pd;
@@ -127,14 +85,8 @@ final class SoftQp extends Closeable implements QueuePair {
     this.srq = (SoftSrq) a.srq();
     this.signalAll = a.signalAll();
     this.caps = caps;
-    this.sqCapacity = caps.maxSendWr();
-    this.sqSlotSize = SendRequests.WR_SIZE + caps.maxSendSge() * SendRequests.SGE_SIZE
-        + ((caps.maxInlineData() + 7) & ~7);
-    this.sqMemory = OffHeapBuffer.allocate((long) sqCapacity * sqSlotSize);
-    this.rq = srq == null ? new ReceiveRing(caps.maxRecvWr(), caps.maxRecvSge()) : null;
-    this.gather = new Segments(caps.maxSendSge());
-    this.local = new Segments(caps.maxSendSge());
-    this.scatter = new Segments(srq != null ? srq.ring.maxSge() : caps.maxRecvSge());
+    this.requester = new Requester(this);
+    this.responder = new Responder(this);
     this.qpn = device.qps.add(this);
   }
 
@@ -158,9 +110,6 @@ final class SoftQp extends Closeable implements QueuePair {
             "the SRQ belongs to another protection domain");
       }
       ((SoftSrq) a.srq()).checkOpen("ibv_create_qp");
-      if (a.type() == QpType.UD || a.type() == QpType.UC) {
-        // verbs allow it; keep the models simple and say so
-      }
     }
     QpCapabilities caps = new QpCapabilities(a.maxSendWr(), a.srq() == null ? a.maxRecvWr() : 0,
         a.maxSendSge(), a.srq() == null ? a.maxRecvSge() : 0, a.maxInlineData());
@@ -182,6 +131,11 @@ final class SoftQp extends Closeable implements QueuePair {
   @Override public QpType type() { return type; }
   @Override public QpState state() { return state; }
   @Override public QpCapabilities capabilities() { return caps; }
+
+  @Override
+  public Optional<String> errorCause() {
+    return Optional.ofNullable(errorCause);
+  }
 
   // ---------------------------------------------------------------- modify and query
 
@@ -214,7 +168,7 @@ final class SoftQp extends Closeable implements QueuePair {
       if (a.has(QpAttributes.ACCESS_FLAGS)) accessFlags = a.accessFlags();
       if (a.has(QpAttributes.QKEY)) qkey = a.qkey();
       if (a.has(QpAttributes.PKEY_INDEX)) pkeyIndex = a.pkeyIndex();
-      if (a.has(QpAttributes.AV)) { av = a.addressVector(); peer = null; }
+      if (a.has(QpAttributes.AV)) setAddress(a.addressVector());
       if (a.has(QpAttributes.PATH_MTU)) pathMtu = a.pathMtu();
       if (a.has(QpAttributes.DEST_QPN)) destQpn = a.destQpNum();
       if (a.has(QpAttributes.RQ_PSN)) rqPsn = a.rqPsn() & 0xffffff;
@@ -237,19 +191,14 @@ final class SoftQp extends Closeable implements QueuePair {
           }
           break;
         case RTR:
-          if (from == QpState.INIT) {
-            epsn = rqPsn;
-            commEstablished = false;
-          }
+          if (from == QpState.INIT) responder.start(rqPsn);
           state = to;
+          route(); // failures of the peer's process reach this QP from now on
           break;
         case RTS:
-          if (from == QpState.RTR) {
-            retryLeft = retryCount;
-            rnrLeft = rnrRetry;
-          }
+          if (from == QpState.RTR) requester.start();
           state = to;
-          schedule = sqTail != sqSent;
+          schedule = !requester.idle();
           break;
         case SQD:
           state = to;
@@ -260,7 +209,7 @@ final class SoftQp extends Closeable implements QueuePair {
           state = to;
       }
     }
-    if (schedule) device.engine.schedule(this);
+    if (schedule) schedule();
   }
 
   private void validateValues(QpAttributes a) {
@@ -321,55 +270,80 @@ final class SoftQp extends Closeable implements QueuePair {
     return new RdmaException("ibv_modify_qp", RdmaException.EINVAL, describe() + ": " + why);
   }
 
-  private void resetLocked() {
-    state = QpState.RESET;
-    resets++;
-    sqHead = sqSent = sqTail = 0;
-    if (rq != null) rq.clear();
-    paused = false;
-    pauseGeneration++;
-    commEstablished = false;
+  private void setAddress(AddressVector v) {
+    av = v;
+    peerGid = v.dgid().toBytes();
+    forgetPeer();
+  }
+
+  private void forgetPeer() {
+    if (peer != null) peer.detach(this);
     peer = null;
   }
 
-  /** Flushes every outstanding send and receive with WR_FLUSH_ERR (the QP is in ERR). */
-  private void flushLocked() {
-    paused = false;
-    pauseGeneration++;
-    flushSendQueueLocked();
-    if (rq != null) {
-      while (!rq.isEmpty()) {
-        recvCq.push(rq.headWrId(), WcStatus.WR_FLUSH_ERR, WcOpcode.RECV, 0, 0, qpn, 0, 0, false);
-        rq.pop();
-      }
-    } else {
-      context.raise(AsyncEvent.ofQp(AsyncEventType.QP_LAST_WQE_REACHED, this));
-    }
+  private void resetLocked() {
+    state = QpState.RESET;
+    fence.close(); // data placed for the connection before the reset ends first
+    fence.reopen();
+    requester.reset();
+    responder.reset();
+    errorCause = null;
+    forgetPeer();
   }
 
-  private void toErrorLocked() {
+  /** Flushes every outstanding send and receive with WR_FLUSH_ERR (the QP is in ERR). */
+  void flushLocked() {
+    requester.flush();
+    responder.flush();
+  }
+
+  void toErrorLocked() {
     if (state == QpState.ERR || state == QpState.RESET) return;
     state = QpState.ERR;
     flushLocked();
+  }
+
+  /** Records why the QP is about to fail, for {@link #errorCause()} (the first reason stays). */
+  void noteError(String cause) {
+    if (errorCause == null) errorCause = cause;
   }
 
   /** An internal error (injected, or the device died): QP_FATAL and the error state. */
   void fatal(Throwable cause) {
     synchronized (this) {
       if (isClosed() || state == QpState.RESET || state == QpState.ERR) return;
+      if (cause != null) noteError(describe() + " failed in the provider: " + cause);
       toErrorLocked();
     }
     context.raise(AsyncEvent.ofQp(AsyncEventType.QP_FATAL, this));
   }
 
+  /**
+   * The peer broke the fabric's protocol, or its link failed for good: the QP goes to ERR, an
+   * outstanding request completes with {@code status}, and {@code cause} names the peer.
+   */
+  void failByPeer(WcStatus status, String cause) {
+    DeferredSignals signals = DeferredSignals.enter();
+    try {
+      synchronized (this) {
+        if (isClosed() || state == QpState.RESET || state == QpState.ERR) return;
+        noteError(cause);
+        requester.failHead(status);
+        toErrorLocked();
+      }
+      context.raise(AsyncEvent.ofQp(AsyncEventType.QP_FATAL, this));
+    } finally {
+      signals.exit();
+    }
+  }
+
   void engineFailure(Throwable e) {
-    System.err.println("soft-rdma: " + describe() + " failed in the engine: " + e);
-    e.printStackTrace();
+    LOG.error("{} failed in the engine", describe(), e);
     fatal(e);
   }
 
-  private void maybeRaiseDrainedLocked() {
-    if (state == QpState.SQD && sqdNotify && !sqDrainedRaised && sqHead == sqSent) {
+  void maybeRaiseDrainedLocked() {
+    if (state == QpState.SQD && sqdNotify && !sqDrainedRaised && requester.drained()) {
       sqDrainedRaised = true;
       context.raise(AsyncEvent.ofQp(AsyncEventType.SQ_DRAINED, this));
     }
@@ -392,87 +366,21 @@ final class SoftQp extends Closeable implements QueuePair {
       // a few requests on an idle queue run here; a big batch goes to the engine so that the
       // poster goes on (polling, preparing the next) while the engine copies: two threads
       here = peer != null && peer.synchronous() && requests.size() <= INLINE_MAX
-          && sqSent == sqTail;
-      long before = sqTail;
+          && requester.idle();
+      long before = requester.tail();
       try {
-        for (int i = 0; i < requests.size(); i++) {
-          enqueueSend(requests, i);
-        }
+        for (int i = 0; i < requests.size(); i++) requester.enqueue(requests, i);
       } finally {
         if (s == QpState.ERR) flushLocked();
-        else if (s == QpState.SQE) flushSendQueueLocked(); // receives still work in SQE
-        schedule = s == QpState.RTS && sqTail != before;
+        else if (s == QpState.SQE) requester.flush(); // receives still work in SQE
+        schedule = s == QpState.RTS && requester.tail() != before;
       }
     }
     if (!schedule) return;
     if (here) {
-      work(SoftEngine.BATCH); // the peer is in this JVM: as rxe does, run it in the caller
+      requester.work(SoftEngine.BATCH); // the peer is in this JVM: as rxe does, run it here
     } else {
-      device.engine.schedule(this);
-    }
-  }
-
-  private void enqueueSend(SendRequests r, int i) {
-    long from = r.requestAddress(i);
-    WrOpcode op = WrOpcode.of(NativeMemory.getInt(from + SendRequests.OFF_OPCODE));
-    int flags = NativeMemory.getInt(from + SendRequests.OFF_SEND_FLAGS);
-    int numSge = NativeMemory.getInt(from + SendRequests.OFF_NUM_SGE);
-    if (!opcodeAllowed(op)) {
-      throw new RdmaException("ibv_post_send", RdmaException.EINVAL,
-          which(i, from) + ": opcode " + op + " is not supported on " + type + " QPs");
-    }
-    if (numSge > caps.maxSendSge()) {
-      throw new RdmaException("ibv_post_send", RdmaException.EINVAL, which(i, from) + " has "
-          + numSge + " SGEs; the QP takes at most " + caps.maxSendSge() + " (max_send_sge)");
-    }
-    if (sqTail - sqHead >= sqCapacity) {
-      throw new RdmaException("ibv_post_send", RdmaException.ENOMEM, which(i, from)
-          + ": the send queue already holds " + sqCapacity
-          + " outstanding requests (max_send_wr)");
-    }
-    long slot = sqSlot(sqTail);
-    NativeMemory.copy(from, slot, SendRequests.WR_SIZE);
-    long sges = slot + SendRequests.WR_SIZE;
-    NativeMemory.putLong(slot + SendRequests.OFF_SG_LIST, sges);
-    NativeMemory.putInt(slot + OFF_DONE_STATUS, 0);
-    if ((flags & SendRequests.INLINE) != 0 && !op.isAtomic() && op != WrOpcode.RDMA_READ) {
-      long srcSges = NativeMemory.getLong(from + SendRequests.OFF_SG_LIST);
-      long total = 0;
-      for (int k = 0; k < numSge; k++) total += NativeMemory.getInt(srcSges + k * 16L + 8);
-      if (total > caps.maxInlineData()) {
-        throw new RdmaException("ibv_post_send", RdmaException.EINVAL, which(i, from) + " has "
-            + total + " bytes inline; the QP allows " + caps.maxInlineData() + " (max_inline_data)");
-      }
-      long inline = sges + (long) caps.maxSendSge() * SendRequests.SGE_SIZE;
-      long at = inline;
-      for (int k = 0; k < numSge; k++) {
-        int len = NativeMemory.getInt(srcSges + k * 16L + 8);
-        NativeMemory.copy(NativeMemory.getLong(srcSges + k * 16L), at, len);
-        at += len;
-      }
-      NativeMemory.putLong(sges, inline);
-      NativeMemory.putInt(sges + 8, (int) total);
-      NativeMemory.putInt(sges + 12, 0);
-      NativeMemory.putInt(slot + SendRequests.OFF_NUM_SGE, 1);
-    } else if (numSge > 0) {
-      NativeMemory.copy(NativeMemory.getLong(from + SendRequests.OFF_SG_LIST), sges,
-          (long) numSge * SendRequests.SGE_SIZE);
-    }
-    sqTail++;
-  }
-
-  /** Names request {@code i} in an error message (built only when something is wrong). */
-  private String which(int i, long wr) {
-    return "request " + i + " (wr_id " + NativeMemory.getLong(wr) + ") on " + describe();
-  }
-
-  private boolean opcodeAllowed(WrOpcode op) {
-    switch (type) {
-      case UD: return op == WrOpcode.SEND || op == WrOpcode.SEND_WITH_IMM;
-      case UC: return op == WrOpcode.SEND || op == WrOpcode.SEND_WITH_IMM
-          || op == WrOpcode.RDMA_WRITE || op == WrOpcode.RDMA_WRITE_WITH_IMM
-          || op == WrOpcode.BIND_MW || op == WrOpcode.LOCAL_INV;
-      default: return true;
+      schedule();
     }
   }
 
@@ -481,6 +389,7 @@ final class SoftQp extends Closeable implements QueuePair {
     checkOpen("ibv_post_recv");
     if (requests == null) throw new RdmaException("ibv_post_recv", RdmaException.EINVAL, "requests are null");
     synchronized (this) {
+      ReceiveRing rq = responder.rq;
       if (rq == null) {
         throw new RdmaException("ibv_post_recv", RdmaException.EINVAL,
             describe() + " uses an SRQ: post receives to the SRQ");
@@ -492,16 +401,16 @@ final class SoftQp extends Closeable implements QueuePair {
       for (int i = 0; i < requests.size(); i++) {
         int n = requests.numSge(i);
         if (n > rq.maxSge()) {
-          throw new RdmaException("ibv_post_recv", RdmaException.EINVAL,
-              which(i, requests.requestAddress(i)) + " has " + n
-                  + " SGEs; the QP takes at most " + rq.maxSge() + " (max_recv_sge)");
+          throw new RdmaException("ibv_post_recv", RdmaException.EINVAL, "request " + i
+              + " (wr_id " + requests.wrId(i) + ") on " + describe() + " has " + n
+              + " SGEs; the QP takes at most " + rq.maxSge() + " (max_recv_sge)");
         }
         if (rq.isFull()) {
-          throw new RdmaException("ibv_post_recv", RdmaException.ENOMEM,
-              which(i, requests.requestAddress(i)) + ": the receive queue already holds "
-                  + rq.capacity() + " receives (max_recv_wr)");
+          throw new RdmaException("ibv_post_recv", RdmaException.ENOMEM, "request " + i
+              + " (wr_id " + requests.wrId(i) + ") on " + describe()
+              + ": the receive queue already holds " + rq.capacity() + " receives (max_recv_wr)");
         }
-        rq.push(requests, i);
+        responder.postRecv(requests, i);
       }
       if (state == QpState.ERR) flushLocked();
     }
@@ -528,772 +437,77 @@ final class SoftQp extends Closeable implements QueuePair {
     return newRkey;
   }
 
-  // ---------------------------------------------------------------- requester (engine thread)
+  // ---------------------------------------------------------------- for the requester and responder
 
-  boolean markScheduled() {
-    return scheduled.compareAndSet(false, true);
-  }
-
-  void clearScheduled() {
-    scheduled.set(false);
-  }
-
-  /**
-   * Works the send queue in this thread, up to {@code budget} requests, unless another thread
-   * is at it: that one looks again when it is done (below), so nothing posted meanwhile waits.
-   * What is left goes to the engine. A poster of a QP whose peer is in this JVM saves the
-   * engine's wake-up and a copy from a cold cache; the engine stays for what is left, retries
-   * and remote peers.
-   */
-  void work(int budget) {
-    if (!working.compareAndSet(false, true)) return;
-    DeferredSignals signals = DeferredSignals.enter();
-    try {
-      runSendQueue(budget);
-    } catch (RuntimeException | Error e) {
-      engineFailure(e);
-    } finally {
-      working.set(false);
-      signals.exit();
-    }
-    if (hasWork()) device.engine.schedule(this);
-  }
-
-  /** Whether a request could start now (runSendQueue's conditions; a full window waits). */
-  private synchronized boolean hasWork() {
-    return !isClosed() && state == QpState.RTS && !paused && sqSent != sqTail
-        && (peer == null || peer.synchronous() || sqSent - sqHead < MAX_IN_FLIGHT);
-  }
-
-  /** Starts up to {@code budget} requests; true when more could start now. */
-  private boolean runSendQueue(int budget) {
-    for (int n = 0; n < budget; n++) {
-      long index;
-      int psn;
-      synchronized (this) {
-        if (isClosed() || state != QpState.RTS || paused || sqSent == sqTail) return false;
-        if (peer != null && !peer.synchronous() && sqSent - sqHead >= MAX_IN_FLIGHT) return false;
-        index = sqSent++;
-        psn = (int) ((sqPsn + index) & 0xffffff);
-        executing = true;
-      }
-      try {
-        execute(index, psn);
-      } finally {
-        synchronized (this) {
-          executing = false;
-          if (isClosed()) freeQueuesLocked(); // close() left them to us
-        }
-      }
-    }
-    return true;
-  }
-
-  private void execute(long index, int psn) {
-    long wr = sqSlot(index);
-    WrOpcode op = WrOpcode.of(NativeMemory.getInt(wr + SendRequests.OFF_OPCODE));
-    int flags = NativeMemory.getInt(wr + SendRequests.OFF_SEND_FLAGS);
-    if (op == WrOpcode.BIND_MW) {
-      int status = bindWindow(wr);
-      complete(psn, status == OK ? WcStatus.SUCCESS : WcStatus.of(status), 0);
-      return;
-    }
-    if (op == WrOpcode.LOCAL_INV) {
-      Object o = device.memoryKeys.get(NativeMemory.getInt(wr + SendRequests.OFF_IMM_DATA));
-      boolean ok = o instanceof SoftMw && ((SoftMw) o).type == MemoryWindow.Type.TYPE_2
-          && ((SoftMw) o).pd == pd;
-      if (ok) ((SoftMw) o).invalidate();
-      complete(psn, ok ? WcStatus.SUCCESS : WcStatus.LOC_PROT_ERR, 0);
-      return;
-    }
-    boolean inline = (flags & SendRequests.INLINE) != 0;
-    boolean writesLocal = op == WrOpcode.RDMA_READ || op.isAtomic();
-    int status = localSegments(wr, inline && !writesLocal, writesLocal, writesLocal ? local : gather);
-    if (status != OK) {
-      complete(psn, WcStatus.of(status), 0);
-      return;
-    }
-    SoftPeer.RequestHeader h = header;
-    h.srcQpn = qpn;
-    h.psn = psn;
-    h.opcode = op.code;
-    h.sendFlags = flags;
-    h.immOrRkeyBigEndian = NativeMemory.getInt(wr + SendRequests.OFF_IMM_DATA);
-    if (type == QpType.UD) {
-      if (gather.total() > device.settings.mtu) {
-        complete(psn, WcStatus.LOC_LEN_ERR, 0);
-        return;
-      }
-      Object o = device.handles.get((int) NativeMemory.getLong(wr + SendRequests.OFF_UD_AH));
-      if (!(o instanceof SoftAh) || ((SoftAh) o).pd != pd) {
-        complete(psn, WcStatus.LOC_QP_OP_ERR, 0);
-        return;
-      }
-      SoftAh ah = (SoftAh) o;
-      if (ah.peer == null) ah.peer = SoftFabric.get().route(ah.av.dgid());
-      h.destQpn = NativeMemory.getInt(wr + SendRequests.OFF_UD_REMOTE_QPN);
-      int wrQkey = NativeMemory.getInt(wr + SendRequests.OFF_UD_REMOTE_QKEY);
-      h.qkey = wrQkey < 0 ? qkey : wrQkey; // a qkey with the high bit set means "use the QP's"
-      copyGid(h);
-      ah.peer.datagram(this, h, gather);
-      complete(psn, WcStatus.SUCCESS, (int) gather.total());
-      return;
-    }
+  /** Queues the send queue on the engine that serves its peer (the device's for this JVM). */
+  void schedule() {
     SoftPeer p;
     synchronized (this) {
-      if (peer == null) peer = SoftFabric.get().route(av.dgid());
-      p = peer;
+      p = route();
     }
-    h.destQpn = destQpn;
-    copyGid(h);
-    h.remoteAddress = NativeMemory.getLong(wr + SendRequests.OFF_REMOTE_ADDR);
-    if (type == QpType.UC) { // no acknowledgement: done once sent
-      h.rkey = NativeMemory.getInt(wr + SendRequests.OFF_RDMA_RKEY);
-      p.datagram(this, h, gather);
-      complete(psn, WcStatus.SUCCESS, (int) gather.total());
-      return;
-    }
-    if (op.isAtomic()) {
-      h.rkey = NativeMemory.getInt(wr + SendRequests.OFF_ATOMIC_RKEY);
-      h.compareAdd = NativeMemory.getLong(wr + SendRequests.OFF_COMPARE_ADD);
-      h.swap = NativeMemory.getLong(wr + SendRequests.OFF_SWAP);
-      if (local.total() != 8) {
-        complete(psn, WcStatus.LOC_LEN_ERR, 0);
-        return;
-      }
-    } else {
-      h.rkey = NativeMemory.getInt(wr + SendRequests.OFF_RDMA_RKEY);
-    }
-    h.readLength = op == WrOpcode.RDMA_READ ? (int) local.total() : 0;
-    if (gather.total() > device.settings.maxMsgSize || local.total() > device.settings.maxMsgSize) {
-      complete(psn, WcStatus.LOC_LEN_ERR, 0);
-      return;
-    }
-    Segments payload = writesLocal ? gather.clear() : gather;
-    SoftPeer.Response r = response;
-    p.request(this, h, payload, r);
-    if (p.synchronous()) onResponse(r);
+    p.engine(device).schedule(this);
   }
 
-  private void copyGid(SoftPeer.RequestHeader h) {
-    for (int i = 0; i < 16; i++) h.srcGid[i] = device.gid.byteAt(i);
+  /** The route to the peer (monitor held); connected QPs without one use the device's engine. */
+  SoftPeer route() {
+    if (peer == null && av != null && type != QpType.UD) {
+      peer = SoftFabric.get().route(av.dgid());
+      peer.attach(this);
+    }
+    return peer != null ? peer : device.localPeer;
+  }
+
+  /** Whether {@code gid} (a request's source, as its link vouches for it) is our peer's. */
+  boolean isPeer(byte[] gid) {
+    byte[] mine = peerGid;
+    return mine != null && java.util.Arrays.equals(mine, gid);
   }
 
   /**
-   * Builds the request's local segment list, checking each SGE's lkey, bounds and (when the
-   * request writes local memory) LOCAL_WRITE. Returns OK or a WcStatus code.
+   * Checks that {@code lkey} grants this QP {@code [addr, addr+len)} (with LOCAL_WRITE when it
+   * is written) and adds it, fenced, to {@code into}.
    */
-  private int localSegments(long wr, boolean inline, boolean needWrite, Segments into) {
-    into.clear();
-    int n = NativeMemory.getInt(wr + SendRequests.OFF_NUM_SGE);
-    long sges = NativeMemory.getLong(wr + SendRequests.OFF_SG_LIST);
-    for (int k = 0; k < n; k++) {
-      long addr = NativeMemory.getLong(sges + k * 16L);
-      int len = NativeMemory.getInt(sges + k * 16L + 8);
-      int lkey = NativeMemory.getInt(sges + k * 16L + 12);
-      if (len < 0) return WcStatus.LOC_LEN_ERR.code;
-      if (!inline && !checkLocal(lkey, addr, len, needWrite)) return WcStatus.LOC_PROT_ERR.code;
-      if (len > 0) into.add(addr, len);
-    }
-    return OK;
-  }
-
-  private boolean checkLocal(int lkey, long addr, int len, boolean needWrite) {
+  boolean grantLocal(int lkey, long addr, long len, boolean needWrite, Segments into) {
     Object o = device.memoryKeys.get(lkey);
     if (!(o instanceof SoftMr)) return false;
     SoftMr mr = (SoftMr) o;
-    if (mr.pd != pd || !mr.covers(addr, len)) return false;
-    return !needWrite || (mr.access() & Access.LOCAL_WRITE) != 0;
+    return mr.pd == pd && mr.grant(addr, len, needWrite ? Access.LOCAL_WRITE : 0, into);
   }
 
-  private int bindWindow(long wr) {
-    Object mwObj = device.handles.get((int) NativeMemory.getLong(wr + SendRequests.OFF_BIND_MW));
-    Object mrObj = device.handles.get((int) NativeMemory.getLong(wr + SendRequests.OFF_BIND_MR));
-    long addr = NativeMemory.getLong(wr + SendRequests.OFF_BIND_ADDR);
-    long len = NativeMemory.getLong(wr + SendRequests.OFF_BIND_LENGTH);
-    int acc = NativeMemory.getInt(wr + SendRequests.OFF_BIND_ACCESS);
-    int newRkey = NativeMemory.getInt(wr + SendRequests.OFF_BIND_RKEY);
-    if (!(mwObj instanceof SoftMw)) return WcStatus.MW_BIND_ERR.code;
-    SoftMw mw = (SoftMw) mwObj;
-    if (mw.pd != pd || mw.isClosed()) return WcStatus.MW_BIND_ERR.code;
-    if (len == 0) {
-      mw.bind(newRkey, null, 0, 0, 0, this);
-      return OK;
-    }
-    if (!(mrObj instanceof SoftMr)) return WcStatus.MW_BIND_ERR.code;
-    SoftMr mr = (SoftMr) mrObj;
-    boolean ok = mr.pd == pd && !mr.isClosed() && (mr.access() & Access.MW_BIND) != 0
-        && mr.covers(addr, len)
-        && ((acc & (Access.REMOTE_WRITE | Access.REMOTE_ATOMIC)) == 0
-            || (mr.access() & Access.LOCAL_WRITE) != 0)
-        && (newRkey >>> 8) == (mw.rkey() >>> 8)
-        && (mw.type == MemoryWindow.Type.TYPE_1 || mw.region == null);
-    if (!ok) return WcStatus.MW_BIND_ERR.code;
-    mw.bind(newRkey, mr, addr, len, acc, this);
-    return OK;
+  void copyGid(byte[] into) {
+    for (int i = 0; i < 16; i++) into[i] = device.gid.byteAt(i);
   }
 
-  /**
-   * Records the outcome of the request with {@code psn}; completions are then reported in
-   * posting order, so a request finished locally waits for earlier ones still on the wire.
-   */
-  private void complete(int psn, WcStatus status, int byteLen) {
-    synchronized (this) {
-      if (state == QpState.ERR || state == QpState.RESET) return;
-      long index = sqHead + ((psn - headPsn()) & 0xffffff);
-      if (index >= sqSent) return;
-      markDoneLocked(index, status, byteLen);
-      drainLocked();
-    }
+  /** The local ACK timeout, 4.096 us * 2^timeout; Long.MAX_VALUE for 0 (wait forever). */
+  long transportTimeoutMicros() {
+    return timeout == 0 ? Long.MAX_VALUE : Math.max(1, (4096L << timeout) / 1000);
   }
 
-  // a slot's copy of ibv_send_wr has two fields the engine may reuse: next and qp_type
-  private static final int OFF_DONE_STATUS = 72; // WcStatus code + 1; 0 while pending
-  private static final int OFF_DONE_LENGTH = SendRequests.OFF_NEXT;
-
-  private void markDoneLocked(long index, WcStatus status, int byteLen) {
-    long wr = sqSlot(index);
-    NativeMemory.putInt(wr + OFF_DONE_STATUS, status.code + 1);
-    NativeMemory.putLong(wr + OFF_DONE_LENGTH, byteLen);
+  String timeoutDescription() {
+    long micros = transportTimeoutMicros();
+    return (retryCount + 1) + " tries of " + (micros >= 10_000 ? micros / 1000 + " ms"
+        : micros + " us") + " (timeout " + timeout + ", retry_cnt " + retryCount + ")";
   }
 
-  private void drainLocked() {
-    while (sqHead < sqSent && state != QpState.ERR && state != QpState.RESET) {
-      long wr = sqSlot(sqHead);
-      int done = NativeMemory.getInt(wr + OFF_DONE_STATUS);
-      if (done == 0) return;
-      completeHeadLocked(WcStatus.of(done - 1), (int) NativeMemory.getLong(wr + OFF_DONE_LENGTH));
-    }
-  }
-
-  private int headPsn() {
-    return (int) ((sqPsn + sqHead) & 0xffffff);
-  }
-
-  private void completeHeadLocked(WcStatus status, int byteLen) {
-    long wr = sqSlot(sqHead);
-    int flags = NativeMemory.getInt(wr + SendRequests.OFF_SEND_FLAGS);
-    WrOpcode op = WrOpcode.of(NativeMemory.getInt(wr + SendRequests.OFF_OPCODE));
-    // on error the state changes first: whoever polls the error completion sees the new state
-    boolean failed = status != WcStatus.SUCCESS;
-    if (failed) state = type == QpType.RC ? QpState.ERR : QpState.SQE;
-    if (signalAll || (flags & SendRequests.SIGNALED) != 0 || failed) {
-      sendCq.push(NativeMemory.getLong(wr + SendRequests.OFF_WR_ID), status,
-          WcOpcode.forRequest(op), byteLen, 0, qpn, 0, 0, false);
-    }
-    sqHead++;
-    if (failed) {
-      if (state == QpState.ERR) flushLocked(); // RC: everything
-      else flushSendQueueLocked(); // UC, UD: the send queue only
-      return;
-    }
-    maybeRaiseDrainedLocked();
-  }
-
-  private void flushSendQueueLocked() {
-    while (sqHead < sqTail) {
-      long wr = sqSlot(sqHead);
-      sendCq.push(NativeMemory.getLong(wr + SendRequests.OFF_WR_ID), WcStatus.WR_FLUSH_ERR,
-          WcOpcode.forRequest(WrOpcode.of(NativeMemory.getInt(wr + SendRequests.OFF_OPCODE))),
-          0, 0, qpn, 0, 0, false);
-      sqHead++;
-    }
-    sqSent = sqTail;
-  }
-
-  /** The responder's answer to the request at the head (or a stale one, ignored). */
-  void onResponse(SoftPeer.Response r) {
-    DeferredSignals signals = DeferredSignals.enter();
-    try {
-      takeResponse(r);
-    } finally {
-      signals.exit();
-    }
-  }
-
-  private void takeResponse(SoftPeer.Response r) {
-    boolean reschedule = false;
-    synchronized (this) {
-      if (isClosed() || state == QpState.ERR || state == QpState.RESET || sqHead == sqSent) {
-        return;
-      }
-      long index = sqHead + ((r.psn - headPsn()) & 0xffffff);
-      if (index >= sqSent) return;
-      if (r.code != ACK && index != sqHead) return;
-      long wr = sqSlot(index);
-      WrOpcode op = WrOpcode.of(NativeMemory.getInt(wr + SendRequests.OFF_OPCODE));
-      switch (r.code) {
-        case ACK: {
-          int len = 0;
-          if (op == WrOpcode.RDMA_READ || op.isAtomic()) {
-            localSegments(wr, false, true, local);
-            if (op == WrOpcode.RDMA_READ) {
-              Segments.copy(target.single(r.readAddress, r.readLength), 0, local, 0, r.readLength);
-              len = r.readLength;
-            } else {
-              NativeMemory.putLong(local.address(0), r.atomicValue);
-              len = 8;
-            }
-          } else {
-            int n = NativeMemory.getInt(wr + SendRequests.OFF_NUM_SGE);
-            long sges = NativeMemory.getLong(wr + SendRequests.OFF_SG_LIST);
-            for (int k = 0; k < n; k++) len += NativeMemory.getInt(sges + k * 16L + 8);
-          }
-          retryLeft = retryCount;
-          rnrLeft = rnrRetry;
-          markDoneLocked(index, WcStatus.SUCCESS, len);
-          drainLocked();
-          break;
-        }
-        case RNR_NAK:
-          if (rnrRetry != 7 && rnrLeft == 0) {
-            completeHeadLocked(WcStatus.RNR_RETRY_EXC_ERR, 0);
-          } else {
-            if (rnrRetry != 7) rnrLeft--;
-            pauseLocked(RNR_MICROS[r.rnrTimer & 31], false);
-          }
-          break;
-        case NAK_INVALID_REQUEST:
-          completeHeadLocked(WcStatus.REM_INV_REQ_ERR, 0);
-          break;
-        case NAK_REMOTE_ACCESS:
-          completeHeadLocked(WcStatus.REM_ACCESS_ERR, 0);
-          break;
-        case NAK_REMOTE_OPERATION:
-          completeHeadLocked(WcStatus.REM_OP_ERR, 0);
-          break;
-        case DROPPED:
-        default:
-          if (timeout != 0) pauseLocked(4096L << timeout >>> 10, true); // 4.096 us * 2^timeout
-          else pauseLocked(Long.MAX_VALUE, true);
-          break;
-      }
-      reschedule = !paused && sqSent != sqTail && state == QpState.RTS;
-    }
-    if (reschedule) device.engine.schedule(this);
-  }
-
-  /** Stops sending and rewinds to the head; resumes (retrying the head) after the delay. */
-  private void pauseLocked(long micros, boolean transportTimeout) {
-    if (paused) return;
-    paused = true;
-    sqSent = sqHead;
-    if (micros == Long.MAX_VALUE) return; // timeout 0: wait forever, as the spec says
-    int generation = ++pauseGeneration;
-    device.provider.timer().schedule(() -> resume(generation, transportTimeout),
-        Math.max(1, micros), TimeUnit.MICROSECONDS);
-  }
-
-  private void resume(int generation, boolean transportTimeout) {
-    synchronized (this) {
-      if (generation != pauseGeneration || !paused || isClosed()) return;
-      paused = false;
-      if (transportTimeout) {
-        if (retryLeft == 0) {
-          if (sqHead < sqTail && state == QpState.RTS) {
-            completeHeadLocked(WcStatus.RETRY_EXC_ERR, 0);
-          }
-          return;
-        }
-        retryLeft--;
-      }
-    }
-    device.engine.schedule(this);
-  }
-
-  /** A peer in another process was lost: what is in flight will not be answered. */
-  void peerLost() {
-    synchronized (this) {
-      if (sqSent != sqHead && state == QpState.RTS) {
-        pauseLocked(timeout == 0 ? Long.MAX_VALUE : 4096L << timeout >>> 10, true);
-      }
-    }
-  }
-
-  // ---------------------------------------------------------------- responder
-
-  /**
-   * Executes a peer's RC request against this QP and its PD's memory, filling {@code r}. Called
-   * by the peer's engine (same JVM) or a fabric connection's reader (other process).
-   */
-  void handleRequest(SoftPeer.RequestHeader h, Segments payload, SoftPeer.Response r) {
-    DeferredSignals signals = DeferredSignals.enter();
-    try {
-      serveRequest(h, payload, r);
-    } finally {
-      signals.exit();
-    }
-  }
-
-  private void serveRequest(SoftPeer.RequestHeader h, Segments payload, SoftPeer.Response r) {
-    r.psn = h.psn;
-    r.code = DROPPED;
-    AsyncEventType event = null;
-    WrOpcode op;
-    int d;
-    long len = payload.total();
-    boolean place = false;
-    int incarnation;
-    synchronized (this) {
-      incarnation = resets;
-      if (!acceptsRequests(h)) return;
-      QpState s = state;
-      if (s == QpState.RTR && !commEstablished) {
-        commEstablished = true;
-        context.raise(AsyncEvent.ofQp(AsyncEventType.COMM_EST, this));
-      }
-      d = ((h.psn - epsn) << 8) >> 8;
-      if (d > 0) return; // after a NAK the rest are dropped until the retry
-      op = WrOpcode.of(h.opcode);
-      if (d < 0 && op != WrOpcode.RDMA_READ) { // a duplicate: acknowledge again
-        r.code = ACK;
-        return;
-      }
-      if ((op == WrOpcode.RDMA_WRITE || op == WrOpcode.RDMA_WRITE_WITH_IMM) && len > 0) {
-        int code = admitWrite(h, len);
-        if (code == ACK) {
-          place = true;
-          responding++; // close() waits for the copy: the memory may go with the QP
-        } else {
-          event = settleLocked(code, d, r);
-        }
-      } else {
-        event = settleLocked(respond(op, h, payload, r), d, r);
-      }
-    }
-    if (place) {
-      // the data goes in outside the QP's monitor, as a NIC places packets while the owner
-      // posts and polls: they do not wait for the copy
-      boolean copied = false;
-      try {
-        Segments.copy(payload, 0, placed.single(h.remoteAddress, (int) len), 0, len);
-        copied = true;
-      } finally {
-        synchronized (this) {
-          if (--responding == 0 && isClosed()) notifyAll();
-          // gone to the error state (or closed) meanwhile: dropped, as by a NIC's QP in error
-          if (copied && resets == incarnation && acceptsRequests(h)) {
-            event = settleLocked(op == WrOpcode.RDMA_WRITE ? ACK
-                : receiveWriteImmediate(h, len, r), d, r);
-          }
-        }
-      }
-    }
-    if (event != null) context.raise(AsyncEvent.ofQp(event, this));
-  }
-
-  private boolean acceptsRequests(SoftPeer.RequestHeader h) {
-    QpState s = state;
-    return !isClosed() && type == QpType.RC && h.srcQpn == destQpn
-        && (s == QpState.RTR || s == QpState.RTS || s == QpState.SQD || s == QpState.SQE);
-  }
-
-  /** The response's code; on a NAK the QP goes to the error state, whose event is returned. */
-  private AsyncEventType settleLocked(int code, int d, SoftPeer.Response r) {
-    r.code = code;
-    if (code == ACK) {
-      if (d == 0) epsn = (epsn + 1) & 0xffffff;
-      return null;
-    }
-    if (code == RNR_NAK) return null;
-    toErrorLocked();
-    return code == NAK_REMOTE_ACCESS ? AsyncEventType.QP_ACCESS_ERR : AsyncEventType.QP_REQ_ERR;
-  }
-
-  /** ACK when this QP takes a write of {@code len} bytes at the request's address and rkey. */
-  private int admitWrite(SoftPeer.RequestHeader h, long len) {
-    if ((accessFlags & Access.REMOTE_WRITE) == 0) return NAK_INVALID_REQUEST;
-    if (!checkRemote(h.rkey, h.remoteAddress, len, Access.REMOTE_WRITE)) return NAK_REMOTE_ACCESS;
-    return ACK;
-  }
-
-  /**
-   * A WRITE WITH IMM's data is placed: it takes a receive. An RNR NAK leaves the data placed,
-   * as a NIC leaves a multi-packet write's first packets; the retry places it again.
-   */
-  private int receiveWriteImmediate(SoftPeer.RequestHeader h, long len, SoftPeer.Response r) {
-    synchronized (receiveLock()) {
-      if (!receiveAvailable()) {
-        r.rnrTimer = minRnrTimer;
-        return RNR_NAK;
-      }
-      long wrId = takeReceive();
-      recvCq.push(wrId, WcStatus.SUCCESS, WcOpcode.RECV_RDMA_WITH_IMM, (int) len,
-          h.immOrRkeyBigEndian, qpn, h.srcQpn, WorkCompletions.FLAG_WITH_IMM,
-          (h.sendFlags & SendRequests.SOLICITED) != 0);
-    }
-    return ACK;
-  }
-
-  /** The answer to a request with no data to place (a write's is placed by the caller). */
-  private int respond(WrOpcode op, SoftPeer.RequestHeader h, Segments payload, SoftPeer.Response r) {
-    long len = payload.total();
-    switch (op) {
-      case RDMA_WRITE:
-      case RDMA_WRITE_WITH_IMM: {
-        int code = admitWrite(h, len);
-        if (code != ACK || op == WrOpcode.RDMA_WRITE) return code;
-        return receiveWriteImmediate(h, len, r);
-      }
-      case SEND:
-      case SEND_WITH_IMM:
-      case SEND_WITH_INV: {
-        synchronized (receiveLock()) {
-          if (!receiveAvailable()) {
-            r.rnrTimer = minRnrTimer;
-            return RNR_NAK;
-          }
-          return deliverSend(op, h, payload, 0);
-        }
-      }
-      case RDMA_READ: {
-        if ((accessFlags & Access.REMOTE_READ) == 0) return NAK_INVALID_REQUEST;
-        if (!checkRemote(h.rkey, h.remoteAddress, h.readLength, Access.REMOTE_READ)) {
-          return NAK_REMOTE_ACCESS;
-        }
-        r.readAddress = h.remoteAddress;
-        r.readLength = h.readLength;
-        return ACK;
-      }
-      case ATOMIC_CMP_AND_SWP:
-      case ATOMIC_FETCH_AND_ADD: {
-        if ((accessFlags & Access.REMOTE_ATOMIC) == 0) return NAK_INVALID_REQUEST;
-        if ((h.remoteAddress & 7) != 0) return NAK_INVALID_REQUEST;
-        if (!checkRemote(h.rkey, h.remoteAddress, 8, Access.REMOTE_ATOMIC)) return NAK_REMOTE_ACCESS;
-        r.atomicValue = op == WrOpcode.ATOMIC_CMP_AND_SWP
-            ? NativeMemory.compareAndSwapLong(h.remoteAddress, h.compareAdd, h.swap)
-            : NativeMemory.fetchAndAddLong(h.remoteAddress, h.compareAdd);
-        return ACK;
-      }
-      default:
-        return NAK_INVALID_REQUEST;
-    }
-  }
-
-  /**
-   * Consumes the next receive for a send: scatters the payload (after {@code prefix} bytes, the
-   * UD GRH), completes the receive. Returns ACK, or the NAK for the error completed.
-   */
-  private int deliverSend(WrOpcode op, SoftPeer.RequestHeader h, Segments payload, int prefix) {
-    long len = payload.total();
-    long wrId = headReceiveWrId();
-    long sges = headReceiveSges();
-    int n = headReceiveNumSge();
-    scatter.clear();
-    boolean protOk = true;
-    for (int k = 0; k < n; k++) {
-      long addr = NativeMemory.getLong(sges + k * 16L);
-      int l = NativeMemory.getInt(sges + k * 16L + 8);
-      int lkey = NativeMemory.getInt(sges + k * 16L + 12);
-      if (!checkLocal(lkey, addr, l, true)) {
-        protOk = false;
-        break;
-      }
-      if (l > 0) scatter.add(addr, l);
-    }
-    takeReceive();
-    if (!protOk) {
-      recvCq.push(wrId, WcStatus.LOC_PROT_ERR, WcOpcode.RECV, 0, 0, qpn, h.srcQpn, 0, false);
-      return NAK_REMOTE_OPERATION;
-    }
-    if (len + prefix > scatter.total()) {
-      recvCq.push(wrId, WcStatus.LOC_LEN_ERR, WcOpcode.RECV, 0, 0, qpn, h.srcQpn, 0, false);
-      return NAK_INVALID_REQUEST;
-    }
-    int flags = 0;
-    int imm = 0;
-    if (prefix > 0) {
-      writeGrh(h);
-      flags |= WorkCompletions.FLAG_GRH;
-    }
-    if (len > 0) Segments.copy(payload, 0, scatter, prefix, len);
-    if (op == WrOpcode.SEND_WITH_IMM) {
-      flags |= WorkCompletions.FLAG_WITH_IMM;
-      imm = h.immOrRkeyBigEndian;
-    } else if (op == WrOpcode.SEND_WITH_INV) {
-      Object o = device.memoryKeys.get(h.immOrRkeyBigEndian);
-      if (!(o instanceof SoftMw) || ((SoftMw) o).type != MemoryWindow.Type.TYPE_2
-          || ((SoftMw) o).pd != pd) {
-        recvCq.push(wrId, WcStatus.REM_INV_REQ_ERR, WcOpcode.RECV, 0, 0, qpn, h.srcQpn, 0, false);
-        return NAK_INVALID_REQUEST;
-      }
-      ((SoftMw) o).invalidate();
-      flags |= WorkCompletions.FLAG_WITH_INV;
-      imm = h.immOrRkeyBigEndian;
-    }
-    recvCq.push(wrId, WcStatus.SUCCESS, WcOpcode.RECV, (int) (len + prefix), imm, qpn, h.srcQpn,
-        flags, (h.sendFlags & SendRequests.SOLICITED) != 0);
-    return ACK;
-  }
-
-  private void writeGrh(SoftPeer.RequestHeader h) {
-    // a GRH's source GID at bytes 8..23, destination GID at 24..39
-    long at = 0;
-    byte[] grh = grhBuffer;
-    grh[0] = 0x60;
-    System.arraycopy(h.srcGid, 0, grh, 8, 16);
-    for (int i = 0; i < 16; i++) grh[24 + i] = device.gid.byteAt(i);
-    for (int i = 0; i < scatter.count() && at < GRH_BYTES; i++) {
-      int n = (int) Math.min(scatter.length(i), GRH_BYTES - at);
-      NativeMemory.copyFromArray(grh, (int) at, scatter.address(i), n);
-      at += n;
-    }
-  }
-
-  /** A UD datagram or UC message: no answer; errors and a missing receive drop it. */
-  void handleDatagram(SoftPeer.RequestHeader h, Segments payload) {
-    DeferredSignals signals = DeferredSignals.enter();
-    try {
-      serveDatagram(h, payload);
-    } finally {
-      signals.exit();
-    }
-  }
-
-  private void serveDatagram(SoftPeer.RequestHeader h, Segments payload) {
-    synchronized (this) {
-      QpState s = state;
-      if (isClosed() || !(s == QpState.RTR || s == QpState.RTS || s == QpState.SQD
-          || s == QpState.SQE)) {
-        return;
-      }
-      WrOpcode op = WrOpcode.of(h.opcode);
-      if (type == QpType.UD) {
-        if (h.qkey != qkey) return;
-        synchronized (receiveLock()) {
-          if (!receiveAvailable()) return;
-          if (deliverSend(op, h, payload, GRH_BYTES) != ACK) toErrorLocked();
-        }
-        return;
-      }
-      if (type != QpType.UC || h.srcQpn != destQpn) return;
-      if (op == WrOpcode.RDMA_WRITE || op == WrOpcode.RDMA_WRITE_WITH_IMM) {
-        long len = payload.total();
-        if ((accessFlags & Access.REMOTE_WRITE) == 0
-            || !checkRemote(h.rkey, h.remoteAddress, len, Access.REMOTE_WRITE)) {
-          return;
-        }
-        if (op == WrOpcode.RDMA_WRITE) {
-          if (len > 0) Segments.copy(payload, 0, target.single(h.remoteAddress, (int) len), 0, len);
-          return;
-        }
-        synchronized (receiveLock()) {
-          if (!receiveAvailable()) return;
-          if (len > 0) Segments.copy(payload, 0, target.single(h.remoteAddress, (int) len), 0, len);
-          long wrId = takeReceive();
-          recvCq.push(wrId, WcStatus.SUCCESS, WcOpcode.RECV_RDMA_WITH_IMM, (int) len,
-              h.immOrRkeyBigEndian, qpn, h.srcQpn, WorkCompletions.FLAG_WITH_IMM, false);
-        }
-        return;
-      }
-      synchronized (receiveLock()) {
-        if (!receiveAvailable()) return;
-        if (deliverSend(op, h, payload, 0) != ACK) toErrorLocked();
-      }
-    }
-  }
-
-  /** Checks an rkey grants {@code needed} on {@code [addr, addr+len)} to this QP. */
-  private boolean checkRemote(int rkey, long addr, long len, int needed) {
-    Object o = device.memoryKeys.get(rkey);
-    if (o instanceof SoftMr) {
-      SoftMr mr = (SoftMr) o;
-      return mr.pd == pd && (mr.access() & needed) != 0 && mr.covers(addr, len);
-    }
-    if (o instanceof SoftMw) {
-      SoftMw mw = (SoftMw) o;
-      SoftMr mr = mw.region;
-      if (mr == null || mw.pd != pd || (mw.access & needed) == 0 || !mw.covers(addr, len)) {
-        return false;
-      }
-      if (mw.type == MemoryWindow.Type.TYPE_2 && mw.boundQp != this) return false;
-      return mr.covers(addr, len);
-    }
-    return false;
-  }
-
-  /** Held from finding a receive to consuming it: an SRQ is shared by other QPs' responders. */
-  private Object receiveLock() {
-    return srq != null ? srq : this;
-  }
-
-  private boolean receiveAvailable() {
-    if (srq == null) return !rq.isEmpty();
-    synchronized (srq) {
-      return !srq.ring.isEmpty();
-    }
-  }
-
-  private long headReceiveWrId() {
-    if (srq == null) return rq.headWrId();
-    synchronized (srq) {
-      return srq.ring.headWrId();
-    }
-  }
-
-  private long headReceiveSges() {
-    if (srq == null) return rq.headSges();
-    synchronized (srq) {
-      return srq.ring.headSges();
-    }
-  }
-
-  private int headReceiveNumSge() {
-    if (srq == null) return rq.headNumSge();
-    synchronized (srq) {
-      return srq.ring.headNumSge();
-    }
-  }
-
-  /** Pops the head receive and returns its wr_id. */
-  private long takeReceive() {
-    if (srq == null) {
-      long id = rq.headWrId();
-      rq.pop();
-      return id;
-    }
-    synchronized (srq) {
-      long id = srq.ring.headWrId();
-      srq.ring.pop();
-      srq.afterTake(context);
-      return id;
-    }
-  }
-
-  private long sqSlot(long index) {
-    return sqMemory.address() + (index % sqCapacity) * sqSlotSize;
+  /** Our peer for messages: its QP number and GID, and the process the fabric reaches it in. */
+  String describePeer() {
+    SoftPeer p = peer;
+    return "QP " + destQpn + " at "
+        + (p != null ? p.describe(av.dgid()) : av != null ? av.dgid().toString() : "no address");
   }
 
   // ---------------------------------------------------------------- destroy
-
-  /** The engine reads a request's slot outside the lock: it must not be freed meanwhile. */
-  private boolean executing;
-  private boolean queuesFreed;
-
-  private void freeQueuesLocked() {
-    if (queuesFreed) return;
-    queuesFreed = true;
-    sqMemory.close();
-    if (rq != null) rq.close();
-  }
 
   @Override
   public void close() {
     if (!markClosed()) return;
     synchronized (this) {
       state = QpState.RESET;
-      pauseGeneration++;
       device.qps.remove(qpn);
-      boolean interrupted = false;
-      while (responding > 0) { // the owner frees the memory once we return
-        try {
-          wait();
-        } catch (InterruptedException e) {
-          interrupted = true;
-        }
-      }
-      if (interrupted) Thread.currentThread().interrupt();
-      if (!executing) freeQueuesLocked(); // else the engine frees them after its request
+      forgetPeer();
+      fence.close(); // the owner frees the memory once we return
+      requester.close();
+      responder.close();
     }
     sendCq.users.decrementAndGet();
     recvCq.users.decrementAndGet();

@@ -1,316 +1,255 @@
 package dev.pekkordma.soft;
 
-import dev.pekkordma.memory.NativeMemory;
+import dev.pekkordma.config.RdmaSettings.SoftSettings;
 import dev.pekkordma.verbs.Gid;
-import java.io.EOFException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.StandardSocketOptions;
+import java.net.ServerSocket;
+import java.net.Socket;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.nio.channels.ServerSocketChannel;
-import java.nio.channels.SocketChannel;
+import java.security.SecureRandom;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.SynchronousQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * The fabric between processes: each process listens on one TCP port; a requester's device opens
- * one link per remote process, sends its requests on it and reads the answers back. The remote
- * side executes requests against its own memory in the link's reader thread: one-sided
- * operations still need no code of the target application.
+ * The fabric between processes: each process listens on one TCP port and opens one {@link
+ * FabricLink} to each process it sends requests to; the other side serves it as an {@link
+ * InboundConnection} and executes the requests against its own memory, so one-sided operations
+ * need no code of the target application. Inbound connections are capped and served by a
+ * bounded pool; each must prove which process it stands for before any frame is read.
  */
 final class TcpFabric {
-  private static final byte REQUEST = 1;
-  private static final byte DATAGRAM = 2;
-  private static final byte RESPONSE = 3;
-  private static final int HEADER_BYTES = 1 + 4 * 10 + 8 * 3 + 16 + 16 + 4;
-  private static final int RESPONSE_BYTES = 1 + 16 + 4 * 5 + 8;
+  private static final Logger LOG = LoggerFactory.getLogger(TcpFabric.class);
+  /** How long a nonce of ours stays provable: a handshake's time, generously. */
+  private static final long NONCE_NANOS = TimeUnit.SECONDS.toNanos(60);
 
   private final SoftFabric fabric;
-  private final ServerSocketChannel server;
-  private final InetSocketAddress address;
-  private final Map<String, Link> links = new ConcurrentHashMap<>();
+  private final ServerSocket server;
+  private final FabricAddress address;
+  private final int handshakeMillis;
+  private final int frameMillis;
+  private final int maxConnections;
+  private final Map<FabricAddress, FabricLink> links = new ConcurrentHashMap<>();
+  private final Map<ByteBuffer, Long> nonces = new ConcurrentHashMap<>();
+  private final SecureRandom random = new SecureRandom();
+  private final Semaphore slots;
+  private final ThreadPoolExecutor pool;
+  private final RefusalLog refusals = new RefusalLog(LOG, "soft fabric");
 
-  private TcpFabric(SoftFabric fabric, ServerSocketChannel server, InetSocketAddress address) {
+  private TcpFabric(SoftFabric fabric, ServerSocket server, FabricAddress address,
+      SoftSettings s) {
     this.fabric = fabric;
     this.server = server;
     this.address = address;
+    this.handshakeMillis = millis(s.fabricHandshakeTimeout.toMillis());
+    this.frameMillis = millis(s.fabricFrameTimeout.toMillis());
+    this.maxConnections = s.fabricMaxConnections;
+    this.slots = new Semaphore(maxConnections);
+    AtomicInteger threads = new AtomicInteger();
+    this.pool = new ThreadPoolExecutor(0, maxConnections, 30, TimeUnit.SECONDS,
+        new SynchronousQueue<>(), r -> {
+          Thread t = new Thread(r, "soft-rdma-fabric-in-" + threads.incrementAndGet());
+          t.setDaemon(true);
+          return t;
+        });
   }
 
-  static TcpFabric start(String host, int port, SoftFabric fabric) {
+  static TcpFabric start(SoftSettings s, SoftFabric fabric) {
     try {
-      InetAddress ip = InetAddress.getByName(host);
+      InetAddress ip = InetAddress.getByName(s.fabricHost);
       if (ip.getAddress().length != 4) {
-        throw new IllegalArgumentException("pekko-rdma.soft.fabric.host must be an IPv4 address, was " + host);
+        throw new IllegalArgumentException("pekko-rdma.soft.fabric.host must be an IPv4 address, was "
+            + s.fabricHost);
       }
-      ServerSocketChannel s = ServerSocketChannel.open();
-      s.bind(new InetSocketAddress(ip, port));
-      InetSocketAddress bound = (InetSocketAddress) s.getLocalAddress();
-      TcpFabric f = new TcpFabric(fabric, s, bound);
-      Thread t = new Thread(f::acceptLoop, "soft-rdma-fabric-accept-" + bound.getPort());
+      ServerSocket socket = new ServerSocket();
+      socket.bind(new InetSocketAddress(ip, s.fabricPort), 128);
+      InetAddress advertised = s.fabricAdvertisedHost.isEmpty() ? ip
+          : InetAddress.getByName(s.fabricAdvertisedHost);
+      if (advertised.getAddress().length != 4 || advertised.isAnyLocalAddress()) {
+        socket.close();
+        throw new IllegalArgumentException("pekko-rdma.soft.fabric.advertised-host must be an"
+            + " IPv4 address peers can reach (with host " + s.fabricHost + ", set it), was '"
+            + s.fabricAdvertisedHost + "'");
+      }
+      int port = s.fabricAdvertisedPort != 0 ? s.fabricAdvertisedPort : socket.getLocalPort();
+      TcpFabric f = new TcpFabric(fabric, socket, new FabricAddress(advertised.getAddress(), port), s);
+      if (!ip.isLoopbackAddress()) {
+        LOG.warn("soft fabric listens on {}:{}, which other machines may reach, without TLS:"
+            + " anyone who can reach it can reach registered memory of this process; set"
+            + " pekko-rdma.soft.tls.enabled = on, or bind the loopback address"
+            + " (pekko-rdma.soft.fabric.host)", s.fabricHost, socket.getLocalPort());
+      }
+      Thread t = new Thread(f::acceptLoop, "soft-rdma-fabric-accept-" + socket.getLocalPort());
       t.setDaemon(true);
       t.start();
       return f;
     } catch (IOException e) {
-      throw new UncheckedIOException("soft fabric cannot listen on " + host + ":" + port
-          + " (pekko-rdma.soft.fabric.host/port)", e);
+      throw new UncheckedIOException("soft fabric cannot listen on " + s.fabricHost + ":"
+          + s.fabricPort + " (pekko-rdma.soft.fabric.host/port)", e);
     }
   }
 
-  InetSocketAddress address() {
+  /** Where peers reach this process: what its devices' GIDs carry. */
+  FabricAddress address() {
     return address;
   }
+
+  RefusalLog refusals() {
+    return refusals;
+  }
+
+  SoftDevice device(int serial) {
+    return fabric.deviceBySerial(serial);
+  }
+
+  long maxMessage() {
+    return fabric.maxMessage();
+  }
+
+  // ---------------------------------------------------------------- routes
 
   SoftPeer peer(Gid gid) {
     byte[] ip = {gid.byteAt(8), gid.byteAt(9), gid.byteAt(10), gid.byteAt(11)};
     int port = ((gid.byteAt(12) & 0xff) << 8) | (gid.byteAt(13) & 0xff);
-    String key;
-    try {
-      key = InetAddress.getByAddress(ip).getHostAddress() + ":" + port;
-    } catch (IOException e) {
-      return UnreachablePeer.INSTANCE;
-    }
-    Link link = links.computeIfAbsent(key, k -> new Link(k, ip, port));
+    FabricLink link = links.computeIfAbsent(new FabricAddress(ip, port), a -> new FabricLink(this, a));
     return new RemotePeer(link, gid);
   }
 
-  // ------------------------------------------------------------------ inbound
+  static int serialOf(Gid gid) {
+    return ((gid.byteAt(14) & 0xff) << 8) | (gid.byteAt(15) & 0xff);
+  }
 
-  private void acceptLoop() {
-    while (server.isOpen()) {
+  /** The process at {@code identity} broke the protocol on a connection it opened to us. */
+  void violated(FabricAddress identity, String why) {
+    FabricLink link = links.get(identity);
+    if (link != null) link.violated(null, why);
+  }
+
+  // ---------------------------------------------------------------- connections
+
+  /** Opens a connection to the fabric at {@code to} and proves to it who we are. */
+  FabricConnection connect(FabricAddress to) throws IOException {
+    Socket s = new Socket();
+    try {
+      s.setTcpNoDelay(true);
+      s.connect(to.socketAddress(), handshakeMillis);
+      s.setSoTimeout(handshakeMillis);
+      FabricConnection c = new FabricConnection(s, to.toString(), frameMillis);
+      FabricWire.Handshake hello = new FabricWire.Handshake();
+      hello.kind = FabricWire.HELLO;
+      System.arraycopy(address.ip(), 0, hello.address, 0, 4);
+      hello.port = address.port();
+      ByteBuffer nonce = issueNonce(hello.nonce);
       try {
-        SocketChannel c = server.accept();
-        c.setOption(StandardSocketOptions.TCP_NODELAY, true);
-        Thread t = new Thread(() -> serve(c), "soft-rdma-fabric-in-" + c.getRemoteAddress());
-        t.setDaemon(true);
-        t.start();
-      } catch (IOException e) {
-        if (!server.isOpen()) return;
-      }
-    }
-  }
-
-  /** Executes the requests arriving on one inbound connection and answers them. */
-  private void serve(SocketChannel c) {
-    ByteBuffer in = ByteBuffer.allocateDirect(HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
-    ByteBuffer out = ByteBuffer.allocateDirect(RESPONSE_BYTES).order(ByteOrder.LITTLE_ENDIAN);
-    ByteBuffer payload = ByteBuffer.allocateDirect(64 * 1024);
-    SoftPeer.RequestHeader h = new SoftPeer.RequestHeader();
-    SoftPeer.Response r = new SoftPeer.Response();
-    Segments segments = new Segments(1);
-    byte[] destGid = new byte[16];
-    try (c) {
-      while (true) {
-        in.clear();
-        readFully(c, in);
-        in.flip();
-        byte kind = in.get();
-        h.destQpn = in.getInt();
-        h.srcQpn = in.getInt();
-        h.psn = in.getInt();
-        h.opcode = in.getInt();
-        h.sendFlags = in.getInt();
-        h.immOrRkeyBigEndian = in.getInt();
-        h.rkey = in.getInt();
-        h.readLength = in.getInt();
-        h.qkey = in.getInt();
-        int payloadLength = in.getInt();
-        h.remoteAddress = in.getLong();
-        h.compareAdd = in.getLong();
-        h.swap = in.getLong();
-        in.get(h.srcGid);
-        in.get(destGid);
-        in.getInt();
-        if (payload.capacity() < payloadLength) payload = ByteBuffer.allocateDirect(payloadLength);
-        payload.clear().limit(payloadLength);
-        readFully(c, payload);
-        segments.clear();
-        if (payloadLength > 0) segments.add(NativeMemory.addressOf(payload), payloadLength);
-        SoftDevice device = fabric.localDevice(Gid.of(destGid));
-        SoftQp qp = device == null ? null : device.qps.get(h.destQpn);
-        if (kind == DATAGRAM) {
-          if (qp != null) qp.handleDatagram(h, segments);
-          continue;
+        c.writeHandshake(hello);
+        FabricWire.Handshake answer = FabricWire.Handshake.decode(c.readHandshake(),
+            FabricWire.WELCOME, FabricWire.REFUSED);
+        if (answer.kind != FabricWire.WELCOME) {
+          throw new IOException("the soft fabric at " + to + " refused this process ("
+              + address + "): it could not confirm this process's address with it");
         }
-        r.psn = h.psn;
-        r.code = SoftPeer.Response.DROPPED;
-        r.readLength = 0;
-        if (qp != null) qp.handleRequest(h, segments, r);
-        int readLength = r.code == SoftPeer.Response.ACK ? r.readLength : 0;
-        out.clear();
-        out.put(RESPONSE);
-        out.put(h.srcGid);
-        out.putInt(h.srcQpn).putInt(r.psn).putInt(r.code).putInt(r.rnrTimer).putInt(readLength);
-        out.putLong(r.atomicValue);
-        out.flip();
-        writeFully(c, out);
-        if (readLength > 0) writeMemory(c, r.readAddress, readLength);
+      } finally {
+        nonces.remove(nonce);
       }
-    } catch (IOException e) {
-      // the peer process went away: nothing to answer any more
-    }
-  }
-
-  // ------------------------------------------------------------------ outbound
-
-  /** This process's connection to another process's fabric. */
-  final class Link {
-    private final String name;
-    private final byte[] ip;
-    private final int port;
-    private final ByteBuffer out = ByteBuffer.allocateDirect(HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
-    private final Set<SoftQp> requesters = ConcurrentHashMap.newKeySet();
-    private volatile SocketChannel channel;
-
-    Link(String name, byte[] ip, int port) {
-      this.name = name;
-      this.ip = ip;
-      this.port = port;
-    }
-
-    private SocketChannel connect() throws IOException {
-      SocketChannel c = channel;
-      if (c != null && c.isOpen()) return c;
-      c = SocketChannel.open(new InetSocketAddress(InetAddress.getByAddress(ip), port));
-      c.setOption(StandardSocketOptions.TCP_NODELAY, true);
-      channel = c;
-      SocketChannel reading = c;
-      Thread t = new Thread(() -> readResponses(reading), "soft-rdma-fabric-out-" + name);
-      t.setDaemon(true);
-      t.start();
+      c.established();
       return c;
-    }
-
-    /** Sends one request; false when the remote process cannot be reached. */
-    synchronized boolean send(byte kind, SoftQp requester, SoftPeer.RequestHeader h, Gid dest,
-        Segments payload) {
-      try {
-        SocketChannel c = connect();
-        if (kind == REQUEST) requesters.add(requester);
-        out.clear();
-        out.put(kind);
-        out.putInt(h.destQpn).putInt(h.srcQpn).putInt(h.psn).putInt(h.opcode).putInt(h.sendFlags)
-            .putInt(h.immOrRkeyBigEndian).putInt(h.rkey).putInt(h.readLength).putInt(h.qkey)
-            .putInt((int) payload.total());
-        out.putLong(h.remoteAddress).putLong(h.compareAdd).putLong(h.swap);
-        out.put(h.srcGid);
-        for (int i = 0; i < 16; i++) out.put(dest.byteAt(i));
-        out.putInt(0);
-        out.flip();
-        writeFully(c, out);
-        for (int i = 0; i < payload.count(); i++) {
-          writeMemory(c, payload.address(i), payload.length(i));
-        }
-        return true;
-      } catch (IOException e) {
-        lost();
-        return false;
-      }
-    }
-
-    private void readResponses(SocketChannel c) {
-      ByteBuffer in = ByteBuffer.allocateDirect(RESPONSE_BYTES).order(ByteOrder.LITTLE_ENDIAN);
-      ByteBuffer data = ByteBuffer.allocateDirect(64 * 1024);
-      SoftPeer.Response r = new SoftPeer.Response();
-      byte[] gid = new byte[16];
-      try {
-        while (true) {
-          in.clear();
-          readFully(c, in);
-          in.flip();
-          in.get();
-          in.get(gid);
-          int qpn = in.getInt();
-          r.psn = in.getInt();
-          r.code = in.getInt();
-          r.rnrTimer = in.getInt();
-          r.readLength = in.getInt();
-          r.atomicValue = in.getLong();
-          if (r.readLength > 0) {
-            if (data.capacity() < r.readLength) data = ByteBuffer.allocateDirect(r.readLength);
-            data.clear().limit(r.readLength);
-            readFully(c, data);
-            r.readAddress = NativeMemory.addressOf(data);
-          }
-          SoftDevice device = fabric.localDevice(Gid.of(gid));
-          SoftQp qp = device == null ? null : device.qps.get(qpn);
-          if (qp != null) qp.onResponse(r);
-        }
-      } catch (IOException e) {
-        lost();
-      }
-    }
-
-    private void lost() {
-      SocketChannel c = channel;
-      channel = null;
-      if (c != null) {
-        try {
-          c.close();
-        } catch (IOException ignored) {
-          // closing a broken connection
-        }
-      }
-      for (SoftQp qp : requesters) qp.peerLost();
-      requesters.clear();
+    } catch (IOException | RuntimeException e) {
+      s.close();
+      throw e;
     }
   }
 
-  /** A device in another process, reached through a link. */
-  static final class RemotePeer implements SoftPeer {
-    private final Link link;
-    private final Gid gid;
+  /** The server side of a connection another process opened, before its handshake. */
+  FabricConnection serverSide(Socket s, String remote) throws IOException {
+    s.setTcpNoDelay(true);
+    s.setSoTimeout(handshakeMillis);
+    return new FabricConnection(s, remote, frameMillis);
+  }
 
-    RemotePeer(Link link, Gid gid) {
-      this.link = link;
-      this.gid = gid;
-    }
-
-    @Override
-    public boolean synchronous() {
+  /** Asks the fabric at {@code claimed} whether it issued {@code nonce}: proof of identity. */
+  boolean prove(FabricAddress claimed, byte[] nonce) {
+    try (Socket s = new Socket()) {
+      s.connect(claimed.socketAddress(), handshakeMillis);
+      s.setSoTimeout(handshakeMillis);
+      FabricConnection c = new FabricConnection(s, claimed.toString(), frameMillis);
+      FabricWire.Handshake ask = new FabricWire.Handshake();
+      ask.kind = FabricWire.PROVE;
+      System.arraycopy(nonce, 0, ask.nonce, 0, nonce.length);
+      c.writeHandshake(ask);
+      FabricWire.Handshake answer = FabricWire.Handshake.decode(c.readHandshake(),
+          FabricWire.PROVEN, FabricWire.NOT_PROVEN);
+      return answer.kind == FabricWire.PROVEN;
+    } catch (IOException | RuntimeException e) {
+      LOG.debug("soft fabric: cannot confirm the fabric at {}: {}", claimed, e.toString());
       return false;
     }
+  }
 
-    @Override
-    public void request(SoftQp requester, RequestHeader header, Segments payload, Response response) {
-      if (!link.send(REQUEST, requester, header, gid, payload)) requester.peerLost();
-    }
+  private ByteBuffer issueNonce(byte[] into) {
+    random.nextBytes(into);
+    ByteBuffer key = ByteBuffer.wrap(into.clone());
+    long now = System.nanoTime();
+    nonces.values().removeIf(expiry -> expiry - now < 0);
+    nonces.put(key, now + NONCE_NANOS);
+    return key;
+  }
 
-    @Override
-    public void datagram(SoftQp requester, RequestHeader header, Segments payload) {
-      link.send(DATAGRAM, requester, header, gid, payload);
+  /** True once for a nonce a connection of ours is handshaking with. */
+  boolean consumeNonce(byte[] nonce) {
+    Long expiry = nonces.remove(ByteBuffer.wrap(nonce));
+    return expiry != null && expiry - System.nanoTime() > 0;
+  }
+
+  private void acceptLoop() {
+    while (!server.isClosed()) {
+      Socket s;
+      try {
+        s = server.accept();
+      } catch (IOException e) {
+        if (server.isClosed()) return;
+        LOG.warn("soft fabric: accepting a connection failed: {}", e.toString());
+        continue;
+      }
+      if (!slots.tryAcquire()) {
+        refusals.refuse(String.valueOf(s.getRemoteSocketAddress()).replaceFirst("^/", ""),
+            maxConnections + " connections are open already"
+                + " (pekko-rdma.soft.fabric.max-connections)");
+        closeQuietly(s);
+        continue;
+      }
+      try {
+        pool.execute(() -> {
+          try {
+            new InboundConnection(this, s).run();
+          } finally {
+            slots.release();
+          }
+        });
+      } catch (RuntimeException e) { // the pool is shut down: the JVM is ending
+        slots.release();
+        closeQuietly(s);
+      }
     }
   }
 
-  // ------------------------------------------------------------------ io
-
-  private static void readFully(SocketChannel c, ByteBuffer b) throws IOException {
-    while (b.hasRemaining()) {
-      if (c.read(b) < 0) throw new EOFException("fabric peer closed the connection");
+  private static void closeQuietly(Socket s) {
+    try {
+      s.close();
+    } catch (IOException e) {
+      // refusing is all we wanted
     }
   }
 
-  private static void writeFully(SocketChannel c, ByteBuffer b) throws IOException {
-    while (b.hasRemaining()) c.write(b);
-  }
-
-  private static final ThreadLocal<ByteBuffer> STAGING =
-      ThreadLocal.withInitial(() -> ByteBuffer.allocateDirect(256 * 1024));
-
-  /** Writes native memory to the socket through a reused direct staging buffer. */
-  private static void writeMemory(SocketChannel c, long address, int length) throws IOException {
-    ByteBuffer staging = STAGING.get();
-    long base = NativeMemory.addressOf(staging);
-    int done = 0;
-    while (done < length) {
-      int n = Math.min(staging.capacity(), length - done);
-      NativeMemory.copy(address + done, base, n);
-      staging.clear().limit(n);
-      writeFully(c, staging);
-      done += n;
-    }
+  private static int millis(long ms) {
+    return (int) Math.max(1, Math.min(Integer.MAX_VALUE, ms));
   }
 }

@@ -1,5 +1,7 @@
 package dev.pekkordma.verbs;
 
+import java.util.Optional;
+
 /** A queue pair ({@code ibv_qp}). */
 public interface QueuePair extends AutoCloseable {
   ProtectionDomain pd();
@@ -38,6 +40,16 @@ public interface QueuePair extends AutoCloseable {
    */
   int bindMemoryWindow(MemoryWindow mw, long wrId, int sendFlags, MemoryRegion mr, long address,
       long length, int access);
+
+  /**
+   * Why the QP went to the error state, where the provider knows more than a completion's
+   * status says: the peer and what it did or failed to do ("no answer from QP 0x1a2b at
+   * 10.0.0.2:7070 within 8 tries of 67 ms"). Empty while nothing failed, and on providers whose
+   * hardware does not say.
+   */
+  default Optional<String> errorCause() {
+    return Optional.empty();
+  }
 
   /** Destroys the QP ({@code ibv_destroy_qp}). */
   @Override

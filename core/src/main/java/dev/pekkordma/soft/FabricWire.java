@@ -1,0 +1,238 @@
+package dev.pekkordma.soft;
+
+import dev.pekkordma.verbs.WrOpcode;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+
+/**
+ * The fabric's wire format, and the checks every field gets before it is used.
+ *
+ * <p>A connection opens with a handshake of fixed 32-byte messages: the connecting side's
+ * HELLO names the listener its own process answers at and a random nonce; the accepting side
+ * asks that listener, on a connection of its own, whether it issued the nonce (PROVE); only then
+ * does it answer WELCOME, and the connection stands for that process. Requests on it can then
+ * only claim source GIDs of that process, as rxe trusts a packet's source address.
+ *
+ * <p>Then frames: an 80-byte header, the payload, and after a payload one trailer byte (0: the
+ * sender's memory stayed registered while it was read, 1: it did not, so the bytes before are
+ * void). Little-endian.
+ */
+final class FabricWire {
+  static final int MAGIC = 0x32465250; // "PRF2"
+  static final byte VERSION = 1;
+  static final int HANDSHAKE_BYTES = 32;
+  static final int NONCE_BYTES = 16;
+  // handshake kinds
+  static final byte HELLO = 1;
+  static final byte WELCOME = 2;
+  static final byte REFUSED = 3;
+  static final byte PROVE = 4;
+  static final byte PROVEN = 5;
+  static final byte NOT_PROVEN = 6;
+
+  static final int HEADER_BYTES = 80;
+  // frame kinds
+  static final byte REQUEST = 1;
+  static final byte DATAGRAM = 2;
+  static final byte RESPONSE = 3;
+  static final byte TRAILER_WHOLE = 0;
+  static final byte TRAILER_ABORTED = 1;
+
+  private FabricWire() {}
+
+  /** A frame that breaks the protocol: the connection it came on is dropped. */
+  static final class Violation extends RuntimeException {
+    Violation(String message) {
+      super(message, null, false, false);
+    }
+  }
+
+  // ---------------------------------------------------------------- handshake
+
+  /** A handshake message: kind, a code (refusals), an IPv4 address and port, a nonce. */
+  static final class Handshake {
+    byte kind;
+    short code;
+    final byte[] address = new byte[4];
+    int port;
+    final byte[] nonce = new byte[NONCE_BYTES];
+
+    byte[] encode() {
+      ByteBuffer b = ByteBuffer.allocate(HANDSHAKE_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+      b.putInt(MAGIC).put(VERSION).put(kind).putShort(code).put(address)
+          .putShort((short) port).putShort((short) 0).put(nonce);
+      return b.array();
+    }
+
+    /** Parses {@code bytes} (32 of them), expecting one of {@code kinds}. */
+    static Handshake decode(byte[] bytes, byte... kinds) {
+      ByteBuffer b = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
+      int magic = b.getInt();
+      if (magic != MAGIC) {
+        throw new Violation("not a soft RDMA fabric peer (magic 0x" + Integer.toHexString(magic)
+            + ")");
+      }
+      byte version = b.get();
+      if (version != VERSION) {
+        throw new Violation("fabric protocol version " + version + ", this side speaks "
+            + VERSION);
+      }
+      Handshake h = new Handshake();
+      h.kind = b.get();
+      boolean expected = false;
+      for (byte k : kinds) expected |= k == h.kind;
+      if (!expected) throw new Violation("handshake message of kind " + h.kind + " out of turn");
+      h.code = b.getShort();
+      b.get(h.address);
+      h.port = b.getShort() & 0xffff;
+      b.getShort();
+      b.get(h.nonce);
+      return h;
+    }
+  }
+
+  // ---------------------------------------------------------------- frames
+
+  /** A frame's header as read, every field checked. Reused by its connection. */
+  static final class Frame {
+    final ByteBuffer bytes = ByteBuffer.allocate(HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+    byte kind;
+    int srcDevice;
+    int destDevice;
+    int destQpn;
+    int srcQpn;
+    int psn;
+    int opcodeOrCode;
+    int flagsOrRnrTimer;
+    int imm;
+    int rkey;
+    int qkey;
+    long readLength;
+    long payloadLength;
+    long remoteAddress;
+    long compareAddOrAtomic;
+    long swap;
+
+    /** Parses {@link #bytes}; throws {@link Violation} naming the first field out of range. */
+    void decode(long maxMessage) {
+      ByteBuffer b = bytes;
+      b.clear();
+      kind = b.get();
+      b.get();
+      srcDevice = b.getShort() & 0xffff;
+      destDevice = b.getShort() & 0xffff;
+      b.getShort();
+      destQpn = b.getInt();
+      srcQpn = b.getInt();
+      psn = b.getInt();
+      opcodeOrCode = b.getInt();
+      flagsOrRnrTimer = b.getInt();
+      imm = b.getInt();
+      rkey = b.getInt();
+      qkey = b.getInt();
+      readLength = b.getLong();
+      payloadLength = b.getLong();
+      remoteAddress = b.getLong();
+      compareAddOrAtomic = b.getLong();
+      swap = b.getLong();
+      if (kind != REQUEST && kind != DATAGRAM && kind != RESPONSE) {
+        throw new Violation("unknown frame kind " + kind);
+      }
+      field("destination QPN", destQpn, 0xffffff);
+      field("source QPN", srcQpn, 0xffffff);
+      field("PSN", psn, 0xffffff);
+      if (payloadLength < 0 || payloadLength > maxMessage) {
+        throw new Violation("payload of " + payloadLength + " bytes (the limit is " + maxMessage
+            + ", max-msg-size)");
+      }
+      if (kind == RESPONSE) {
+        field("response code", opcodeOrCode, SoftPeer.Response.DROPPED);
+        field("RNR timer", flagsOrRnrTimer, 31);
+        return;
+      }
+      WrOpcode op = opcode();
+      boolean dataOp = op == WrOpcode.RDMA_WRITE || op == WrOpcode.RDMA_WRITE_WITH_IMM
+          || op.isSend();
+      if (kind == DATAGRAM && !dataOp) {
+        throw new Violation(op + " cannot travel as a datagram");
+      }
+      if (!dataOp && payloadLength != 0) {
+        throw new Violation(op + " carries " + payloadLength + " bytes of payload");
+      }
+      if (op == WrOpcode.RDMA_READ) {
+        if (readLength < 0 || readLength > maxMessage) {
+          throw new Violation("RDMA READ of " + readLength + " bytes (the limit is "
+              + maxMessage + ", max-msg-size)");
+        }
+      } else if (readLength != 0) {
+        throw new Violation(op + " with a read length of " + readLength);
+      }
+    }
+
+    /** A request's opcode: one a peer may send (not a local one such as BIND_MW). */
+    WrOpcode opcode() {
+      int c = opcodeOrCode;
+      if (c < 0 || c > WrOpcode.SEND_WITH_INV.code || c == WrOpcode.LOCAL_INV.code
+          || c == WrOpcode.BIND_MW.code) {
+        throw new Violation("opcode " + c + " is not a request a peer may send");
+      }
+      return WrOpcode.of(c);
+    }
+
+    /** Copies a request's fields into {@code h} (the source GID is the connection's to set). */
+    void toRequest(SoftPeer.RequestHeader h) {
+      h.destQpn = destQpn;
+      h.srcQpn = srcQpn;
+      h.psn = psn;
+      h.opcode = opcodeOrCode;
+      h.sendFlags = flagsOrRnrTimer;
+      h.immOrRkeyBigEndian = imm;
+      h.rkey = rkey;
+      h.qkey = qkey;
+      h.readLength = readLength;
+      h.payloadLength = payloadLength;
+      h.remoteAddress = remoteAddress;
+      h.compareAdd = compareAddOrAtomic;
+      h.swap = swap;
+    }
+
+    void toResponse(SoftPeer.Response r) {
+      r.psn = psn;
+      r.code = opcodeOrCode;
+      r.rnrTimer = flagsOrRnrTimer;
+      r.atomicValue = compareAddOrAtomic;
+      r.readLength = payloadLength;
+    }
+
+    private static void field(String name, int value, int max) {
+      if (value < 0 || value > max) {
+        throw new Violation(name + " " + value + " is outside [0, " + max + "]");
+      }
+    }
+  }
+
+  /** Writes a request or datagram header into {@code b} (cleared, then flipped). */
+  static void encodeRequest(ByteBuffer b, byte kind, int srcDevice, int destDevice,
+      SoftPeer.RequestHeader h) {
+    b.clear();
+    b.put(kind).put((byte) 0).putShort((short) srcDevice).putShort((short) destDevice)
+        .putShort((short) 0);
+    b.putInt(h.destQpn).putInt(h.srcQpn).putInt(h.psn).putInt(h.opcode).putInt(h.sendFlags)
+        .putInt(h.immOrRkeyBigEndian).putInt(h.rkey).putInt(h.qkey);
+    b.putLong(h.readLength).putLong(h.payloadLength).putLong(h.remoteAddress)
+        .putLong(h.compareAdd).putLong(h.swap);
+    b.flip();
+  }
+
+  /** Writes a response header: to the requester's QP, carrying {@code payload} bytes. */
+  static void encodeResponse(ByteBuffer b, int srcDevice, int destDevice, int destQpn,
+      int srcQpn, SoftPeer.Response r, long payload) {
+    b.clear();
+    b.put(RESPONSE).put((byte) 0).putShort((short) srcDevice).putShort((short) destDevice)
+        .putShort((short) 0);
+    b.putInt(destQpn).putInt(srcQpn).putInt(r.psn).putInt(r.code).putInt(r.rnrTimer)
+        .putInt(0).putInt(0).putInt(0);
+    b.putLong(0).putLong(payload).putLong(0).putLong(r.atomicValue).putLong(0);
+    b.flip();
+  }
+}
