@@ -172,9 +172,7 @@ final class Responder {
           code = RNR_NAK;
           break;
         }
-        pendingWrId = takeReceive(h, len, 0);
-        code = pendingWrId == -1 ? NAK_REMOTE_OPERATION
-            : pendingWrId == -2 ? NAK_INVALID_REQUEST : ACK;
+        code = takeReceive(h, len, 0);
         if (code != ACK && uc) qp.toErrorLocked();
         break;
       default:
@@ -341,11 +339,12 @@ final class Responder {
   // ---------------------------------------------------------------- receives (monitor)
 
   /**
-   * Takes the head receive for a message of {@code len} bytes (after {@code prefix} bytes, the
-   * UD GRH) and checks its scatter list into {@link #target}. Returns its wr_id, or -1 after
-   * completing it LOC_PROT_ERR (a bad lkey), -2 after completing it LOC_LEN_ERR (too small).
+   * Takes the head receive (its wr_id into {@link #pendingWrId}) for a message of {@code len}
+   * bytes after {@code prefix} bytes (the UD GRH), and checks its scatter list into {@link
+   * #target}. Returns ACK, or the NAK after completing it LOC_PROT_ERR (a bad lkey: remote
+   * operation error) or LOC_LEN_ERR (too small: invalid request).
    */
-  private long takeReceive(SoftPeer.RequestHeader h, long len, int prefix) {
+  private int takeReceive(SoftPeer.RequestHeader h, long len, int prefix) {
     synchronized (receiveLock()) {
       ReceiveRing ring = ring();
       long wrId = ring.headWrId();
@@ -363,17 +362,18 @@ final class Responder {
         }
       }
       popReceive();
+      pendingWrId = wrId;
       if (!protOk) {
         qp.recvCq.push(wrId, WcStatus.LOC_PROT_ERR, WcOpcode.RECV, 0, 0, qp.qpn, h.srcQpn, 0,
             false);
-        return -1;
+        return NAK_REMOTE_OPERATION;
       }
       if (len + prefix > target.total()) {
         qp.recvCq.push(wrId, WcStatus.LOC_LEN_ERR, WcOpcode.RECV, 0, 0, qp.qpn, h.srcQpn, 0,
             false);
-        return -2;
+        return NAK_INVALID_REQUEST;
       }
-      return wrId;
+      return ACK;
     }
   }
 
@@ -470,12 +470,12 @@ final class Responder {
         payload.finish();
         return;
       }
-      long wrId = takeReceive(h, len, GRH_BYTES);
-      if (wrId < 0) {
+      if (takeReceive(h, len, GRH_BYTES) != ACK) {
         payload.finish();
         qp.toErrorLocked();
         return;
       }
+      long wrId = pendingWrId;
       int generation = qp.fence.generation();
       int copied = writeGrh(h, generation);
       if (copied == Segments.COPIED) {
