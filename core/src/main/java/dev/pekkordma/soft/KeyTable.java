@@ -1,30 +1,48 @@
 package dev.pekkordma.soft;
 
+import dev.pekkordma.verbs.RdmaException;
+import java.security.SecureRandom;
+import java.util.Arrays;
+
 /**
- * Objects found by a 32-bit key whose upper 24 bits are a slot index and lower 8 a tag that
- * changes on reuse, as lkeys and rkeys are on hardware. Lookups allocate nothing; a stale key
- * (freed slot, old tag) finds nothing.
+ * Objects found by a key, as lkeys, rkeys and QP numbers are on hardware. A key's low 8 bits are
+ * a tag (the part {@code ibv_inc_rkey} changes), the bits above them the slot the object sits
+ * in, and the bits above those random: a peer that holds one key cannot guess its neighbours',
+ * and a stale key (freed slot, old tag) finds nothing. Lookups allocate nothing.
  */
 final class KeyTable<T> {
+  private static final SecureRandom RANDOM = new SecureRandom();
+
   private volatile Object[] slots;
   private volatile int[] keys;
-  private int nextFree = 1; // slot 0 unused: key 0 never valid
-  private int tagCounter;
+  private int nextFree = 1; // slot 0 unused: no key with it is ever valid
   private int live;
   private final int max;
+  private final int slotBits;
+  private final int keyBits;
   private final String what;
 
-  KeyTable(int initial, int max, String what) {
-    this.slots = new Object[Math.max(2, initial)];
+  /**
+   * @param keyBits 32 for memory keys, 24 for QP numbers
+   * @param max the most entries at once (the slot field is sized for it)
+   */
+  KeyTable(int initial, int max, int keyBits, String what) {
+    this.slotBits = 32 - Integer.numberOfLeadingZeros(max);
+    if (8 + slotBits > keyBits) {
+      throw new IllegalArgumentException(what + ": " + max + " entries do not fit " + keyBits
+          + "-bit keys");
+    }
+    this.slots = new Object[Math.max(2, Math.min(initial, max + 1))];
     this.keys = new int[slots.length];
     this.max = max;
+    this.keyBits = keyBits;
     this.what = what;
   }
 
   /** Stores {@code value}; returns its key, or throws ENOMEM naming the limit. */
   synchronized int add(T value) {
     if (live >= max) {
-      throw new dev.pekkordma.verbs.RdmaException("alloc", dev.pekkordma.verbs.RdmaException.ENOMEM,
+      throw new RdmaException("alloc", RdmaException.ENOMEM,
           "no more than " + max + " " + what + " on this device");
     }
     Object[] s = slots;
@@ -37,15 +55,14 @@ final class KeyTable<T> {
       }
     }
     if (i < 0) {
-      Object[] grown = java.util.Arrays.copyOf(s, s.length * 2);
-      int[] grownKeys = java.util.Arrays.copyOf(keys, grown.length);
+      Object[] grown = Arrays.copyOf(s, Math.min(s.length * 2, max + 1));
+      int[] grownKeys = Arrays.copyOf(keys, grown.length);
       i = s.length;
       keys = grownKeys;
       slots = grown;
       s = grown;
     }
-    tagCounter = (tagCounter + 1) & 0xff;
-    int key = (i << 8) | tagCounter;
+    int key = newKey(i);
     int[] k = keys;
     k[i] = key;
     keys = k; // publish
@@ -56,10 +73,20 @@ final class KeyTable<T> {
     return key;
   }
 
+  private int newKey(int slot) {
+    int randomBits = keyBits - 8 - slotBits;
+    while (true) {
+      int high = randomBits == 0 ? 0 : RANDOM.nextInt() & ((1 << randomBits) - 1);
+      int key = (high << (8 + slotBits)) | (slot << 8) | (RANDOM.nextInt() & 0xff);
+      if (keyBits == 24 && key == 0xffffff) continue; // the multicast QPN
+      return key;
+    }
+  }
+
   /** Replaces the tag of an existing entry (a new key for the same object, as rebinding gives). */
   synchronized int retag(int oldKey, int newTag) {
-    int i = oldKey >>> 8;
-    int key = (i << 8) | (newTag & 0xff);
+    int i = slot(oldKey);
+    int key = (oldKey & ~0xff) | (newTag & 0xff);
     int[] k = keys;
     k[i] = key;
     keys = k;
@@ -68,7 +95,7 @@ final class KeyTable<T> {
 
   @SuppressWarnings("unchecked")
   T get(int key) {
-    int i = key >>> 8;
+    int i = slot(key);
     Object[] s = slots;
     if (i <= 0 || i >= s.length) return null;
     Object v = s[i];
@@ -77,7 +104,7 @@ final class KeyTable<T> {
   }
 
   synchronized void remove(int key) {
-    int i = key >>> 8;
+    int i = slot(key);
     Object[] s = slots;
     if (i > 0 && i < s.length && s[i] != null && keys[i] == key) {
       s[i] = null;
@@ -88,5 +115,9 @@ final class KeyTable<T> {
 
   synchronized int size() {
     return live;
+  }
+
+  private int slot(int key) {
+    return (key >>> 8) & ((1 << slotBits) - 1);
   }
 }
