@@ -42,17 +42,26 @@ final class InboundConnection implements Runnable {
       if (!handshake()) return;
       serve();
     } catch (FabricWire.Violation v) {
-      String who = identity != null ? "the process at " + identity + " (" + remote + ")" : remote;
-      fabric.refusals().refuse(who, v.getMessage() + "; the connection is dropped");
+      fabric.refusals().refuse(who(), v.getMessage() + "; the connection is dropped");
       if (identity != null) fabric.violated(identity, v.getMessage());
+    } catch (java.net.SocketTimeoutException e) {
+      fabric.refusals().refuse(who(), e.getMessage() + "; the connection is dropped");
     } catch (IOException | UncheckedIOException e) {
-      LOG.debug("soft fabric: connection from {} ended: {}", remote, e.getMessage());
+      if (e.getCause() instanceof java.net.SocketTimeoutException) {
+        fabric.refusals().refuse(who(), e.getCause().getMessage() + "; the connection is dropped");
+      } else {
+        LOG.debug("soft fabric: connection from {} ended: {}", remote, e.getMessage());
+      }
     } catch (RuntimeException | Error e) {
       LOG.error("soft fabric: serving {} failed", remote, e);
     } finally {
       if (c != null) c.close();
       else closeQuietly();
     }
+  }
+
+  private String who() {
+    return identity != null ? "the process at " + identity + " (" + remote + ")" : remote;
   }
 
   /** HELLO, proven by a call back to the listener it names; or a PROVE asked of us. */
@@ -147,8 +156,7 @@ final class InboundConnection implements Runnable {
 
   /** A request for a QP not connected to the process this connection stands for. */
   private void refuse(SoftQp qp, SoftPeer.RequestHeader h) {
-    fabric.refusals().refuse("the process at " + identity + " (" + remote + ")",
-        "a request from QP " + h.srcQpn + " for QP "
+    fabric.refusals().refuse(who(), "a request from QP " + h.srcQpn + " for QP "
             + qp.qpn + ", which is not connected to it");
     if (++refused > MAX_REFUSED) {
       throw new FabricWire.Violation(refused + " requests for QPs not connected to it");

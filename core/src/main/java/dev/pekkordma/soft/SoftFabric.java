@@ -29,6 +29,11 @@ final class SoftFabric {
     return tcp;
   }
 
+  /** The TCP side, once a provider started it. */
+  TcpFabric tcp() {
+    return tcp;
+  }
+
   /** A new device's serial in this JVM (1 to 65535; its GID's last two bytes). */
   int newSerial() {
     int serial = serials.incrementAndGet();

@@ -35,13 +35,13 @@ final class TcpFabric {
   private final SoftFabric fabric;
   private final ServerSocket server;
   private final FabricAddress address;
-  private final int handshakeMillis;
-  private final int frameMillis;
-  private final int maxConnections;
+  private volatile int handshakeMillis;
+  private volatile int frameMillis;
+  private volatile int maxConnections;
   private final Map<FabricAddress, FabricLink> links = new ConcurrentHashMap<>();
   private final Map<ByteBuffer, Long> nonces = new ConcurrentHashMap<>();
   private final SecureRandom random = new SecureRandom();
-  private final Semaphore slots;
+  private volatile Semaphore slots;
   private final ThreadPoolExecutor pool;
   private final RefusalLog refusals = new RefusalLog(LOG, "soft fabric");
 
@@ -96,6 +96,18 @@ final class TcpFabric {
       throw new UncheckedIOException("soft fabric cannot listen on " + s.fabricHost + ":"
           + s.fabricPort + " (pekko-rdma.soft.fabric.host/port)", e);
     }
+  }
+
+  /**
+   * Changes the limits the first provider's settings gave (the fabric is one per JVM): for tests
+   * that need short timeouts or few connections. Connections already served keep theirs.
+   */
+  void limits(int maxConnections, int handshakeMillis, int frameMillis) {
+    this.maxConnections = maxConnections;
+    this.slots = new Semaphore(maxConnections);
+    pool.setMaximumPoolSize(maxConnections);
+    this.handshakeMillis = handshakeMillis;
+    this.frameMillis = frameMillis;
   }
 
   /** Where peers reach this process: what its devices' GIDs carry. */
@@ -219,6 +231,7 @@ final class TcpFabric {
         LOG.warn("soft fabric: accepting a connection failed: {}", e.toString());
         continue;
       }
+      Semaphore slots = this.slots;
       if (!slots.tryAcquire()) {
         refusals.refuse(String.valueOf(s.getRemoteSocketAddress()).replaceFirst("^/", ""),
             maxConnections + " connections are open already"

@@ -1,0 +1,219 @@
+package dev.pekkordma.soft;
+
+import dev.pekkordma.verbs.QpState;
+import dev.pekkordma.verbs.WrOpcode;
+import java.io.IOException;
+import java.net.SocketTimeoutException;
+import java.util.Arrays;
+import net.jqwik.api.Arbitraries;
+import net.jqwik.api.Arbitrary;
+import net.jqwik.api.Combinators;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.Provide;
+import net.jqwik.api.lifecycle.AfterProperty;
+import net.jqwik.api.lifecycle.BeforeProperty;
+
+/**
+ * Generated frames from a peer process we do not control, well-formed or not: malformed,
+ * truncated, oversized, replayed and forged requests, each sent on a proven connection. Whatever
+ * arrives, the JVM and the fabric's threads live on, the canaries around the victim's region
+ * never change, bytes change inside it only where a request that passed every check put them,
+ * and traffic on another connection goes on.
+ */
+class HostileRequestsProperties {
+  private HostileFabric fx;
+  private RawFabricPeer.Conn conn;
+
+  @BeforeProperty
+  void setUp() throws IOException {
+    fx = new HostileFabric();
+    SoftFabric.get().tcp().limits(256, 5000, 300);
+  }
+
+  @AfterProperty
+  void tearDown() throws IOException {
+    HostileRequestsTest.defaults(SoftFabric.get().tcp());
+    if (conn != null) conn.close();
+    fx.close();
+  }
+
+  /** A request as the generator shapes it; resolved against the fixture when sent. */
+  record Shape(byte kind, int opcode, int dest, int src, int psnOffset, int key, long offset,
+      int length, long announced, long readLength, byte trailer, int cutAt, int device) {}
+
+  /** One way a frame can be wrong: a field it sets, and the value given it. */
+  enum Fault { KIND, OPCODE, DEST, SRC, PSN, KEY, OFFSET, ANNOUNCED, READ_LENGTH, TRAILER, CUT,
+    DEVICE }
+
+  /**
+   * A well-formed request (a write, a read or an atomic within the region, from the right QP,
+   * with the expected PSN) with up to two faults: a third of them are sound, the rest break one
+   * or two rules at a time, so every check is met alone as well as with another.
+   */
+  @Provide
+  Arbitrary<Shape> shapes() {
+    Arbitrary<Integer> op = Arbitraries.of(WrOpcode.RDMA_WRITE.code, WrOpcode.RDMA_WRITE.code,
+        WrOpcode.RDMA_WRITE_WITH_IMM.code, WrOpcode.RDMA_READ.code, WrOpcode.SEND.code,
+        WrOpcode.ATOMIC_FETCH_AND_ADD.code);
+    Arbitrary<Integer> length = Arbitraries.oneOf(Arbitraries.integers().between(1, 300),
+        Arbitraries.integers().between(1, HostileFabric.REGION));
+    Arbitrary<Long> where = Arbitraries.longs().between(0, HostileFabric.REGION);
+    Arbitrary<java.util.List<Fault>> faults = Arbitraries.of(Fault.class).list().ofMaxSize(2);
+    Arbitrary<Long> value = Arbitraries.oneOf(Arbitraries.longs().between(-10, 10),
+        Arbitraries.longs(), Arbitraries.of(1L << 31, 1L << 40, -5L, (long) HostileFabric.REGION));
+    return Combinators.combine(op, length, where, faults, value, value).as((o, n, at, fs, v, w) -> {
+      long offset = Math.min(at, HostileFabric.REGION - n) & ~7L;
+      int len = o == WrOpcode.ATOMIC_FETCH_AND_ADD.code ? 0 : o == WrOpcode.RDMA_READ.code ? 0 : n;
+      long read = o == WrOpcode.RDMA_READ.code ? n : 0;
+      byte kind = FabricWire.REQUEST;
+      int opcode = o;
+      int dest = 0;
+      int src = 0;
+      int psn = 0;
+      int key = 0;
+      long announced = -1;
+      byte trailer = 0;
+      int cut = -1;
+      int device = 0;
+      for (Fault f : fs) {
+        switch (f) {
+          case KIND -> kind = (byte) (v % 5 == 0 ? FabricWire.DATAGRAM : v % 5 == 1
+              ? FabricWire.RESPONSE : v);
+          case OPCODE -> opcode = (int) (v % 14);
+          case DEST -> dest = 1 + (int) Math.floorMod(v, 3);
+          case SRC -> src = 1 + (int) Math.floorMod(v, 2);
+          case PSN -> psn = (int) Math.max(-3, Math.min(3, v == 0 ? 1 : v));
+          case KEY -> key = 1 + (int) Math.floorMod(v, 2);
+          case OFFSET -> offset = v;
+          case ANNOUNCED -> announced = v == -1 ? -2 : Math.abs(v) <= 10 ? -1000 - v : v;
+          case READ_LENGTH -> read = v;
+          case TRAILER -> trailer = (byte) (v == 0 ? 1 : v);
+          case CUT -> cut = (int) Math.floorMod(w, FabricWire.HEADER_BYTES + len + 1L);
+          case DEVICE -> device = 1 + (int) Math.floorMod(v, 0xfffe); // resolved past ours
+        }
+      }
+      return new Shape(kind, opcode, dest, src, psn, key, offset, len, announced, read, trailer,
+          cut, device);
+    });
+  }
+
+  @Property(tries = 120)
+  void nothingAPeerSendsTouchesMemoryOutsideWhatPassedTheChecks(@ForAll("shapes") Shape s)
+      throws Exception {
+    if (fx.victim.state() != QpState.RTS) fx.connectVictim();
+    if (conn == null) conn = fx.peer.connect();
+    byte[] payload = HostileRequestsTest.pattern(s.length(), s.hashCode());
+    RawFabricPeer.Frame f = resolve(s, payload.length);
+    byte[] bytes = f.withPayload(payload, s.trailer());
+    if (f.payloadLength != payload.length && payload.length > 0) { // the header lies
+      bytes = Arrays.copyOf(f.header(), f.header().length + payload.length + 1);
+      System.arraycopy(payload, 0, bytes, FabricWire.HEADER_BYTES, payload.length);
+      bytes[bytes.length - 1] = s.trailer();
+    }
+    if (s.cutAt() >= 0) bytes = Arrays.copyOf(bytes, Math.min(bytes.length, s.cutAt()));
+    byte[] before = fx.region.snapshot();
+
+    boolean ended = false;
+    boolean acked = false;
+    try {
+      conn.send(bytes);
+      RawFabricPeer.Frame answer = conn.readFrame(s.cutAt() >= 0 ? 600 : 150);
+      if (answer == null) {
+        ended = true;
+      } else if (answer.payloadLength > 0) { // a READ's answer: its bytes and trailer
+        if (answer.payloadLength > HostileFabric.REGION) {
+          throw new AssertionError("an answer of " + answer.payloadLength + " bytes for " + s);
+        }
+        conn.in.readFully(new byte[(int) answer.payloadLength + 1]);
+      } else if (answer.opcodeOrCode == SoftPeer.Response.ACK && answer.psn == fx.epsn) {
+        acked = true;
+        fx.epsn = (fx.epsn + 1) & 0xffffff;
+      }
+    } catch (SocketTimeoutException quiet) {
+      // no answer: dropped, refused, or waiting for bytes that never come
+    } catch (IOException reset) {
+      ended = true;
+    }
+    boolean whole = s.cutAt() < 0 && s.trailer() == 0 && f.payloadLength == payload.length;
+    net.jqwik.api.statistics.Statistics.collect(placeable(s, f) ? (whole ? "sound write"
+        : "void write") : ended ? "connection ended" : "refused or answered");
+
+    fx.region.assertCanaries();
+    if (acked && isWrite(f) && !whole) {
+      throw new AssertionError("a write acknowledged though its frame was void: " + s);
+    }
+    byte[] after = fx.region.snapshot();
+    if (!Arrays.equals(before, after)) {
+      if (!placeable(s, f)) {
+        throw new AssertionError("bytes changed for a request whose destination failed its"
+            + " checks: " + s);
+      }
+      // only inside the checked destination, only the sender's bytes (a void frame's first
+      // bytes may land, as a NIC places a message's first packets)
+      int at = (int) (f.remoteAddress - fx.region.mr.address());
+      long placed = Math.min(f.payloadLength, payload.length);
+      for (int i = 0; i < after.length; i++) {
+        boolean inside = i >= at && i < at + placed;
+        if (after[i] != before[i] && (!inside || after[i] != payload[i - at])) {
+          throw new AssertionError("byte " + i + " changed outside what " + s + " carried");
+        }
+      }
+    }
+    if (ended || s.cutAt() >= 0 || f.payloadLength != payload.length) {
+      conn.close(); // whatever state it is in, the next try starts on a fresh one
+      conn = null;
+    }
+    if (fx.victim.state() != QpState.RTS && fx.victim.state() == QpState.ERR) {
+      fx.victim.errorCause().ifPresent(cause -> {
+        if (!cause.contains(fx.peer.address().toString()) && !cause.isEmpty()) {
+          throw new AssertionError("the victim failed without naming its peer: " + cause);
+        }
+      });
+    }
+    fx.otherTrafficGoesOn();
+  }
+
+  private static boolean isWrite(RawFabricPeer.Frame f) {
+    return f.opcodeOrCode == WrOpcode.RDMA_WRITE.code
+        || f.opcodeOrCode == WrOpcode.RDMA_WRITE_WITH_IMM.code;
+  }
+
+  /** Whether a request's destination passes every check that lets it place data (the oracle). */
+  private boolean placeable(Shape s, RawFabricPeer.Frame f) {
+    long at = f.remoteAddress - fx.region.mr.address();
+    return f.kind == FabricWire.REQUEST && isWrite(f) && s.dest() == 0 && s.src() == 0
+        && s.device() == 0 && s.key() == 0 && s.psnOffset() == 0 && f.readLength == 0
+        && f.payloadLength > 0 && at >= 0 && at + f.payloadLength <= HostileFabric.REGION;
+  }
+
+  private RawFabricPeer.Frame resolve(Shape s, int sent) {
+    RawFabricPeer.Frame f = fx.request(WrOpcode.RDMA_WRITE, fx.epsn + s.psnOffset());
+    f.kind = s.kind();
+    f.opcodeOrCode = s.opcode();
+    f.destQpn = switch (s.dest()) {
+      case 0 -> fx.victim.qpNum();
+      case 1 -> fx.other.qpNum();
+      case 2 -> s.hashCode() & 0xffffff;
+      default -> s.hashCode() | 0x1000000;
+    };
+    f.srcQpn = switch (s.src()) {
+      case 0 -> HostileFabric.PEER_QPN;
+      case 1 -> HostileFabric.PEER_QPN + 1;
+      default -> s.hashCode();
+    };
+    f.psn = (fx.epsn + s.psnOffset()) & 0xffffff;
+    f.rkey = switch (s.key()) {
+      case 0 -> fx.region.mr.rkey();
+      case 1 -> fx.otherRegion.mr.rkey();
+      default -> s.hashCode() * 31;
+    };
+    f.destDevice = s.device() == 0 ? fx.serial : (fx.serial + s.device()) & 0xffff;
+    f.remoteAddress = fx.region.mr.address() + s.offset();
+    f.readLength = s.readLength();
+    f.payloadLength = s.announced() == -1 ? sent
+        : s.announced() <= -990 && s.announced() >= -1010 ? Math.max(0, sent + (-1000 - s.announced()))
+        : s.announced();
+    return f;
+  }
+}

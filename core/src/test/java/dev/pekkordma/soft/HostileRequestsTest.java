@@ -1,0 +1,262 @@
+package dev.pekkordma.soft;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.pekkordma.verbs.QpState;
+import dev.pekkordma.verbs.WrOpcode;
+import java.io.IOException;
+import java.lang.management.BufferPoolMXBean;
+import java.lang.management.ManagementFactory;
+import java.net.Socket;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A peer process that does not run our code, sending requests to this process's fabric: every
+ * field is checked before it is used, a request reaches only a QP connected to the sender's
+ * process, a frame that breaks the protocol ends the connection and fails the QPs connected to
+ * that process naming it, and none of it touches memory outside a live registration, allocates
+ * what the peer announces, or stops other connections.
+ */
+class HostileRequestsTest {
+  private HostileFabric fx;
+  private LogCapture log;
+
+  @BeforeEach
+  void setUp() throws IOException {
+    fx = new HostileFabric();
+    log = new LogCapture(TcpFabric.class);
+  }
+
+  @AfterEach
+  void tearDown() throws IOException {
+    log.close();
+    fx.close();
+  }
+
+  @Test
+  void aWellFormedWriteLandsAndIsAcknowledged() throws Exception {
+    try (RawFabricPeer.Conn c = fx.peer.connect()) {
+      byte[] data = pattern(1000, 3);
+      c.send(fx.write(0, 100, data.length).withPayload(data, FabricWire.TRAILER_WHOLE));
+      RawFabricPeer.Frame answer = c.readFrame(5000);
+      assertNotNull(answer, "an answer");
+      assertEquals(SoftPeer.Response.ACK, answer.opcodeOrCode, "ACK");
+      assertEquals(HostileFabric.PEER_QPN, answer.destQpn, "addressed to the requester's QP");
+      assertArrayEquals(data, fx.region.read(100, data.length));
+    }
+  }
+
+  @Test
+  void aProcessClaimingAnotherProcesssAddressIsRefusedAndLogged() throws Exception {
+    try (RawFabricPeer forger = new RawFabricPeer()) {
+      IOException refused = assertThrows(IOException.class,
+          () -> forger.connectClaiming(fx.peer.address(), false));
+      assertEquals("refused", refused.getMessage());
+      log.await(5000, "claims to be the fabric at " + fx.peer.address(), "did not confirm");
+    }
+    fx.otherTrafficGoesOn();
+  }
+
+  @Test
+  void garbageInsteadOfAHelloIsRefusedAndLogged() throws Exception {
+    try (Socket s = new Socket()) {
+      s.connect(RawFabricPeer.ours().socketAddress(), 5000);
+      s.getOutputStream().write("GET / HTTP/1.1\r\nHost: x\r\n\r\n0123456789".getBytes());
+      s.setSoTimeout(5000);
+      assertEquals(-1, s.getInputStream().read(), "our side closes the connection");
+    }
+    log.await(5000, "not a soft RDMA fabric peer");
+    fx.otherTrafficGoesOn();
+  }
+
+  @Test
+  void aRequestFromAProcessTheQpIsNotConnectedToIsRefusedAndDesynchronisesNothing()
+      throws Exception {
+    byte[] before = fx.region.snapshot();
+    try (RawFabricPeer.Conn forged = fx.otherPeer.connect()) {
+      // everything right but the process: the QP number and PSN the victim expects
+      forged.send(fx.write(fx.epsn, 0, 64).withPayload(pattern(64, 9), FabricWire.TRAILER_WHOLE));
+      log.await(5000, "the process at " + fx.otherPeer.address(), "not connected to it");
+      assertArrayEquals(before, fx.region.snapshot(), "a refused request wrote nothing");
+    }
+    // the legitimate peer's request with that PSN is the next one, not a duplicate
+    try (RawFabricPeer.Conn c = fx.peer.connect()) {
+      byte[] data = pattern(64, 4);
+      c.send(fx.write(fx.epsn, 0, 64).withPayload(data, FabricWire.TRAILER_WHOLE));
+      assertEquals(SoftPeer.Response.ACK, c.readFrame(5000).opcodeOrCode);
+      assertArrayEquals(data, fx.region.read(0, 64), "the legitimate write landed");
+    }
+    assertEquals(QpState.RTS, fx.victim.state());
+  }
+
+  @Test
+  void aMalformedFrameEndsTheConnectionAndFailsTheQpsConnectedToThatProcessNamingIt()
+      throws Exception {
+    try (RawFabricPeer.Conn c = fx.peer.connect()) {
+      RawFabricPeer.Frame f = fx.write(0, 0, 0);
+      f.kind = 9;
+      c.send(f.header());
+      assertTrue(c.closedWithin(5000), "our side drops the connection");
+    }
+    log.await(5000, fx.peer.address().toString(), "unknown frame kind 9");
+    awaitState(QpState.ERR);
+    String cause = fx.victim.errorCause().orElseThrow();
+    assertTrue(cause.contains(fx.peer.address().toString()) && cause.contains("frame kind 9"),
+        cause);
+    fx.region.assertCanaries();
+    fx.otherTrafficGoesOn();
+  }
+
+  @Test
+  void aPayloadLongerThanMaxMsgSizeEndsTheConnectionBeforeAnyOfItIsRead() throws Exception {
+    try (RawFabricPeer.Conn c = fx.peer.connect()) {
+      RawFabricPeer.Frame f = fx.write(0, 0, 0);
+      f.payloadLength = 1L << 40;
+      c.send(f.header());
+      assertTrue(c.closedWithin(5000), "our side drops the connection");
+    }
+    log.await(5000, "payload of " + (1L << 40) + " bytes");
+    fx.otherTrafficGoesOn();
+  }
+
+  @Test
+  void aNegativeLengthEndsTheConnection() throws Exception {
+    try (RawFabricPeer.Conn c = fx.peer.connect()) {
+      RawFabricPeer.Frame f = fx.request(WrOpcode.RDMA_READ, 0);
+      f.rkey = fx.region.mr.rkey();
+      f.remoteAddress = fx.region.mr.address();
+      f.readLength = -5;
+      c.send(f.header());
+      assertTrue(c.closedWithin(5000), "our side drops the connection");
+    }
+    log.await(5000, "RDMA READ of -5 bytes");
+    fx.otherTrafficGoesOn();
+  }
+
+  @Test
+  void aHeaderAnnouncingGigabytesAllocatesNothing() throws Exception {
+    BufferPoolMXBean direct = ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class)
+        .stream().filter(b -> b.getName().equals("direct")).findFirst().orElseThrow();
+    long directBefore = direct.getMemoryUsed();
+    System.gc();
+    long heapBefore = usedHeap();
+    try (RawFabricPeer.Conn c = fx.peer.connect()) {
+      for (int i = 0; i < 8; i++) { // a write of 2 GiB into a 64 KiB region, eight times
+        RawFabricPeer.Frame f = fx.write(fx.epsn, 0, 0);
+        f.payloadLength = 1L << 31;
+        c.send(f.header());
+        c.send(new byte[4096]);
+        Thread.sleep(20);
+      }
+      assertTrue(direct.getMemoryUsed() - directBefore < (16 << 20),
+          "direct memory grew by " + (direct.getMemoryUsed() - directBefore));
+      assertTrue(usedHeap() - heapBefore < (256 << 20),
+          "the heap grew by " + (usedHeap() - heapBefore));
+    }
+    fx.otherTrafficGoesOn();
+  }
+
+  @Test
+  void aFrameThatStopsMidwayIsDroppedAfterTheFrameTimeout() throws Exception {
+    TcpFabric tcp = SoftFabric.get().tcp();
+    tcp.limits(256, 5000, 500);
+    try (RawFabricPeer.Conn c = fx.peer.connect()) {
+      byte[] header = fx.write(0, 0, 64).header();
+      c.send(java.util.Arrays.copyOf(header, 30));
+      long start = System.nanoTime();
+      assertTrue(c.closedWithin(5000), "our side drops the connection");
+      assertTrue(System.nanoTime() - start > 300_000_000L, "not before the frame timeout");
+      log.await(5000, "frame-timeout");
+    } finally {
+      defaults(tcp);
+    }
+    fx.otherTrafficGoesOn();
+  }
+
+  @Test
+  void moreConnectionsThanTheLimitAreRefusedNamingTheSetting() throws Exception {
+    TcpFabric tcp = SoftFabric.get().tcp();
+    tcp.limits(3, 800, 30_000);
+    Socket[] silent = new Socket[3];
+    try {
+      for (int i = 0; i < silent.length; i++) {
+        silent[i] = new Socket();
+        silent[i].connect(RawFabricPeer.ours().socketAddress(), 5000);
+      }
+      Thread.sleep(100);
+      try (Socket one = new Socket()) {
+        one.connect(RawFabricPeer.ours().socketAddress(), 5000);
+        one.setSoTimeout(5000);
+        assertEquals(-1, one.getInputStream().read(), "refused at once");
+      }
+      log.await(5000, "pekko-rdma.soft.fabric.max-connections");
+      for (Socket s : silent) { // the silent ones are dropped after the handshake timeout
+        s.setSoTimeout(5000);
+        assertEquals(-1, s.getInputStream().read(), "a silent connection is dropped");
+      }
+      try (RawFabricPeer.Conn c = fx.peer.connect()) { // and a real peer gets in again
+        c.send(fx.write(0, 0, 8).withPayload(pattern(8, 1), FabricWire.TRAILER_WHOLE));
+        assertEquals(SoftPeer.Response.ACK, c.readFrame(5000).opcodeOrCode);
+      }
+    } finally {
+      for (Socket s : silent) if (s != null) s.close();
+      defaults(tcp);
+    }
+  }
+
+  @Test
+  void aWriteOutsideTheRegionIsRefusedAndTouchesNothing() throws Exception {
+    byte[] before = fx.region.snapshot();
+    try (RawFabricPeer.Conn c = fx.peer.connect()) {
+      RawFabricPeer.Frame f = fx.write(0, HostileFabric.REGION - 16, 64); // 48 bytes past the end
+      c.send(f.withPayload(pattern(64, 5), FabricWire.TRAILER_WHOLE));
+      RawFabricPeer.Frame answer = c.readFrame(5000);
+      assertEquals(SoftPeer.Response.NAK_REMOTE_ACCESS, answer.opcodeOrCode);
+    }
+    assertArrayEquals(before, fx.region.snapshot());
+    fx.region.assertCanaries();
+    awaitState(QpState.ERR); // as on IB: a remote access error fails the responder QP too
+    fx.otherTrafficGoesOn();
+  }
+
+  @Test
+  void aWriteWhoseSenderAbortedIsNotAcknowledged() throws Exception {
+    try (RawFabricPeer.Conn c = fx.peer.connect()) {
+      c.send(fx.write(0, 0, 64).withPayload(pattern(64, 6), FabricWire.TRAILER_ABORTED));
+      assertEquals(null, c.readFrame(300 ), "no answer for a void write");
+    } catch (java.net.SocketTimeoutException expected) {
+      // nothing came: right
+    }
+    fx.otherTrafficGoesOn();
+  }
+
+  private void awaitState(QpState s) throws InterruptedException {
+    long deadline = System.nanoTime() + 5_000_000_000L;
+    while (fx.victim.state() != s) {
+      assertTrue(System.nanoTime() < deadline, "the victim QP is in " + fx.victim.state()
+          + ", not " + s);
+      Thread.sleep(5);
+    }
+  }
+
+  static void defaults(TcpFabric tcp) {
+    tcp.limits(256, 5000, 30_000);
+  }
+
+  static byte[] pattern(int n, int seed) {
+    byte[] b = new byte[n];
+    new java.util.Random(seed).nextBytes(b);
+    return b;
+  }
+
+  private static long usedHeap() {
+    Runtime r = Runtime.getRuntime();
+    return r.totalMemory() - r.freeMemory();
+  }
+}
