@@ -111,31 +111,61 @@ class HostileRequestsProperties {
       System.arraycopy(payload, 0, bytes, FabricWire.HEADER_BYTES, payload.length);
       bytes[bytes.length - 1] = s.trailer();
     }
-    if (s.cutAt() >= 0) bytes = Arrays.copyOf(bytes, Math.min(bytes.length, s.cutAt()));
+    boolean truncated = s.cutAt() >= 0 && s.cutAt() < bytes.length;
+    if (truncated) bytes = Arrays.copyOf(bytes, s.cutAt());
     byte[] before = fx.region.snapshot();
 
     boolean ended = false;
     boolean acked = false;
+    int barrierPsn = (fx.epsn - 1) & 0xffffff;
     try {
       conn.send(bytes);
-      RawFabricPeer.Frame answer = conn.readFrame(s.cutAt() >= 0 ? 600 : 150);
-      if (answer == null) {
-        ended = true;
-      } else if (answer.payloadLength > 0) { // a READ's answer: its bytes and trailer
-        if (answer.payloadLength > HostileFabric.REGION) {
-          throw new AssertionError("an answer of " + answer.payloadLength + " bytes for " + s);
+      if (bytes.length == 0) {
+        // nothing sent: an idle connection, which may stay open for ever
+      } else if (truncated || f.payloadLength != payload.length) {
+        // a frame that lies about its length: our side ends the connection (frame timeout,
+        // or the rest read as a broken header), and only then is the outcome final
+        ended = conn.closedWithin(5000);
+        if (!ended) throw new AssertionError("a lying frame left the connection open: " + s);
+      } else {
+        // a READ that repeats an answered PSN: answered after whatever the frame caused, so
+        // what comes before it is this frame's outcome, and nothing of it comes later
+        conn.send(barrier(barrierPsn).header());
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        while (true) {
+          RawFabricPeer.Frame answer;
+          try {
+            answer = conn.readFrame(100);
+          } catch (SocketTimeoutException quiet) {
+            if (fx.victim.state() == QpState.ERR || System.nanoTime() > deadline) {
+              ended = true; // the victim failed: it answers nothing more
+              break;
+            }
+            continue;
+          }
+          if (answer == null) {
+            ended = true;
+            break;
+          }
+          if (answer.payloadLength > 0) {
+            if (answer.payloadLength > HostileFabric.REGION) {
+              throw new AssertionError("an answer of " + answer.payloadLength + " bytes for " + s);
+            }
+            conn.in.readFully(new byte[(int) answer.payloadLength + 1]);
+          }
+          if (answer.psn == barrierPsn && answer.payloadLength == 8) break;
+          if (answer.opcodeOrCode == SoftPeer.Response.ACK && answer.psn == fx.epsn) {
+            acked = true;
+            fx.epsn = (fx.epsn + 1) & 0xffffff;
+          }
         }
-        conn.in.readFully(new byte[(int) answer.payloadLength + 1]);
-      } else if (answer.opcodeOrCode == SoftPeer.Response.ACK && answer.psn == fx.epsn) {
-        acked = true;
-        fx.epsn = (fx.epsn + 1) & 0xffffff;
       }
     } catch (SocketTimeoutException quiet) {
-      // no answer: dropped, refused, or waiting for bytes that never come
+      ended = true; // the victim went to ERR and answers nothing: start afresh
     } catch (IOException reset) {
       ended = true;
     }
-    boolean whole = s.cutAt() < 0 && s.trailer() == 0 && f.payloadLength == payload.length;
+    boolean whole = !truncated && s.trailer() == 0 && f.payloadLength == payload.length;
     net.jqwik.api.statistics.Statistics.collect(placeable(s, f) ? (whole ? "sound write"
         : "void write") : ended ? "connection ended" : "refused or answered");
 
@@ -160,9 +190,10 @@ class HostileRequestsProperties {
         }
       }
     }
-    if (ended || s.cutAt() >= 0 || f.payloadLength != payload.length) {
-      conn.close(); // whatever state it is in, the next try starts on a fresh one
+    if (ended) {
+      conn.close();
       conn = null;
+      if (fx.victim.state() == QpState.RTS) fx.connectVictim(); // the PSNs start again too
     }
     if (fx.victim.state() != QpState.RTS && fx.victim.state() == QpState.ERR) {
       fx.victim.errorCause().ifPresent(cause -> {
@@ -172,6 +203,14 @@ class HostileRequestsProperties {
       });
     }
     fx.otherTrafficGoesOn();
+  }
+
+  private RawFabricPeer.Frame barrier(int psn) {
+    RawFabricPeer.Frame f = fx.request(WrOpcode.RDMA_READ, psn);
+    f.rkey = fx.region.mr.rkey();
+    f.remoteAddress = fx.region.mr.address();
+    f.readLength = 8;
+    return f;
   }
 
   private static boolean isWrite(RawFabricPeer.Frame f) {
