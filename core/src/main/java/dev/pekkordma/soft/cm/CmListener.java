@@ -8,6 +8,7 @@ import java.io.IOException;
 import java.net.ProtocolException;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.net.SocketTimeoutException;
 import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -129,16 +130,20 @@ final class CmListener {
   /** A new connection's first steps: TLS, then its REQ, within the connect timeout. */
   private void serve(Socket raw, String peer) {
     Duration limit = resources.connectTimeout.plus(resources.tls.handshakeTimeout());
-    // a read timeout alone would let a peer trickling a byte at a time stay for ever
+    // a read timeout alone would let a peer trickling a byte at a time stay for ever; whoever
+    // decides first (the deadline or the reading thread) logs and closes, once
     AtomicBoolean decided = new AtomicBoolean();
+    String overdue = "no valid REQ within " + limit.toMillis() + " ms ("
+        + CmResources.CONNECT_TIMEOUT + (resources.tls.enabled()
+            ? " and pekko-rdma.soft.tls.handshake-timeout" : "") + ")";
     Future<?> guard = owner.channel.schedule(() -> {
-      if (decided.compareAndSet(false, true)) closeQuietly(raw);
+      if (decided.compareAndSet(false, true)) refuse(raw, peer, overdue);
     }, limit);
     CmSocket c = null;
     CmMessage req;
     try {
       raw.setTcpNoDelay(true);
-      raw.setSoTimeout(CmChecks.millis(limit));
+      raw.setSoTimeout(CmChecks.millis(limit.multipliedBy(2))); // in case the channel closed
       c = CmSocket.over(resources.tls.server(raw, "CM peer " + peer));
       req = c.read();
       if (req.kind() != CmMessage.Kind.REQ) {
@@ -147,12 +152,11 @@ final class CmListener {
       if (!decided.compareAndSet(false, true)) throw new EOFException("closed by the deadline");
       raw.setSoTimeout(0);
     } catch (IOException e) {
-      boolean late = !decided.compareAndSet(false, true);
-      refuse(raw, peer, late ? "no valid REQ within " + limit.toMillis() + " ms ("
-          + CmResources.CONNECT_TIMEOUT + (resources.tls.enabled()
-              ? " and pekko-rdma.soft.tls.handshake-timeout" : "") + ")"
-          : e instanceof EOFException ? "the peer closed the connection before its REQ"
-          : e.getMessage());
+      if (decided.compareAndSet(false, true)) {
+        refuse(raw, peer, e instanceof SocketTimeoutException ? overdue
+            : e instanceof EOFException ? "the peer closed the connection before its REQ"
+            : e.getMessage());
+      }
       closeQuietly(c);
       return;
     } finally {

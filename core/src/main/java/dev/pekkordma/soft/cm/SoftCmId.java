@@ -163,6 +163,11 @@ public final class SoftCmId implements CmId {
     return state;
   }
 
+  /** A listener's accepted connections whose REQ has not come yet (for tests). */
+  synchronized int pendingHandshakes() {
+    return listener == null ? 0 : listener.pending();
+  }
+
   // ---- addresses and routes
 
   @Override
