@@ -3,6 +3,7 @@ package dev.pekkordma.soft.cm;
 import static dev.pekkordma.soft.cm.CmSocket.closeQuietly;
 
 import dev.pekkordma.cm.CmEvent;
+import dev.pekkordma.soft.tls.SoftTls;
 import java.io.EOFException;
 import java.io.IOException;
 import java.net.ProtocolException;
@@ -145,6 +146,10 @@ final class CmListener {
       raw.setTcpNoDelay(true);
       raw.setSoTimeout(CmChecks.millis(limit.multipliedBy(2))); // in case the channel closed
       c = CmSocket.over(resources.tls.server(raw, "CM peer " + peer));
+      if (resources.tls.enabled() && log.isDebugEnabled()) {
+        log.debug("soft CM listener {}: TLS connection from {} presenting {}", address, peer,
+            SoftTls.peerIdentity(c.socket));
+      }
       req = c.read();
       if (req.kind() != CmMessage.Kind.REQ) {
         throw new ProtocolException("expected REQ, got " + req.kind());

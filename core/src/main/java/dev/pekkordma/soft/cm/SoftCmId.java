@@ -632,7 +632,8 @@ public final class SoftCmId implements CmId {
       lost(c, e);
     } catch (RuntimeException e) {
       // a fault of ours; the application still hears that the connection is gone
-      log.error("soft CM {}: reading the connection from {} failed", local, c.peer, e);
+      log.error("soft CM {}: reading the connection from {} failed", CmSocket.describe(local),
+          c.peer, e);
       lost(c, new IOException(e.toString(), e));
     } finally {
       c.close();
@@ -704,11 +705,11 @@ public final class SoftCmId implements CmId {
         || state == State.ACCEPTING || state == State.ESTABLISHED
         || state == State.DISCONNECTING;
     if (e instanceof ProtocolException && state != State.DESTROYED) {
-      log.warn("soft CM {}: refused a frame from {}: {}; the connection ends", local, c.peer,
-          e.getMessage());
+      log.warn("soft CM {}: refused a frame from {}: {}; the connection ends",
+          CmSocket.describe(local), c.peer, e.getMessage());
     } else if (e instanceof SSLException && live) {
-      log.warn("soft CM {}: TLS with {} failed: {}; the connection ends", local, c.peer,
-          e.getMessage());
+      log.warn("soft CM {}: TLS with {} failed: {}; the connection ends",
+          CmSocket.describe(local), c.peer, e.getMessage());
     }
     switch (state) {
       case CONNECTING:
