@@ -85,11 +85,6 @@ public final class CmResources {
         : maxConnections + " CM connections are open already (" + MAX_CONNECTIONS + ")";
   }
 
-  /** Connections being read now. */
-  int openConnections() {
-    return threads.getActiveCount();
-  }
-
   /**
    * Warns once per provider that a CM id is exposed to the network without TLS: listening on
    * or connecting to {@code address} that is not loopback (a wildcard listens on every interface).

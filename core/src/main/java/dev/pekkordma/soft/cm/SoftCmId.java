@@ -894,23 +894,8 @@ public final class SoftCmId implements CmId {
 
   /** Binds a socket for the id's port and takes the port in the CM's port space. */
   private Socket bindSocket(String verb, InetSocketAddress address) {
-    Socket s = new Socket();
-    try {
-      s.setReuseAddress(true); // so that listen can open a server socket on the port later
-      s.bind(address);
-    } catch (IOException e) {
-      closeQuietly(s);
-      throw new RdmaException(verb, RdmaException.EADDRINUSE,
-          address + " is in use: " + e.getMessage(), e);
-    }
-    InetSocketAddress bound = new InetSocketAddress(address.getAddress(), s.getLocalPort());
-    InetSocketAddress holder = PortSpace.take(bound);
-    if (holder != null) {
-      closeQuietly(s);
-      throw new RdmaException(verb, RdmaException.EADDRINUSE,
-          bound + " is in use: a CM id holds " + holder);
-    }
-    portHeld = bound;
+    Socket s = PortSpace.bind(verb, address);
+    portHeld = new InetSocketAddress(address.getAddress(), s.getLocalPort());
     return s;
   }
 

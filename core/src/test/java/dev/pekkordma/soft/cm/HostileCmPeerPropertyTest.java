@@ -10,7 +10,6 @@ import dev.pekkordma.cm.ConnectionParameters;
 import dev.pekkordma.verbs.RdmaProvider;
 import dev.pekkordma.verbs.ResourceCounts;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
@@ -24,6 +23,7 @@ import net.jqwik.api.Combinators;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
+import net.jqwik.api.Tuple;
 import net.jqwik.api.lifecycle.AfterContainer;
 import net.jqwik.api.lifecycle.AfterProperty;
 import net.jqwik.api.lifecycle.BeforeContainer;
@@ -39,7 +39,7 @@ import net.jqwik.api.lifecycle.BeforeContainer;
  * peer. After every try the id is gone, our threads are bounded, and after each property a
  * legitimate connection still completes on the same listener.
  */
-class HostileCmPeerProperties {
+class HostileCmPeerPropertyTest {
   private static final Duration WAIT = CmFixture.WAIT;
   private static final int MAX_CONNECTIONS = 16;
   private static final int EPROTO = -71;
@@ -248,7 +248,7 @@ class HostileCmPeerProperties {
   /** A prefix that goes somewhere, then anything, then an end. */
   private static Arbitrary<Conversation> conversation(Arbitrary<List<Frame>> prefix) {
     Arbitrary<Frame> any = Arbitraries.frequencyOf(
-        net.jqwik.api.Tuple.of(3, anyValid()), net.jqwik.api.Tuple.of(2, malformed()));
+        Tuple.of(3, anyValid()), Tuple.of(2, malformed()));
     Arbitrary<List<Frame>> rest = Arbitraries.oneOf(any.list().ofMaxSize(3),
         any.map(f -> List.of(f, f, f))); // replayed
     Arbitrary<byte[]> end = Arbitraries.oneOf(Arbitraries.just(new byte[0]), cutShort());
