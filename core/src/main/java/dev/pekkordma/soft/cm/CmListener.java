@@ -41,6 +41,7 @@ final class CmListener {
   /** Their sockets, closed when the listener stops. */
   private final Set<Socket> handshaking = ConcurrentHashMap.newKeySet();
   private final Thread acceptor;
+  private volatile boolean stopped;
 
   CmListener(SoftCmId owner, ServerSocket server, CmResources resources) {
     this.owner = owner;
@@ -60,6 +61,7 @@ final class CmListener {
    * can still answer after close() returned. Connections still sending their REQ are closed.
    */
   void stop() {
+    stopped = true;
     closeQuietly(server);
     for (Socket s : handshaking) closeQuietly(s);
     if (acceptor != Thread.currentThread()) {
@@ -158,7 +160,8 @@ final class CmListener {
       raw.setSoTimeout(0);
     } catch (IOException e) {
       if (decided.compareAndSet(false, true)) {
-        refuse(raw, peer, e instanceof SocketTimeoutException ? overdue
+        refuse(raw, peer, stopped ? "the listener was destroyed"
+            : e instanceof SocketTimeoutException ? overdue
             : e instanceof EOFException ? "the peer closed the connection before its REQ"
             : e.getMessage());
       }

@@ -38,15 +38,20 @@ import org.junit.jupiter.api.Test;
 class HostileCmPeerTest extends CmFixture {
   private static final byte[] NOTHING = new byte[0];
   private LogCapture logs;
+  private int threadsBefore;
 
   @BeforeEach
   void captureLogs() {
     logs = new LogCapture();
+    threadsBefore = threads();
   }
 
+  /** Idle pool threads may stay a while, but no attack leaves more than a handful. */
   @AfterEach
   void stopCapturing() {
     logs.close();
+    int after = threads();
+    assertTrue(after <= threadsBefore + 16, "threads went from " + threadsBefore + " to " + after);
   }
 
   static int threads() {
@@ -187,6 +192,15 @@ class HostileCmPeerTest extends CmFixture {
         trickle.cancel(true);
       }
       assertNull(server.awaitEvent(Duration.ofMillis(50)), "no request reached the application");
+      CmEventChannel client = slow.createCmEventChannel();
+      CmId c = resolved(client, listener.localAddress());
+      c.connect(ConnectionParameters.defaults());
+      CmId request = expect(server, CmEventType.CONNECT_REQUEST).id();
+      request.reject(null);
+      expect(client, CmEventType.REJECTED);
+      request.close();
+      c.close();
+      client.close();
       listener.close();
       server.close();
     }
@@ -266,6 +280,17 @@ class HostileCmPeerTest extends CmFixture {
         c.close();
         client.close();
       }
+      // the silent two gone, their threads serve a legitimate connection
+      waitUntil(() -> ((SoftCmId) listener).pendingHandshakes() == 0, "none pending");
+      CmEventChannel client = bounded.createCmEventChannel();
+      CmId c = resolved(client, listener.localAddress());
+      c.connect(ConnectionParameters.defaults());
+      CmId request = expect(server, CmEventType.CONNECT_REQUEST).id();
+      request.reject(null);
+      expect(client, CmEventType.REJECTED);
+      request.close();
+      c.close();
+      client.close();
       listener.close();
       server.close();
     }
