@@ -2,6 +2,14 @@ package dev.pekkordma.config;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.security.GeneralSecurityException;
+import java.security.KeyStore;
+import java.security.UnrecoverableKeyException;
 import java.time.Duration;
 
 /** Reads a setting and fails at start, naming its key, when its value makes no sense. */
@@ -20,5 +28,36 @@ public final class ConfigChecks {
     int v = c.getInt(path);
     if (v < min) throw new ConfigException.BadValue(path, "must be at least " + min + ", was " + v);
     return v;
+  }
+
+  /**
+   * Loads the key store file named at {@code path} (the JDK's default type) with the password at
+   * {@code passwordPath}; a missing, unreadable or unopenable file fails naming the setting and
+   * the file, a wrong password naming the password's setting.
+   */
+  public static KeyStore keyStore(Config c, String path, String passwordPath) {
+    String name = c.getString(path);
+    char[] password = c.getString(passwordPath).toCharArray();
+    if (name.isBlank()) throw new ConfigException.BadValue(path, "must name a key store file");
+    Path file = Paths.get(name).toAbsolutePath();
+    if (!Files.isRegularFile(file)) {
+      throw new ConfigException.BadValue(path, "no such file: " + file);
+    }
+    if (!Files.isReadable(file)) throw new ConfigException.BadValue(path, "cannot read " + file);
+    try (InputStream in = Files.newInputStream(file)) {
+      KeyStore store = KeyStore.getInstance(KeyStore.getDefaultType());
+      store.load(in, password);
+      return store;
+    } catch (IOException e) {
+      if (e.getCause() instanceof UnrecoverableKeyException) {
+        throw new ConfigException.BadValue(passwordPath, "does not open " + file + " ("
+            + e.getMessage() + ")");
+      }
+      throw new ConfigException.BadValue(path, "cannot read " + file + " as a "
+          + KeyStore.getDefaultType() + " key store: " + e.getMessage());
+    } catch (GeneralSecurityException e) {
+      throw new ConfigException.BadValue(path, "cannot read " + file + " as a "
+          + KeyStore.getDefaultType() + " key store: " + e);
+    }
   }
 }

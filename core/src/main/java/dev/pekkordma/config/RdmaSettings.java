@@ -1,13 +1,22 @@
 package dev.pekkordma.config;
 
+import static dev.pekkordma.config.ConfigChecks.atLeast;
 import static dev.pekkordma.config.ConfigChecks.positive;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigException;
 import com.typesafe.config.ConfigFactory;
+import java.security.GeneralSecurityException;
+import java.security.KeyStore;
+import java.security.KeyStoreException;
+import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
+import java.util.Collections;
 import java.util.List;
 import java.util.Set;
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLParameters;
 
 /**
  * The library's settings under {@code pekko-rdma}, checked when read: a wrong value fails with a
@@ -20,6 +29,8 @@ public final class RdmaSettings {
   private final String provider;
   private final SoftSettings soft;
   private final Duration cmConnectTimeout;
+  private final int cmMaxPendingHandshakes;
+  private final int cmMaxConnections;
 
   /** Reads from the full config, by full paths, so that every error names the whole path. */
   private RdmaSettings(Config c) {
@@ -30,6 +41,8 @@ public final class RdmaSettings {
     }
     soft = new SoftSettings(c);
     cmConnectTimeout = positive(c, ROOT + ".cm.connect-timeout");
+    cmMaxPendingHandshakes = atLeast(c, ROOT + ".cm.max-pending-handshakes", 1);
+    cmMaxConnections = atLeast(c, ROOT + ".cm.max-connections", 2);
   }
 
   /** Reads and checks {@code pekko-rdma} in {@code config} (with reference.conf beneath it). */
@@ -42,6 +55,12 @@ public final class RdmaSettings {
   public SoftSettings soft() { return soft; }
 
   public Duration cmConnectTimeout() { return cmConnectTimeout; }
+
+  /** Per listener of the software CM: accepted connections whose REQ has not arrived yet. */
+  public int cmMaxPendingHandshakes() { return cmMaxPendingHandshakes; }
+
+  /** Per software provider: CM connections open at once, each with a thread reading it. */
+  public int cmMaxConnections() { return cmMaxConnections; }
 
   /** The software provider's settings ({@code pekko-rdma.soft}). */
   public static final class SoftSettings {
@@ -59,6 +78,7 @@ public final class RdmaSettings {
     public final long maxMrSize;
     public final int mtu;
     public final long maxMsgSize;
+    public final TlsSettings tls;
 
     SoftSettings(Config c) {
       devices = c.getStringList(P + "devices");
@@ -111,6 +131,7 @@ public final class RdmaSettings {
         throw new ConfigException.BadValue(P + "max-msg-size",
             "must be in [mtu, 2^31], was " + maxMsgSize);
       }
+      tls = new TlsSettings(c);
     }
 
     private static int port(Config c, String path) {
@@ -127,6 +148,120 @@ public final class RdmaSettings {
         throw new ConfigException.BadValue(P + "limits." + key, "must be positive, was " + v);
       }
       return v;
+    }
+  }
+
+  /**
+   * Mutual TLS for the software provider ({@code pekko-rdma.soft.tls}). When enabled, the stores
+   * are opened here, so a missing, unreadable or locked one fails at start naming its setting.
+   */
+  public static final class TlsSettings {
+    private static final String P = ROOT + ".soft.tls.";
+    public final boolean enabled;
+    public final String keyStore;
+    public final String trustStore;
+    private final String keyStorePassword;
+    private final String keyPassword;
+    private final String trustStorePassword;
+    public final String protocol;
+    /** Never empty: the setting's list, or {@link #protocol} alone. */
+    public final List<String> enabledProtocols;
+    /** Empty: the JDK's defaults. */
+    public final List<String> enabledAlgorithms;
+    public final boolean requireMutualAuthentication;
+    public final Duration handshakeTimeout;
+
+    TlsSettings(Config c) {
+      enabled = c.getBoolean(P + "enabled");
+      keyStore = c.getString(P + "key-store");
+      keyStorePassword = c.getString(P + "key-store-password");
+      keyPassword = c.getString(P + "key-password");
+      trustStore = c.getString(P + "trust-store");
+      trustStorePassword = c.getString(P + "trust-store-password");
+      protocol = c.getString(P + "protocol");
+      List<String> versions = c.getStringList(P + "enabled-protocols");
+      enabledProtocols = versions.isEmpty() ? List.of(protocol) : List.copyOf(versions);
+      enabledAlgorithms = List.copyOf(c.getStringList(P + "enabled-algorithms"));
+      requireMutualAuthentication = c.getBoolean(P + "require-mutual-authentication");
+      handshakeTimeout = positive(c, P + "handshake-timeout");
+      if (enabled) check(c);
+    }
+
+    private void check(Config c) {
+      try {
+        SSLContext.getInstance(protocol);
+      } catch (NoSuchAlgorithmException e) {
+        throw new ConfigException.BadValue(P + "protocol", "'" + protocol
+            + "' is not an SSLContext protocol of this JDK");
+      }
+      SSLParameters supported = supportedParameters();
+      List<String> versions = List.of(supported.getProtocols());
+      for (String v : enabledProtocols) {
+        if (!versions.contains(v)) {
+          throw new ConfigException.BadValue(P + (c.getStringList(P + "enabled-protocols")
+              .isEmpty() ? "protocol" : "enabled-protocols"), "'" + v
+              + "' is not a TLS version this JDK speaks " + versions);
+        }
+      }
+      List<String> suites = List.of(supported.getCipherSuites());
+      for (String a : enabledAlgorithms) {
+        if (!suites.contains(a)) {
+          throw new ConfigException.BadValue(P + "enabled-algorithms", "'" + a
+              + "' is not a cipher suite of this JDK");
+        }
+      }
+      KeyStore keys = ConfigChecks.keyStore(c, P + "key-store", P + "key-store-password");
+      if (!hasEntry(keys, true)) {
+        throw new ConfigException.BadValue(P + "key-store", keyStore + " holds no private key");
+      }
+      try {
+        KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm())
+            .init(keys, keyPassword.toCharArray());
+      } catch (GeneralSecurityException e) {
+        throw new ConfigException.BadValue(P + "key-password", "does not open the private key in "
+            + keyStore + " (" + e.getMessage() + ")");
+      }
+      KeyStore trusted =
+          ConfigChecks.keyStore(c, P + "trust-store", P + "trust-store-password");
+      if (!hasEntry(trusted, false)) {
+        throw new ConfigException.BadValue(P + "trust-store", trustStore
+            + " holds no certificate: no peer would be trusted");
+      }
+    }
+
+    private static SSLParameters supportedParameters() {
+      try {
+        return SSLContext.getDefault().getSupportedSSLParameters();
+      } catch (NoSuchAlgorithmException e) {
+        throw new IllegalStateException("the JDK has no default SSLContext", e);
+      }
+    }
+
+    private static boolean hasEntry(KeyStore store, boolean privateKey) {
+      try {
+        for (String alias : Collections.list(store.aliases())) {
+          if (privateKey ? store.isKeyEntry(alias) : store.isCertificateEntry(alias)
+              || store.getCertificate(alias) != null) {
+            return true;
+          }
+        }
+        return false;
+      } catch (KeyStoreException e) {
+        return false;
+      }
+    }
+
+    public char[] keyStorePassword() { return keyStorePassword.toCharArray(); }
+
+    public char[] keyPassword() { return keyPassword.toCharArray(); }
+
+    public char[] trustStorePassword() { return trustStorePassword.toCharArray(); }
+
+    @Override
+    public String toString() { // no passwords
+      return "TlsSettings(enabled=" + enabled + ", key-store=" + keyStore + ", trust-store="
+          + trustStore + ", protocols=" + enabledProtocols + ", mutual="
+          + requireMutualAuthentication + ")";
     }
   }
 }

@@ -3,6 +3,7 @@ package dev.pekkordma.soft;
 import dev.pekkordma.cm.CmEventChannel;
 import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.Gid;
+import dev.pekkordma.soft.cm.CmResources;
 import dev.pekkordma.soft.cm.SoftCmEventChannel;
 import java.util.ArrayList;
 import java.util.List;
@@ -17,9 +18,12 @@ final class SoftCm implements SoftCmSupport {
   private final Map<SoftDevice, SoftContext> shared = new HashMap<>();
   private final Map<SoftContext, Integer> references = new HashMap<>();
   private final List<SoftCmEventChannel> channels = new ArrayList<>();
+  private final CmResources resources;
 
   SoftCm(SoftProvider provider) {
     this.provider = provider;
+    // TLS is set up here, at the provider's start, so a broken store fails it at once
+    this.resources = new CmResources(provider.allSettings());
   }
 
   boolean available() {
@@ -41,6 +45,7 @@ final class SoftCm implements SoftCmSupport {
       channels.clear();
     }
     for (SoftCmEventChannel c : open) c.shutdown();
+    resources.shutdown();
   }
 
   @Override
@@ -95,5 +100,10 @@ final class SoftCm implements SoftCmSupport {
   @Override
   public Duration connectTimeout() {
     return provider.allSettings().cmConnectTimeout();
+  }
+
+  @Override
+  public CmResources cmResources() {
+    return resources;
   }
 }

@@ -1,5 +1,6 @@
 package dev.pekkordma.soft;
 
+import dev.pekkordma.soft.cm.CmResources;
 import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.Gid;
 import java.net.InetAddress;
@@ -35,4 +36,11 @@ public interface SoftCmSupport {
 
   /** How long a connect waits for the peer's answer before UNREACHABLE. */
   Duration connectTimeout();
+
+  /**
+   * What the provider's CM ids share: TLS ({@code pekko-rdma.soft.tls}), the bounds on what
+   * peers can make them hold ({@code pekko-rdma.cm}), and the threads reading connections. One
+   * per provider, the same on every call.
+   */
+  CmResources cmResources();
 }

@@ -121,6 +121,11 @@ record CmMessage(
   /** Reads one frame; EOFException at a clean end, ProtocolException for anything malformed. */
   static CmMessage readFrom(DataInputStream in) throws IOException {
     int length = in.readInt();
+    int record = length >>> 16;
+    if (record == 0x1603 || record == 0x1503) { // a TLS handshake or alert record, version 3.x
+      throw new ProtocolException("TLS where a CM frame was due: the peer has"
+          + " pekko-rdma.soft.tls.enabled on, this process off");
+    }
     if (length < 5 || length > MAX_FRAME) {
       throw new ProtocolException("CM frame of " + length + " bytes (valid: 5 to " + MAX_FRAME
           + ")");

@@ -14,6 +14,7 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -116,12 +117,16 @@ public final class SoftCmEventChannel implements CmEventChannel {
     events.add(event);
   }
 
-  /** Runs {@code task} on the channel's thread after {@code delay}; dropped once it is closed. */
-  void schedule(Runnable task, Duration delay) {
+  /**
+   * Runs {@code task} on the channel's thread after {@code delay}; dropped once it is closed
+   * (then null is returned).
+   */
+  ScheduledFuture<?> schedule(Runnable task, Duration delay) {
     try {
-      timer.schedule(task, Math.max(0, delay.toNanos()), TimeUnit.NANOSECONDS);
+      return timer.schedule(task, Math.max(0, delay.toNanos()), TimeUnit.NANOSECONDS);
     } catch (RejectedExecutionException e) {
       // the channel closed, so every id on it is gone and the task has nobody to report to
+      return null;
     }
   }
 

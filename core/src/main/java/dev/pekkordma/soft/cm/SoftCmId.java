@@ -1,5 +1,13 @@
 package dev.pekkordma.soft.cm;
 
+import static dev.pekkordma.soft.cm.CmChecks.errnoOf;
+import static dev.pekkordma.soft.cm.CmChecks.millis;
+import static dev.pekkordma.soft.cm.CmChecks.newPsn;
+import static dev.pekkordma.soft.cm.CmChecks.requireAddress;
+import static dev.pekkordma.soft.cm.CmChecks.requireTimeout;
+import static dev.pekkordma.soft.cm.CmChecks.smaller;
+import static dev.pekkordma.soft.cm.CmSocket.closeQuietly;
+
 import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventChannel;
 import dev.pekkordma.cm.CmEventType;
@@ -8,7 +16,6 @@ import dev.pekkordma.cm.ConnectionParameters;
 import dev.pekkordma.soft.SoftCmSupport;
 import dev.pekkordma.verbs.Access;
 import dev.pekkordma.verbs.AddressVector;
-import dev.pekkordma.verbs.DeviceAttributes;
 import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.Mtu;
 import dev.pekkordma.verbs.ProtectionDomain;
@@ -18,25 +25,21 @@ import dev.pekkordma.verbs.QpState;
 import dev.pekkordma.verbs.QpType;
 import dev.pekkordma.verbs.QueuePair;
 import dev.pekkordma.verbs.RdmaException;
-import java.io.BufferedInputStream;
-import java.io.BufferedOutputStream;
-import java.io.DataInputStream;
-import java.io.DataOutputStream;
 import java.io.IOException;
 import java.net.ConnectException;
 import java.net.DatagramSocket;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.NetworkInterface;
 import java.net.ProtocolException;
 import java.net.ServerSocket;
 import java.net.Socket;
-import java.net.SocketException;
 import java.net.SocketTimeoutException;
 import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.Arrays;
-import java.util.concurrent.ThreadLocalRandom;
+import javax.net.ssl.SSLException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A CM id of the software provider ({@code rdma_cm_id} with RDMA_PS_TCP). Its address is a real
@@ -45,8 +48,10 @@ import java.util.concurrent.ThreadLocalRandom;
  * the provider's fabric. The TCP connection also stands for the peer being alive: when it breaks,
  * the peer is gone.
  *
- * <p>State lives under the id's monitor. Each connection has one thread reading its messages, a
- * listener one thread accepting; deadlines and short steps run on the channel's thread.
+ * <p>State lives under the id's monitor. Each connection has one thread reading its messages,
+ * from the provider's bounded pool ({@link CmResources}), a listener one thread accepting
+ * ({@link CmListener}); deadlines and short steps run on the channel's thread. Every frame a
+ * peer sends is checked before it is acted on; one out of place ends the connection, logged.
  */
 public final class SoftCmId implements CmId {
   /** rdma_cm's id states, with the steps of a connection spelled out. */
@@ -83,9 +88,11 @@ public final class SoftCmId implements CmId {
   private static final int ECONNRESET = 104;
   private static final int ETIMEDOUT = 110;
   private static final int EHOSTUNREACH = 113;
+  private static final Logger log = LoggerFactory.getLogger(SoftCmId.class);
 
-  private final SoftCmEventChannel channel;
+  final SoftCmEventChannel channel;
   private final SoftCmSupport support;
+  private final CmResources resources;
   private final Object context;
 
   // guarded by this
@@ -98,10 +105,13 @@ public final class SoftCmId implements CmId {
   private InetSocketAddress portHeld;
   private InetSocketAddress local;
   private InetSocketAddress remote;
+  /** The bound socket: it holds the port, then carries the active side's connection. */
   private Socket socket;
-  private DataOutputStream out;
-  private ServerSocket server;
-  private Thread acceptor; // the listener's accept loop
+  /** The connection (over TLS when it is on), once it is up. */
+  private CmSocket conn;
+  private CmListener listener;
+  /** A DREQ after the disconnection is answered once; more are out of protocol. */
+  private boolean answeredLateDreq;
   private QueuePair qp;
   private int psn;
   private ConnectionParameters ours;
@@ -110,6 +120,7 @@ public final class SoftCmId implements CmId {
   SoftCmId(SoftCmEventChannel channel, Object context) {
     this.channel = channel;
     this.support = channel.support;
+    this.resources = support.cmResources();
     this.context = context;
   }
 
@@ -152,6 +163,11 @@ public final class SoftCmId implements CmId {
     return state;
   }
 
+  /** A listener's accepted connections whose REQ has not come yet (for tests). */
+  synchronized int pendingHandshakes() {
+    return listener == null ? 0 : listener.pending();
+  }
+
   // ---- addresses and routes
 
   @Override
@@ -159,7 +175,7 @@ public final class SoftCmId implements CmId {
     String verb = "rdma_bind_addr";
     requireAddress(verb, "address", address);
     expect(verb, "IDLE", State.IDLE);
-    if (!isLocal(address.getAddress())) {
+    if (!CmChecks.isLocal(address.getAddress())) {
       throw new RdmaException(verb, RdmaException.ENODEV, "no local interface has address "
           + address.getAddress().getHostAddress());
     }
@@ -195,11 +211,11 @@ public final class SoftCmId implements CmId {
     // the server socket holds the port now
     closeQuietly(socket);
     socket = null;
-    server = ss;
     setState(State.LISTEN);
-    ServerSocket listening = ss;
-    acceptor = daemon("soft-cm-listener-" + portHeld.getPort(), () -> acceptLoop(listening));
-    acceptor.start();
+    resources.warnIfInTheClear(portHeld.getAddress(), "listening on "
+        + CmSocket.describe(portHeld));
+    listener = new CmListener(this, ss, resources);
+    listener.start();
   }
 
   @Override
@@ -219,7 +235,7 @@ public final class SoftCmId implements CmId {
     beforeQuery = state;
     setState(State.ADDR_QUERY);
     long query = phase;
-    daemon("soft-cm-resolve-" + destination.getPort(),
+    CmChecks.daemon("soft-cm-resolve-" + destination.getPort(),
         () -> resolve(query, source, destination)).start();
     channel.schedule(() -> deadline(query), timeout);
   }
@@ -365,20 +381,27 @@ public final class SoftCmId implements CmId {
   public synchronized void connect(ConnectionParameters parameters) {
     String verb = "rdma_connect";
     expect(verb, "ROUTE_RESOLVED (resolve address and route first)", State.ROUTE_RESOLVED);
-    ours = checked(verb, parameters, ConnectionParameters.MAX_CONNECT_PRIVATE_DATA);
+    ours = CmChecks.checked(verb, parameters, ConnectionParameters.MAX_CONNECT_PRIVATE_DATA,
+        verbs);
     requireQpInInit(verb);
+    Socket s = socket;
+    InetSocketAddress to = remote;
+    // the thread takes this monitor before it looks at the state, so it sees CONNECTING
+    if (!resources.start("soft-cm-conn-" + local.getPort() + "-" + to.getPort(),
+        () -> runActive(s, to))) {
+      throw new RdmaException(verb, RdmaException.EAGAIN, "cannot connect to "
+          + CmSocket.describe(to) + ": " + resources.refusal());
+    }
     psn = newPsn();
     setState(State.CONNECTING);
+    resources.warnIfInTheClear(to.getAddress(), "connecting to " + CmSocket.describe(to));
     long attempt = phase;
-    Socket s = socket;
-    daemon("soft-cm-conn-" + local.getPort() + "-" + remote.getPort(), () -> runActive(s))
-        .start();
     channel.schedule(() -> deadline(attempt), support.connectTimeout());
   }
 
-  private void runActive(Socket s) {
+  private void runActive(Socket s, InetSocketAddress to) {
     try {
-      s.connect(remoteAddress(), millis(support.connectTimeout()));
+      s.connect(to, millis(support.connectTimeout()));
       s.setTcpNoDelay(true);
     } catch (IOException e) {
       synchronized (this) {
@@ -395,20 +418,33 @@ public final class SoftCmId implements CmId {
       }
       return;
     }
-    DataInputStream in;
+    String peer = CmSocket.describe(to);
+    CmSocket c;
+    try {
+      c = CmSocket.over(resources.tls.client(s, "CM peer " + peer));
+    } catch (IOException e) {
+      synchronized (this) {
+        if (state != State.CONNECTING) return; // the deadline or a close broke the handshake
+        log.warn("soft CM: connecting to {} failed: {}", peer, e.getMessage());
+        end(State.CONNECT_ERROR, e instanceof SSLException ? -EPROTO : -ECONNRESET, null, null);
+      }
+      return;
+    }
     synchronized (this) {
-      if (state != State.CONNECTING) return;
+      if (state != State.CONNECTING) {
+        c.close();
+        return;
+      }
+      conn = c;
       try {
-        in = new DataInputStream(new BufferedInputStream(s.getInputStream()));
-        out = new DataOutputStream(new BufferedOutputStream(s.getOutputStream()));
-        CmMessage.req(qp == null ? 0 : qp.qpNum(), psn, support.gid(verbs), activeMtu(), ours)
-            .writeTo(out);
+        c.send(CmMessage.req(qp == null ? 0 : qp.qpNum(), psn, support.gid(verbs), activeMtu(),
+            ours));
       } catch (IOException e) {
         end(State.CONNECT_ERROR, -ECONNRESET, null, null);
         return;
       }
     }
-    readLoop(s, in);
+    readLoop(c);
   }
 
   /** The active side's REP: the QP goes to RTR and RTS, RTU goes back, and we are connected. */
@@ -428,7 +464,7 @@ public final class SoftCmId implements CmId {
       }
     }
     try {
-      CmMessage.bare(CmMessage.Kind.RTU).writeTo(out);
+      conn.send(CmMessage.bare(CmMessage.Kind.RTU));
     } catch (IOException e) {
       end(State.CONNECT_ERROR, -ECONNRESET, null, null);
       return false;
@@ -438,62 +474,20 @@ public final class SoftCmId implements CmId {
     return true;
   }
 
-  // ---- the passive side
-
-  private void acceptLoop(ServerSocket listening) {
-    while (true) {
-      Socket s;
-      try {
-        s = listening.accept();
-      } catch (IOException e) {
-        return; // closed with the id or its device
-      }
-      if (listening.isClosed()) { // accepted while the close was under way: refuse it
-        closeQuietly(s);
-        return;
-      }
-      daemon("soft-cm-conn-" + s.getLocalPort() + "-" + s.getPort(), () -> serve(s)).start();
-    }
-  }
-
-  /** Reads a new connection's REQ and hands it to the application as a new id. */
-  private void serve(Socket s) {
-    DataInputStream in;
-    CmMessage req;
-    try {
-      s.setTcpNoDelay(true);
-      s.setSoTimeout(millis(support.connectTimeout()));
-      in = new DataInputStream(new BufferedInputStream(s.getInputStream()));
-      req = CmMessage.readFrom(in);
-      if (req.kind() != CmMessage.Kind.REQ) {
-        throw new ProtocolException("expected REQ, got " + req.kind());
-      }
-      s.setSoTimeout(0);
-    } catch (IOException e) {
-      closeQuietly(s); // no id exists for it yet, so there is nobody to tell
-      return;
-    }
-    SoftCmId id = offer(s, req);
-    if (id == null) {
-      try {
-        CmMessage.rej(CmEvent.REJECT_NO_LISTENER, null)
-            .writeTo(new DataOutputStream(s.getOutputStream()));
-      } catch (IOException e) {
-        // the requester is gone too
-      }
-      closeQuietly(s);
-      return;
-    }
-    id.readLoop(s, in);
-  }
+  // ---- the passive side (CmListener accepts and reads the REQ)
 
   /** The new id for a request, posted as CONNECT_REQUEST; null when no longer listening. */
-  private synchronized SoftCmId offer(Socket s, CmMessage req) {
+  synchronized SoftCmId offer(CmSocket c, CmMessage req) {
     if (state != State.LISTEN) return null;
-    SoftCmId id = channel.newId(context, "rdma_listen");
+    SoftCmId id;
     try {
-      id.adopt(s, req);
-    } catch (IOException | RuntimeException e) {
+      id = channel.newId(context, "rdma_listen");
+    } catch (RdmaException e) {
+      return null; // the channel closed
+    }
+    try {
+      id.adopt(c, req);
+    } catch (RuntimeException e) {
       id.close();
       return null;
     }
@@ -503,13 +497,12 @@ public final class SoftCmId implements CmId {
     return id;
   }
 
-  private synchronized void adopt(Socket s, CmMessage req) throws IOException {
-    out = new DataOutputStream(new BufferedOutputStream(s.getOutputStream()));
-    socket = s;
-    local = (InetSocketAddress) s.getLocalSocketAddress();
-    remote = (InetSocketAddress) s.getRemoteSocketAddress();
+  private synchronized void adopt(CmSocket c, CmMessage req) {
+    conn = c;
+    local = (InetSocketAddress) c.socket.getLocalSocketAddress();
+    remote = (InetSocketAddress) c.socket.getRemoteSocketAddress();
     request = req;
-    attach(s.getLocalAddress());
+    attach(c.socket.getLocalAddress());
     setState(State.CONNECT_REQUEST);
   }
 
@@ -518,8 +511,8 @@ public final class SoftCmId implements CmId {
     String verb = "rdma_accept";
     expect(verb, "CONNECT_REQUEST (only a connection request's id can be accepted)",
         State.CONNECT_REQUEST);
-    ConnectionParameters p =
-        checked(verb, parameters, ConnectionParameters.MAX_ACCEPT_PRIVATE_DATA);
+    ConnectionParameters p = CmChecks.checked(verb, parameters,
+        ConnectionParameters.MAX_ACCEPT_PRIVATE_DATA, verbs);
     requireQpInInit(verb);
     Mtu mtu = smaller(request.mtu(), activeMtu());
     if (qp != null) {
@@ -534,7 +527,7 @@ public final class SoftCmId implements CmId {
     ours = p;
     psn = newPsn();
     try {
-      CmMessage.rep(qp == null ? 0 : qp.qpNum(), psn, support.gid(verbs), mtu, p).writeTo(out);
+      conn.send(CmMessage.rep(qp == null ? 0 : qp.qpNum(), psn, support.gid(verbs), mtu, p));
     } catch (IOException e) {
       end(State.CONNECT_ERROR, -ECONNRESET, null, null);
       return;
@@ -573,9 +566,9 @@ public final class SoftCmId implements CmId {
     }
     setState(State.REJECTED);
     try {
-      CmMessage.rej(CmEvent.REJECT_CONSUMER_DEFINED, data).writeTo(out);
+      conn.send(CmMessage.rej(CmEvent.REJECT_CONSUMER_DEFINED, data));
       // the requester closes on REJ; closing first could reset the REJ away
-      socket.shutdownOutput();
+      conn.shutdownOutput();
     } catch (IOException e) {
       closeSocket(); // the requester is gone already
     }
@@ -596,7 +589,7 @@ public final class SoftCmId implements CmId {
     flushQp(); // as rdma_disconnect does, before it sends DREQ
     setState(State.DISCONNECTING);
     try {
-      CmMessage.bare(CmMessage.Kind.DREQ).writeTo(out);
+      conn.send(CmMessage.bare(CmMessage.Kind.DREQ));
     } catch (IOException e) {
       disconnected();
       return;
@@ -629,20 +622,29 @@ public final class SoftCmId implements CmId {
 
   // ---- the connection's messages
 
-  private void readLoop(Socket s, DataInputStream in) {
+  /** Reads the connection's frames until it ends; the connection's thread runs it. */
+  void readLoop(CmSocket c) {
     try {
-      while (received(CmMessage.readFrom(in))) {
+      while (received(c.read())) {
         // next message
       }
     } catch (IOException e) {
-      lost(e);
+      lost(c, e);
+    } catch (RuntimeException e) {
+      // a fault of ours; the application still hears that the connection is gone
+      log.error("soft CM {}: reading the connection from {} failed", CmSocket.describe(local),
+          c.peer, e);
+      lost(c, new IOException(e.toString(), e));
     } finally {
-      closeQuietly(s);
+      c.close();
     }
   }
 
-  /** Handles one message; false when the conversation is over. */
-  private synchronized boolean received(CmMessage m) {
+  /**
+   * Handles one message; false when the conversation is over. A message the state does not
+   * expect is a ProtocolException: the peer broke the protocol.
+   */
+  private synchronized boolean received(CmMessage m) throws ProtocolException {
     CmMessage.Kind k = m.kind();
     switch (state) {
       case CONNECTING:
@@ -679,23 +681,42 @@ public final class SoftCmId implements CmId {
         }
         break;
       case DISCONNECTED:
-        if (k == CmMessage.Kind.DREQ) trySend(CmMessage.bare(CmMessage.Kind.DREP));
-        return k == CmMessage.Kind.DREQ;
+        if (k == CmMessage.Kind.DREP) return false; // both sides disconnected at once
+        if (k == CmMessage.Kind.DREQ && !answeredLateDreq) {
+          // one more DREQ is answered, as the IB CM answers a repeated one; an endless stream
+          // of them would have us write to a peer that need not read
+          answeredLateDreq = true;
+          trySend(CmMessage.bare(CmMessage.Kind.DREP));
+          return true;
+        }
+        break;
       default:
         return false; // the connection is over for this id
     }
-    lost(new ProtocolException("unexpected " + k + " in state " + state));
-    return false;
+    throw new ProtocolException("unexpected " + k + " in state " + state);
   }
 
-  /** The TCP connection broke or the peer broke the protocol: the peer is gone. */
-  private synchronized void lost(IOException e) {
+  /**
+   * The TCP connection broke or the peer broke the protocol (or TLS): the peer is gone. What
+   * the peer did wrong is logged; a connection that simply ends is an event, not a warning.
+   */
+  private synchronized void lost(CmSocket c, IOException e) {
+    boolean live = state == State.CONNECTING || state == State.CONNECT_REQUEST
+        || state == State.ACCEPTING || state == State.ESTABLISHED
+        || state == State.DISCONNECTING;
+    if (e instanceof ProtocolException && state != State.DESTROYED) {
+      log.warn("soft CM {}: refused a frame from {}: {}; the connection ends",
+          CmSocket.describe(local), c.peer, e.getMessage());
+    } else if (e instanceof SSLException && live) {
+      log.warn("soft CM {}: TLS with {} failed: {}; the connection ends",
+          CmSocket.describe(local), c.peer, e.getMessage());
+    }
     switch (state) {
       case CONNECTING:
       case CONNECT_REQUEST:
       case ACCEPTING:
-        end(State.CONNECT_ERROR, e instanceof ProtocolException ? -EPROTO : -ECONNRESET, null,
-            null);
+        end(State.CONNECT_ERROR, e instanceof ProtocolException || e instanceof SSLException
+            ? -EPROTO : -ECONNRESET, null, null);
         break;
       case ESTABLISHED:
       case DISCONNECTING:
@@ -746,13 +767,7 @@ public final class SoftCmId implements CmId {
    */
   synchronized void drop() {
     setState(State.DISCONNECTED);
-    if (socket != null) {
-      try {
-        socket.setSoLinger(true, 0);
-      } catch (SocketException e) {
-        // closed already
-      }
-    }
+    if (conn != null) conn.reset();
     closeSocket();
   }
 
@@ -870,20 +885,6 @@ public final class SoftCmId implements CmId {
         "the id is in state " + state + "; " + verb + " needs " + needed);
   }
 
-  private static void requireAddress(String verb, String what, InetSocketAddress a) {
-    if (a == null) throw new RdmaException(verb, RdmaException.EINVAL, what + " is null");
-    if (a.isUnresolved()) {
-      throw new RdmaException(verb, RdmaException.EINVAL, what + " " + a + " is unresolved");
-    }
-  }
-
-  private static void requireTimeout(String verb, Duration timeout) {
-    if (timeout == null || timeout.isNegative() || timeout.isZero()) {
-      throw new RdmaException(verb, RdmaException.EINVAL, "timeout must be positive, was "
-          + timeout);
-    }
-  }
-
   private void requireQpInInit(String verb) {
     if (qp != null && qp.state() != QpState.INIT) {
       throw new RdmaException(verb, RdmaException.EINVAL, "QP " + qp.qpNum() + " is in "
@@ -891,54 +892,10 @@ public final class SoftCmId implements CmId {
     }
   }
 
-  /** Checks parameters against librdmacm's and the device's limits; returns a private copy. */
-  private ConnectionParameters checked(String verb, ConnectionParameters p, int maxPrivateData) {
-    if (p == null) {
-      throw new RdmaException(verb, RdmaException.EINVAL,
-          "connection parameters are null (ConnectionParameters.defaults() has none to say)");
-    }
-    byte[] data = p.privateDataOrEmpty();
-    if (data.length > maxPrivateData) {
-      throw new RdmaException(verb, RdmaException.EINVAL, data.length
-          + " bytes of private data; at most " + maxPrivateData);
-    }
-    DeviceAttributes dev = verbs.queryDevice();
-    range(verb, "responderResources", p.responderResources(), dev.maxQpRdAtom(),
-        "the device's max_qp_rd_atom");
-    range(verb, "initiatorDepth", p.initiatorDepth(), dev.maxQpInitRdAtom(),
-        "the device's max_qp_init_rd_atom");
-    range(verb, "retryCount", p.retryCount(), 7, "3 bits");
-    range(verb, "rnrRetryCount", p.rnrRetryCount(), 7, "3 bits");
-    return new ConnectionParameters(data.clone(), p.responderResources(), p.initiatorDepth(),
-        p.retryCount(), p.rnrRetryCount());
-  }
-
-  private static void range(String verb, String name, int value, int max, String why) {
-    if (value < 0 || value > max) {
-      throw new RdmaException(verb, RdmaException.EINVAL,
-          name + " = " + value + " is outside [0, " + max + "] (" + why + ")");
-    }
-  }
-
   /** Binds a socket for the id's port and takes the port in the CM's port space. */
   private Socket bindSocket(String verb, InetSocketAddress address) {
-    Socket s = new Socket();
-    try {
-      s.setReuseAddress(true); // so that listen can open a server socket on the port later
-      s.bind(address);
-    } catch (IOException e) {
-      closeQuietly(s);
-      throw new RdmaException(verb, RdmaException.EADDRINUSE,
-          address + " is in use: " + e.getMessage(), e);
-    }
-    InetSocketAddress bound = new InetSocketAddress(address.getAddress(), s.getLocalPort());
-    InetSocketAddress holder = PortSpace.take(bound);
-    if (holder != null) {
-      closeQuietly(s);
-      throw new RdmaException(verb, RdmaException.EADDRINUSE,
-          bound + " is in use: a CM id holds " + holder);
-    }
-    portHeld = bound;
+    Socket s = PortSpace.bind(verb, address);
+    portHeld = new InetSocketAddress(address.getAddress(), s.getLocalPort());
     return s;
   }
 
@@ -962,81 +919,23 @@ public final class SoftCmId implements CmId {
     verbs = ctx;
   }
 
-  private static boolean isLocal(InetAddress a) {
-    if (a.isAnyLocalAddress() || a.isLoopbackAddress()) return true;
-    try {
-      return NetworkInterface.getByInetAddress(a) != null;
-    } catch (SocketException e) {
-      return false;
-    }
-  }
-
   private Mtu activeMtu() {
     return verbs.queryPort(1).activeMtu();
   }
 
-  private static Mtu smaller(Mtu a, Mtu b) {
-    return a.bytes <= b.bytes ? a : b;
-  }
-
-  private static int newPsn() {
-    return ThreadLocalRandom.current().nextInt(1 << 24);
-  }
-
-  private static int errnoOf(RuntimeException e) {
-    return e instanceof RdmaException && ((RdmaException) e).errno() != 0
-        ? ((RdmaException) e).errno() : RdmaException.EINVAL;
-  }
-
-  private static int millis(Duration d) {
-    return (int) Math.max(1, Math.min(Integer.MAX_VALUE, d.toMillis()));
-  }
-
   private void trySend(CmMessage m) {
-    if (out == null) return;
-    try {
-      m.writeTo(out);
-    } catch (IOException e) {
-      // the peer is gone; what follows reports it
-    }
+    if (conn != null) conn.trySend(m); // a peer that is gone shows when the connection is read
   }
 
   private void closeSocket() {
+    closeQuietly(conn);
     closeQuietly(socket);
   }
 
-  private static void closeQuietly(AutoCloseable c) {
-    if (c == null) return;
-    try {
-      c.close();
-    } catch (Exception e) {
-      // closing is all we wanted
-    }
-  }
-
-  /**
-   * Closes the listening socket and waits for the accept thread to leave: a thread blocked in
-   * accept() keeps the socket listening until the JDK has woken it, so without the wait the port
-   * can still answer after close() returned.
-   */
   private void stopListening() {
-    closeQuietly(server);
-    server = null;
-    Thread t = acceptor;
-    acceptor = null;
-    if (t != null && t != Thread.currentThread()) {
-      try {
-        t.join(5000);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-    }
-  }
-
-  private static Thread daemon(String name, Runnable body) {
-    Thread t = new Thread(body, name);
-    t.setDaemon(true);
-    return t;
+    CmListener l = listener;
+    listener = null;
+    if (l != null) l.stop();
   }
 
   @Override

@@ -45,8 +45,14 @@ abstract class CmFixture {
   }
 
   static RdmaProvider newProvider() {
-    return RdmaProviders.load(ConfigFactory.parseString("pekko-rdma.provider = soft\n"
-        + "pekko-rdma.cm.connect-timeout = " + CONNECT_TIMEOUT.toMillis() + "ms")
+    return newProvider("");
+  }
+
+  /** A soft provider as {@link #newProvider()}, with {@code config} (HOCON) over it. */
+  static RdmaProvider newProvider(String config) {
+    return RdmaProviders.load(ConfigFactory.parseString(config)
+        .withFallback(ConfigFactory.parseString("pekko-rdma.provider = soft\n"
+            + "pekko-rdma.cm.connect-timeout = " + CONNECT_TIMEOUT.toMillis() + "ms"))
         .withFallback(ConfigFactory.load()));
   }
 

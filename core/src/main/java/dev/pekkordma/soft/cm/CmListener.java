@@ -1,0 +1,188 @@
+package dev.pekkordma.soft.cm;
+
+import static dev.pekkordma.soft.cm.CmSocket.closeQuietly;
+
+import dev.pekkordma.cm.CmEvent;
+import dev.pekkordma.soft.tls.SoftTls;
+import java.io.EOFException;
+import java.io.IOException;
+import java.net.ProtocolException;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.time.Duration;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The passive side of a listening id: accepts TCP connections, gives each a thread of the
+ * provider's pool to run TLS (when on) and read its REQ within the connect timeout, and hands a
+ * valid request to the listening id. Until its REQ has come, a connection is nobody's: whatever
+ * goes wrong is logged as a refusal naming the peer, and the connection closed.
+ */
+final class CmListener {
+  private static final Logger log = LoggerFactory.getLogger(CmListener.class);
+  /** A failing accept (out of file descriptors) is retried after this, and logged this seldom. */
+  private static final long ACCEPT_RETRY_NANOS = 100_000_000L;
+  private static final long ACCEPT_WARNING_NANOS = 10_000_000_000L;
+
+  private final SoftCmId owner;
+  private final ServerSocket server;
+  private final CmResources resources;
+  private final String address;
+  /** Accepted connections whose REQ has not come yet. */
+  private final AtomicInteger pending = new AtomicInteger();
+  /** Their sockets, closed when the listener stops. */
+  private final Set<Socket> handshaking = ConcurrentHashMap.newKeySet();
+  private final Thread acceptor;
+  private volatile boolean stopped;
+
+  CmListener(SoftCmId owner, ServerSocket server, CmResources resources) {
+    this.owner = owner;
+    this.server = server;
+    this.resources = resources;
+    this.address = server.getInetAddress().getHostAddress() + ":" + server.getLocalPort();
+    acceptor = CmChecks.daemon("soft-cm-listener-" + server.getLocalPort(), this::acceptLoop);
+  }
+
+  void start() {
+    acceptor.start();
+  }
+
+  /**
+   * Closes the listening socket and waits for the accept thread to leave: a thread blocked in
+   * accept() keeps the socket listening until the JDK has woken it, so without the wait the port
+   * can still answer after close() returned. Connections still sending their REQ are closed.
+   */
+  void stop() {
+    stopped = true;
+    closeQuietly(server);
+    for (Socket s : handshaking) closeQuietly(s);
+    if (acceptor != Thread.currentThread()) {
+      try {
+        acceptor.join(5000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /** For tests: connections accepted whose REQ is still awaited. */
+  int pending() {
+    return pending.get();
+  }
+
+  private void acceptLoop() {
+    long lastWarning = System.nanoTime() - ACCEPT_WARNING_NANOS;
+    while (!server.isClosed()) {
+      Socket s;
+      try {
+        s = server.accept();
+      } catch (IOException e) {
+        if (server.isClosed()) return; // closed with the id or its device
+        // out of file descriptors, say: keep listening, without spinning or flooding the log
+        if (System.nanoTime() - lastWarning >= ACCEPT_WARNING_NANOS) {
+          lastWarning = System.nanoTime();
+          log.warn("soft CM listener {}: accept failed, retrying: {}", address, e.toString());
+        }
+        LockSupport.parkNanos(ACCEPT_RETRY_NANOS);
+        continue;
+      }
+      try {
+        admit(s);
+      } catch (RuntimeException e) {
+        log.error("soft CM listener {}: dropping a connection after an internal error", address,
+            e);
+        closeQuietly(s);
+      }
+    }
+  }
+
+  private void admit(Socket s) {
+    String peer = CmSocket.describe(s);
+    if (server.isClosed()) { // accepted while the close was under way
+      refuse(s, peer, "the listener is closing");
+      return;
+    }
+    if (pending.incrementAndGet() > resources.maxPendingHandshakes) {
+      pending.decrementAndGet();
+      refuse(s, peer, resources.maxPendingHandshakes + " connections have not sent their REQ"
+          + " yet (" + CmResources.MAX_PENDING + ")");
+      return;
+    }
+    handshaking.add(s);
+    if (!resources.start("soft-cm-conn-" + server.getLocalPort() + "-" + s.getPort(),
+        () -> serve(s, peer))) {
+      handshaking.remove(s);
+      pending.decrementAndGet();
+      refuse(s, peer, resources.refusal());
+    }
+  }
+
+  private void refuse(Socket s, String peer, String why) {
+    log.warn("soft CM listener {}: refused connection from {}: {}", address, peer, why);
+    closeQuietly(s);
+  }
+
+  /** A new connection's first steps: TLS, then its REQ, within the connect timeout. */
+  private void serve(Socket raw, String peer) {
+    Duration limit = resources.connectTimeout.plus(resources.tls.handshakeTimeout());
+    // a read timeout alone would let a peer trickling a byte at a time stay for ever; whoever
+    // decides first (the deadline or the reading thread) logs and closes, once
+    AtomicBoolean decided = new AtomicBoolean();
+    String overdue = "no valid REQ within " + limit.toMillis() + " ms ("
+        + CmResources.CONNECT_TIMEOUT + (resources.tls.enabled()
+            ? " and pekko-rdma.soft.tls.handshake-timeout" : "") + ")";
+    Future<?> guard = owner.channel.schedule(() -> {
+      if (decided.compareAndSet(false, true)) refuse(raw, peer, overdue);
+    }, limit);
+    CmSocket c = null;
+    CmMessage req;
+    try {
+      raw.setTcpNoDelay(true);
+      raw.setSoTimeout(CmChecks.millis(limit.multipliedBy(2))); // in case the channel closed
+      c = CmSocket.over(resources.tls.server(raw, "CM peer " + peer));
+      if (resources.tls.enabled() && log.isDebugEnabled()) {
+        log.debug("soft CM listener {}: TLS connection from {} presenting {}", address, peer,
+            SoftTls.peerIdentity(c.socket));
+      }
+      req = c.read();
+      if (req.kind() != CmMessage.Kind.REQ) {
+        throw new ProtocolException("expected REQ, got " + req.kind());
+      }
+      if (!decided.compareAndSet(false, true)) throw new EOFException("closed by the deadline");
+      raw.setSoTimeout(0);
+    } catch (IOException e) {
+      if (decided.compareAndSet(false, true)) {
+        refuse(raw, peer, stopped ? "the listener was destroyed"
+            : e instanceof SocketTimeoutException ? overdue
+            : e instanceof EOFException ? "the peer closed the connection before its REQ"
+            : e.getMessage());
+      }
+      closeQuietly(c);
+      return;
+    } finally {
+      if (guard != null) guard.cancel(false);
+      handshaking.remove(raw);
+      pending.decrementAndGet();
+    }
+    SoftCmId id = owner.offer(c, req);
+    if (id == null) {
+      c.trySend(CmMessage.rej(CmEvent.REJECT_NO_LISTENER, null));
+      c.close();
+      return;
+    }
+    id.readLoop(c);
+  }
+
+  @Override
+  public String toString() {
+    return "CmListener(" + address + ", " + pending.get() + " pending)";
+  }
+}

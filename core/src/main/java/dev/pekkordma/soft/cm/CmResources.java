@@ -1,0 +1,105 @@
+package dev.pekkordma.soft.cm;
+
+import dev.pekkordma.config.RdmaSettings;
+import dev.pekkordma.soft.tls.SoftTls;
+import java.net.InetAddress;
+import java.time.Duration;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.SynchronousQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What all CM ids of one software provider share: the TLS every connection goes through, the
+ * bounds a peer cannot push past, and the bounded pool of threads that read connections (one
+ * per connection, from its TCP connect or accept to its end).
+ */
+public final class CmResources {
+  static final String MAX_CONNECTIONS = "pekko-rdma.cm.max-connections";
+  static final String MAX_PENDING = "pekko-rdma.cm.max-pending-handshakes";
+  static final String CONNECT_TIMEOUT = "pekko-rdma.cm.connect-timeout";
+  private static final Logger log = LoggerFactory.getLogger(CmResources.class);
+  private static final AtomicInteger POOLS = new AtomicInteger();
+
+  final SoftTls tls;
+  final int maxPendingHandshakes;
+  final int maxConnections;
+  final Duration connectTimeout;
+  private final ThreadPoolExecutor threads;
+  private final AtomicBoolean warnedInTheClear = new AtomicBoolean();
+
+  /** Reads the CM's bounds and sets up TLS ({@link SoftTls#from}) from {@code settings}. */
+  public CmResources(RdmaSettings settings) {
+    this(settings, SoftTls.from(settings));
+  }
+
+  public CmResources(RdmaSettings settings, SoftTls tls) {
+    this.tls = tls;
+    maxPendingHandshakes = settings.cmMaxPendingHandshakes();
+    maxConnections = settings.cmMaxConnections();
+    connectTimeout = settings.cmConnectTimeout();
+    String prefix = "soft-cm-pool-" + POOLS.incrementAndGet() + "-";
+    AtomicInteger n = new AtomicInteger();
+    // no queue: a connection gets a thread at once or is refused
+    threads = new ThreadPoolExecutor(0, maxConnections, 10, TimeUnit.SECONDS,
+        new SynchronousQueue<>(), r -> {
+          Thread t = new Thread(r, prefix + n.incrementAndGet());
+          t.setDaemon(true);
+          return t;
+        });
+  }
+
+  /**
+   * Runs a connection's {@code body} on a thread of the pool, named {@code name} meanwhile;
+   * false when {@value #MAX_CONNECTIONS} connections are being read already (or the provider
+   * closed): see {@link #refusal}.
+   */
+  boolean start(String name, Runnable body) {
+    try {
+      threads.execute(() -> {
+        Thread t = Thread.currentThread();
+        String pooled = t.getName();
+        t.setName(name);
+        try {
+          body.run();
+        } catch (RuntimeException | Error e) {
+          // a fault of ours, not the peer's: the thread goes back to the pool regardless
+          log.error("soft CM: {} failed", name, e);
+        } finally {
+          t.setName(pooled);
+        }
+      });
+      return true;
+    } catch (RejectedExecutionException e) {
+      return false;
+    }
+  }
+
+  /** Why {@link #start} said no, naming the setting. */
+  String refusal() {
+    return threads.isShutdown() ? "the provider is closed"
+        : maxConnections + " CM connections are open already (" + MAX_CONNECTIONS + ")";
+  }
+
+  /**
+   * Warns once per provider that a CM id is exposed to the network without TLS: listening on
+   * or connecting to {@code address} that is not loopback (a wildcard listens on every interface).
+   */
+  void warnIfInTheClear(InetAddress address, String what) {
+    if (tls.enabled() || address == null || address.isLoopbackAddress()) return;
+    if (!warnedInTheClear.compareAndSet(false, true)) return;
+    log.warn("soft CM: {} without TLS: whoever reaches the port can connect, and the CM's"
+        + " handshakes and their private data cross the network in the clear; set"
+        + " pekko-rdma.soft.tls.enabled = on in every process to authenticate and encrypt them"
+        + " (said once per provider)", what);
+  }
+
+  /** The provider closed: no new connection threads; those running end with their sockets. */
+  public void shutdown() {
+    threads.shutdown();
+  }
+}
