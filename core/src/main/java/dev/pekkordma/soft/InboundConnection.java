@@ -44,6 +44,8 @@ final class InboundConnection implements Runnable {
     } catch (FabricWire.Violation v) {
       fabric.refusals().refuse(who(), v.getMessage() + "; the connection is dropped");
       if (identity != null) fabric.violated(identity, v.getMessage());
+    } catch (javax.net.ssl.SSLException e) {
+      fabric.refusals().refuse(who(), "TLS: " + e.getMessage());
     } catch (java.net.SocketTimeoutException e) {
       fabric.refusals().refuse(who(), e.getMessage() + "; the connection is dropped");
     } catch (IOException | UncheckedIOException e) {

@@ -1,6 +1,6 @@
 package dev.pekkordma.soft;
 
-import dev.pekkordma.config.RdmaSettings.SoftSettings;
+import dev.pekkordma.config.RdmaSettings;
 import dev.pekkordma.verbs.Gid;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -24,7 +24,7 @@ final class SoftFabric {
   }
 
   /** Starts the TCP side on first use (later providers share it, whatever their config says). */
-  synchronized TcpFabric tcp(SoftSettings settings) {
+  synchronized TcpFabric tcp(RdmaSettings settings) {
     if (tcp == null) tcp = TcpFabric.start(settings, this);
     return tcp;
   }

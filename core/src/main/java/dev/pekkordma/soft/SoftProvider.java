@@ -36,7 +36,7 @@ public final class SoftProvider implements RdmaProvider, FaultInjection {
   SoftProvider(RdmaSettings settings) {
     this.all = settings;
     this.settings = settings.soft();
-    TcpFabric tcp = SoftFabric.get().tcp(this.settings);
+    TcpFabric tcp = SoftFabric.get().tcp(settings);
     for (String name : this.settings.devices) {
       int serial = SoftFabric.get().newSerial();
       var gid = SoftFabric.get().gid(tcp, serial);

@@ -1,6 +1,8 @@
 package dev.pekkordma.soft;
 
+import dev.pekkordma.config.RdmaSettings;
 import dev.pekkordma.config.RdmaSettings.SoftSettings;
+import dev.pekkordma.soft.tls.SoftTls;
 import dev.pekkordma.verbs.Gid;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -44,10 +46,12 @@ final class TcpFabric {
   private volatile Semaphore slots;
   private final ThreadPoolExecutor pool;
   private final RefusalLog refusals = new RefusalLog(LOG, "soft fabric");
+  private final SoftTls tls;
 
   private TcpFabric(SoftFabric fabric, ServerSocket server, FabricAddress address,
-      SoftSettings s) {
+      SoftSettings s, SoftTls tls) {
     this.fabric = fabric;
+    this.tls = tls;
     this.server = server;
     this.address = address;
     this.handshakeMillis = millis(s.fabricHandshakeTimeout.toMillis());
@@ -63,7 +67,9 @@ final class TcpFabric {
         });
   }
 
-  static TcpFabric start(SoftSettings s, SoftFabric fabric) {
+  static TcpFabric start(RdmaSettings settings, SoftFabric fabric) {
+    SoftSettings s = settings.soft();
+    SoftTls tls = SoftTls.from(settings);
     try {
       InetAddress ip = InetAddress.getByName(s.fabricHost);
       if (ip.getAddress().length != 4) {
@@ -81,8 +87,9 @@ final class TcpFabric {
             + s.fabricAdvertisedHost + "'");
       }
       int port = s.fabricAdvertisedPort != 0 ? s.fabricAdvertisedPort : socket.getLocalPort();
-      TcpFabric f = new TcpFabric(fabric, socket, new FabricAddress(advertised.getAddress(), port), s);
-      if (!ip.isLoopbackAddress()) {
+      TcpFabric f = new TcpFabric(fabric, socket,
+          new FabricAddress(advertised.getAddress(), port), s, tls);
+      if (!ip.isLoopbackAddress() && !tls.enabled()) {
         LOG.warn("soft fabric listens on {}:{}, which other machines may reach, without TLS:"
             + " anyone who can reach it can reach registered memory of this process; set"
             + " pekko-rdma.soft.tls.enabled = on, or bind the loopback address"
@@ -155,6 +162,7 @@ final class TcpFabric {
       s.setTcpNoDelay(true);
       s.connect(to.socketAddress(), handshakeMillis);
       s.setSoTimeout(handshakeMillis);
+      s = tls.client(s, "the soft fabric at " + to);
       FabricConnection c = new FabricConnection(s, to.toString(), frameMillis);
       FabricWire.Handshake hello = new FabricWire.Handshake();
       hello.kind = FabricWire.HELLO;
@@ -184,14 +192,15 @@ final class TcpFabric {
   FabricConnection serverSide(Socket s, String remote) throws IOException {
     s.setTcpNoDelay(true);
     s.setSoTimeout(handshakeMillis);
-    return new FabricConnection(s, remote, frameMillis);
+    return new FabricConnection(tls.server(s, remote), remote, frameMillis);
   }
 
   /** Asks the fabric at {@code claimed} whether it issued {@code nonce}: proof of identity. */
   boolean prove(FabricAddress claimed, byte[] nonce) {
-    try (Socket s = new Socket()) {
-      s.connect(claimed.socketAddress(), handshakeMillis);
-      s.setSoTimeout(handshakeMillis);
+    try (Socket plain = new Socket()) {
+      plain.connect(claimed.socketAddress(), handshakeMillis);
+      plain.setSoTimeout(handshakeMillis);
+      Socket s = tls.client(plain, "the soft fabric at " + claimed);
       FabricConnection c = new FabricConnection(s, claimed.toString(), frameMillis);
       FabricWire.Handshake ask = new FabricWire.Handshake();
       ask.kind = FabricWire.PROVE;

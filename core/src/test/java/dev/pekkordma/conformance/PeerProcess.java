@@ -63,6 +63,47 @@ public final class PeerProcess implements AutoCloseable {
     return new PeerProcess(pb.start(), main.getSimpleName());
   }
 
+  /** Writes {@code line} to the peer's stdin. */
+  public void send(String line) {
+    try {
+      process.getOutputStream().write((line + "\n").getBytes(StandardCharsets.UTF_8));
+      process.getOutputStream().flush();
+    } catch (IOException e) {
+      throw new AssertionError(name + " does not read its input any more (exit " + exitCode()
+          + "); its output:\n" + output, e);
+    }
+  }
+
+  public long pid() {
+    return process.pid();
+  }
+
+  /** Sends a Unix signal by name (STOP, CONT) with kill(1). */
+  public void signal(String name) {
+    try {
+      Process kill = new ProcessBuilder("kill", "-" + name, String.valueOf(process.pid()))
+          .inheritIO().start();
+      if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+        throw new AssertionError("kill -" + name + " " + process.pid() + " failed");
+      }
+    } catch (IOException e) {
+      throw new AssertionError("cannot run kill", e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new AssertionError("interrupted", e);
+    }
+  }
+
+  /** kill -9: the process ends without running anything of its own. */
+  public void killHard() {
+    process.destroyForcibly();
+    try {
+      process.waitFor(10, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
   /** The rest of the next line starting with {@code prefix}; fails with the peer's output. */
   public String awaitLine(String prefix, Duration timeout) {
     long deadline = System.nanoTime() + timeout.toNanos();
