@@ -27,6 +27,7 @@ final class FabricLink {
       ByteBuffer.allocate(FabricWire.HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
   private volatile FabricConnection connection;
   private volatile String lastFailure = "";
+  private volatile boolean retired;
 
   FabricLink(TcpFabric fabric, FabricAddress address) {
     this.fabric = fabric;
@@ -47,12 +48,32 @@ final class FabricLink {
     return lastFailure;
   }
 
-  void attach(SoftQp qp) {
+  /** Attaches a connected QP; false if this link was retired meanwhile (take a new one). */
+  synchronized boolean attach(SoftQp qp) {
+    if (retired) return false;
     attached.add(qp);
+    return true;
   }
 
+  /** The last connected QP going retires the link: its threads and connection end. */
   void detach(SoftQp qp) {
-    attached.remove(qp);
+    boolean last;
+    synchronized (this) {
+      last = attached.remove(qp) && attached.isEmpty();
+      if (last) retired = true;
+    }
+    if (last) {
+      fabric.forget(this);
+      close();
+    }
+  }
+
+  boolean retired() {
+    return retired;
+  }
+
+  FabricAddress address() {
+    return address;
   }
 
   /**

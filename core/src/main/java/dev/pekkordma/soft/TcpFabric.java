@@ -139,8 +139,18 @@ final class TcpFabric {
   SoftPeer peer(Gid gid) {
     byte[] ip = {gid.byteAt(8), gid.byteAt(9), gid.byteAt(10), gid.byteAt(11)};
     int port = ((gid.byteAt(12) & 0xff) << 8) | (gid.byteAt(13) & 0xff);
-    FabricLink link = links.computeIfAbsent(new FabricAddress(ip, port), a -> new FabricLink(this, a));
-    return new RemotePeer(link, gid);
+    return new RemotePeer(this, link(new FabricAddress(ip, port)), gid);
+  }
+
+  /** The link to the process at {@code address}: the live one, or a new one. */
+  FabricLink link(FabricAddress address) {
+    return links.compute(address,
+        (a, old) -> old == null || old.retired() ? new FabricLink(this, a) : old);
+  }
+
+  /** A retired link leaves the table (unless a new one took its place). */
+  void forget(FabricLink link) {
+    links.remove(link.address(), link);
   }
 
   static int serialOf(Gid gid) {
