@@ -406,8 +406,9 @@ public final class ConnectionStage
           id = e.id();
           phase = Phase.CONNECTING;
           scheduleOnce("connect", settings.connectTimeout());
+          Wire.Ring peer = Wire.Ring.decode(e.privateData()); // checked before we set up
           setUp();
-          usePeerRing(Wire.Ring.decode(e.privateData()));
+          usePeerRing(peer);
           id.accept(ConnectionParameters.withPrivateData(ourRing().encode()));
           accepted = true;
           return;
@@ -459,7 +460,8 @@ public final class ConnectionStage
             }
         }
       } catch (RuntimeException ex) {
-        fail(failure(e.type() + ": " + ex.getMessage()));
+        String doing = phase == Phase.RUNNING ? "" : active() ? "connecting: " : "accepting: ";
+        fail(failure(doing + e.type() + ": " + ex.getMessage()));
       }
     }
 
