@@ -68,6 +68,8 @@ final class HostileFixture implements AutoCloseable {
   private final Legit legit;
   private final ResourceCounts baseline;
   private final ResourceCounts hostileBaseline;
+  private final List<HostilePeer> peers = new ArrayList<>();
+  private final List<HostilePeer.Listener> listeners = new ArrayList<>();
   private volatile CompletableFuture<Done> gate = CompletableFuture.completedFuture(Done.done());
 
   /** The suite runs its peer on the software provider: skipped where the system is native. */
@@ -137,13 +139,25 @@ final class HostileFixture implements AutoCloseable {
 
   /** A hostile peer connected to the server under attack with {@code privateData}. */
   HostilePeer connect(java.util.function.Function<HostilePeer, byte[]> privateData) {
-    return HostilePeer.connect(hostile, server(), privateData);
+    return track(HostilePeer.connect(hostile, server(), privateData));
   }
 
   /** An honest handshake: the attack comes after. */
   HostilePeer connectHonestly() {
     HostilePeer peer = connect(HostilePeer::honestPrivateData);
     assertTrue(peer.established(), "refused: " + peer.refusal());
+    return peer;
+  }
+
+  /** A hostile server for our clients: its accepted peers are closed after the attack too. */
+  HostilePeer.Listener listen() {
+    HostilePeer.Listener l = new HostilePeer.Listener(hostile, this::track);
+    listeners.add(l);
+    return l;
+  }
+
+  private HostilePeer track(HostilePeer peer) {
+    peers.add(peer);
     return peer;
   }
 
@@ -175,16 +189,21 @@ final class HostileFixture implements AutoCloseable {
   }
 
   /**
-   * After an attack: the peer's writes stayed in its ring, it is closed, no thread died, the
-   * legitimate connection still moves intact data, and both providers' resources are back.
+   * After each attack (the tests' @AfterEach / @AfterTry): every write of the attack's peers
+   * stayed in its ring, they are closed, no thread died, the legitimate connection still moves
+   * intact data, and both providers' resources are back.
    */
-  void afterAttack(HostilePeer peer) throws InterruptedException {
+  void afterAttack() throws InterruptedException {
     releaseServer();
-    try {
-      if (peer != null) peer.assertWritesStayedInside();
-    } finally {
-      if (peer != null) peer.close();
+    List<String> escaped = new ArrayList<>();
+    for (HostilePeer p : peers) {
+      p.close();
+      escaped.addAll(p.escapes());
     }
+    peers.clear();
+    for (HostilePeer.Listener l : listeners) l.close();
+    listeners.clear();
+    if (!escaped.isEmpty()) fail(String.join("; ", escaped));
     legit.awaitMore(10);
     StreamsTestKit.awaitResources(rdma, baseline);
     long deadline = System.nanoTime() + WAIT.toNanos();

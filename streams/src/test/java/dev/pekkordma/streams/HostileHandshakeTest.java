@@ -21,6 +21,7 @@ import org.apache.pekko.stream.javadsl.Sink;
 import org.apache.pekko.stream.javadsl.Source;
 import org.apache.pekko.util.ByteString;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -39,6 +40,11 @@ class HostileHandshakeTest {
   static void start() throws Exception {
     HostileFixture.assumeSoft();
     fx = new HostileFixture("HostileHandshakeTest", "");
+  }
+
+  @AfterEach
+  void afterAttack() throws Exception {
+    fx.afterAttack();
   }
 
   @AfterAll
@@ -104,31 +110,20 @@ class HostileHandshakeTest {
   void aClientWithMalformedPrivateDataIsRefusedNamingItAndWhy(String what,
       Function<HostilePeer, byte[]> privateData, String why) throws Exception {
     HostilePeer peer = fx.connect(privateData);
-    try {
-      assertNotNull(peer.refusal(), "accepted: " + what);
-      assertEquals(CmEventType.REJECTED, peer.refusal().type());
-      assertFailsNaming(fx.served(peer).in(), peer.localAddress(), "accepting", why);
-    } finally {
-      fx.afterAttack(peer);
-    }
+    assertNotNull(peer.refusal(), "accepted: " + what);
+    assertEquals(CmEventType.REJECTED, peer.refusal().type());
+    assertFailsNaming(fx.served(peer).in(), peer.localAddress(), "accepting", why);
   }
 
   /** Our client connects to a hostile server, which answers with {@code privateData}. */
   private static void serverAnswers(Function<HostilePeer, byte[]> privateData, String why)
       throws Exception {
-    HostilePeer peer = null;
-    try (HostilePeer.Listener listener = new HostilePeer.Listener(fx.hostile)) {
-      Pair<Pair<BoundedSourceQueue<ByteString>, CompletionStage<List<ByteString>>>,
-          CompletionStage<?>> client = client(listener);
-      peer = listener.accept(privateData);
-      assertFailsNaming(client.second(), listener.address(), why);
-      assertFailsNaming(client.first().second(), listener.address(), why);
-      peer.assertWritesStayedInside();
-      peer.close();
-      peer = null;
-    } finally {
-      fx.afterAttack(peer);
-    }
+    HostilePeer.Listener listener = fx.listen();
+    Pair<Pair<BoundedSourceQueue<ByteString>, CompletionStage<List<ByteString>>>,
+        CompletionStage<?>> client = client(listener);
+    listener.accept(privateData);
+    assertFailsNaming(client.second(), listener.address(), why);
+    assertFailsNaming(client.first().second(), listener.address(), why);
   }
 
   private static Pair<Pair<BoundedSourceQueue<ByteString>, CompletionStage<List<ByteString>>>,
@@ -168,58 +163,44 @@ class HostileHandshakeTest {
    */
   @Test
   void aReplayedRingOfAnotherConnectionIsUselessToThePeer() throws Exception {
-    HostilePeer replayer = null;
-    HostilePeer owner = null;
-    try (HostilePeer.Listener listener = new HostilePeer.Listener(fx.hostile)) {
-      var victim = client(listener);
-      owner = listener.accept(HostilePeer::honestPrivateData);
-      assertTrue(owner.established());
-      // the client's ring, as its CONNECT_REQUEST said it
-      byte[] replayed = owner.granted().encode();
-      replayer = fx.connect(p -> replayed);
-      assertTrue(replayer.established(), "refused: " + replayer.refusal());
-      HostileFixture.Served served = fx.served(replayer);
-      served.out().offer(ByteString.fromString("into a ring that is not the peer's"));
-      assertFailsNaming(served.in(), replayer.localAddress(), "remote access");
-      // the client whose ring it was: its data still arrives intact
-      byte[] hello = "still intact".getBytes();
-      assertEquals(WcStatus.SUCCESS, owner.awaitSend(owner.writeSlot(0, hello,
-          HostileWire.data(HostileWire.END, 0))));
-      victim.first().first().offer(ByteString.fromString("bye"));
-      victim.first().first().complete();
-      assertEquals(WcStatus.SUCCESS, owner.awaitSend(owner.send(
-          HostileWire.control(HostileWire.FIN, 0))));
-      List<HostilePeer.Received> got = owner.awaitReceivedUntil(
-          r -> HostileWire.kind(r.imm()) == HostileWire.CONTROL
-              && HostileWire.code(r.imm()) == HostileWire.FIN);
-      List<byte[]> data = got.stream().filter(r -> r.data() != null)
-          .map(HostilePeer.Received::data).toList();
-      assertEquals(1, data.size());
-      assertArrayEquals("bye".getBytes(), data.get(0));
-      owner.send(HostileWire.control(HostileWire.FIN_ACK, 1));
-      List<ByteString> clientGot = StreamsTestKit.await(victim.first().second());
-      assertEquals(List.of(ByteString.fromArray(hello)), clientGot);
-      replayer.assertWritesStayedInside();
-      owner.assertWritesStayedInside();
-      owner.close();
-      owner = null;
-    } finally {
-      if (owner != null) owner.close();
-      fx.afterAttack(replayer);
-    }
+    HostilePeer.Listener listener = fx.listen();
+    var victim = client(listener);
+    HostilePeer owner = listener.accept(HostilePeer::honestPrivateData);
+    assertTrue(owner.established());
+    // the client's ring, as its CONNECT_REQUEST said it
+    byte[] replayed = owner.granted().encode();
+    HostilePeer replayer = fx.connect(p -> replayed);
+    assertTrue(replayer.established(), "refused: " + replayer.refusal());
+    HostileFixture.Served served = fx.served(replayer);
+    served.out().offer(ByteString.fromString("into a ring that is not the peer's"));
+    assertFailsNaming(served.in(), replayer.localAddress(), "remote access");
+    // the client whose ring it was: its data still arrives intact
+    byte[] hello = "still intact".getBytes();
+    assertEquals(WcStatus.SUCCESS, owner.awaitSend(owner.writeSlot(0, hello,
+        HostileWire.data(HostileWire.END, 0))));
+    victim.first().first().offer(ByteString.fromString("bye"));
+    victim.first().first().complete();
+    assertEquals(WcStatus.SUCCESS, owner.awaitSend(owner.send(
+        HostileWire.control(HostileWire.FIN, 0))));
+    List<HostilePeer.Received> got = owner.awaitReceivedUntil(
+        r -> HostileWire.kind(r.imm()) == HostileWire.CONTROL
+            && HostileWire.code(r.imm()) == HostileWire.FIN);
+    List<byte[]> data = got.stream().filter(r -> r.data() != null)
+        .map(HostilePeer.Received::data).toList();
+    assertEquals(1, data.size());
+    assertArrayEquals("bye".getBytes(), data.get(0));
+    owner.send(HostileWire.control(HostileWire.FIN_ACK, 1));
+    List<ByteString> clientGot = StreamsTestKit.await(victim.first().second());
+    assertEquals(List.of(ByteString.fromArray(hello)), clientGot);
   }
 
   @Test
   void anHonestHandshakeIsAccepted() throws Exception {
     HostilePeer peer = fx.connect(HostilePeer::honestPrivateData);
-    try {
-      assertTrue(peer.established(), "refused: " + peer.refusal());
-      HostileWire.Ring granted = peer.granted();
-      assertEquals(HostileFixture.SLOTS, granted.slots());
-      assertEquals(HostileFixture.SLOT_SIZE, granted.slotSize());
-      assertFalse(fx.served(peer).in().toCompletableFuture().isDone());
-    } finally {
-      fx.afterAttack(peer);
-    }
+    assertTrue(peer.established(), "refused: " + peer.refusal());
+    HostileWire.Ring granted = peer.granted();
+    assertEquals(HostileFixture.SLOTS, granted.slots());
+    assertEquals(HostileFixture.SLOT_SIZE, granted.slotSize());
+    assertFalse(fx.served(peer).in().toCompletableFuture().isDone());
   }
 }

@@ -76,12 +76,14 @@ final class HostilePeer implements AutoCloseable {
   private final List<Received> received = new ArrayList<>();
   private final List<CmEvent> cmEvents = new ArrayList<>();
   private long nextWrId;
+  private int sourceAt; // where the next write's data goes in the source buffer
   private long dataReceived;
   private long creditsReturned;
   private final boolean ownsChannel;
   private HostileWire.Ring granted; // what our stage advertised
   private CmEvent refusal; // what ended the handshake instead of ESTABLISHED
   private boolean closed;
+  private List<String> escapes = List.of(); // found at close
 
   private HostilePeer(CmEventChannel channel, boolean ownsChannel, CmId id) {
     this.channel = channel;
@@ -139,8 +141,13 @@ final class HostilePeer implements AutoCloseable {
   static final class Listener implements AutoCloseable {
     private final CmEventChannel channel;
     private final CmId id;
+    private final java.util.function.UnaryOperator<HostilePeer> accepted;
+    private final List<HostilePeer> peers = new ArrayList<>();
+    private boolean closed;
 
-    Listener(RdmaProvider provider) {
+    /** {@code accepted} sees each peer it accepts (the fixture closes them after the test). */
+    Listener(RdmaProvider provider, java.util.function.UnaryOperator<HostilePeer> accepted) {
+      this.accepted = accepted;
       channel = provider.createCmEventChannel();
       id = channel.createId("hostile listener");
       id.bind(new InetSocketAddress(StreamsTestKit.HOST, 0));
@@ -164,6 +171,7 @@ final class HostilePeer implements AutoCloseable {
         req.id().close();
         throw e;
       }
+      peers.add(accepted.apply(peer));
       peer.granted = HostileWire.Ring.decode(req.privateData());
       peer.id.accept(ConnectionParameters.withPrivateData(privateData.apply(peer)));
       CmEvent e = next(channel, WAIT);
@@ -172,9 +180,12 @@ final class HostilePeer implements AutoCloseable {
       return peer;
     }
 
-    /** After the peers it accepted have closed: their ids are on its channel. */
+    /** With the peers it accepted: their ids are on its channel. */
     @Override
     public void close() {
+      if (closed) return;
+      closed = true;
+      for (HostilePeer p : peers) p.close();
       id.close();
       channel.close();
     }
@@ -225,18 +236,34 @@ final class HostilePeer implements AutoCloseable {
 
   // ------------------------------------------------------------------ work requests
 
-  /** Fills the source buffer's first {@code data.length} bytes. */
-  private void load(byte[] data) {
-    if (data.length > 0) source.put(0, data, 0, data.length);
+  /**
+   * Copies {@code data} to a part of the source buffer no write in flight reads (the device
+   * reads it when it sends, not when the request is posted); returns its offset.
+   */
+  private int load(byte[] data) {
+    if (data.length > SOURCE) fail(data.length + " bytes: the most a write takes is " + SOURCE);
+    if (sourceAt + data.length > SOURCE) {
+      // wrapping around: every write before has to be done with its part
+      long deadline = System.nanoTime() + WAIT.toNanos();
+      while (writes.stream().anyMatch(w -> !sendStatus.containsKey(w.wrId()))) {
+        if (System.nanoTime() > deadline) fail("writes did not complete within " + WAIT);
+        if (pump() == 0) LockSupport.parkNanos(200_000);
+      }
+      sourceAt = 0;
+    }
+    int at = sourceAt;
+    if (data.length > 0) source.put(at, data, 0, data.length);
+    sourceAt += data.length;
+    return at;
   }
 
   /** An RDMA WRITE (with the immediate, if not null) of {@code data} to any address and key. */
   long write(long address, int rkey, byte[] data, Integer imm) {
-    load(data);
+    int at = load(data);
     long wrId = room();
     wr.clear();
     wr.add(wrId, imm == null ? WrOpcode.RDMA_WRITE : WrOpcode.RDMA_WRITE_WITH_IMM,
-        SendRequests.SIGNALED).sge(sourceMr, 0, data.length).rdma(address, rkey);
+        SendRequests.SIGNALED).sge(sourceMr, at, data.length).rdma(address, rkey);
     if (imm != null) wr.immediate(imm);
     qp.postSend(wr);
     writes.add(new Write(wrId, address, rkey, data.length, imm != null));
@@ -262,7 +289,7 @@ final class HostilePeer implements AutoCloseable {
     long wrId = room();
     wr.clear();
     wr.add(wrId, WrOpcode.SEND, SendRequests.SIGNALED);
-    if (length > 0) wr.sge(sourceMr, 0, length);
+    if (length > 0) wr.sge(sourceMr, load(new byte[length]), length);
     qp.postSend(wr);
     return wrId;
   }
@@ -369,22 +396,36 @@ final class HostilePeer implements AutoCloseable {
    * responder: one outside that completed successfully touched memory outside that ring.
    */
   void assertWritesStayedInside() {
+    List<String> escaped = checkWrites();
+    if (!escaped.isEmpty()) fail(String.join("; ", escaped));
+  }
+
+  /** What {@link #assertWritesStayedInside} finds wrong, waiting for the writes' completions. */
+  private List<String> checkWrites() {
+    List<String> wrong = new ArrayList<>();
+    if (closed) return escapes;
     long deadline = System.nanoTime() + WAIT.toNanos();
     for (Write w : writes) {
       while (!sendStatus.containsKey(w.wrId()) && System.nanoTime() < deadline) {
         if (pump() == 0) LockSupport.parkNanos(200_000);
       }
       WcStatus s = sendStatus.get(w.wrId());
-      if (s == null) fail("write " + w + " never completed");
       boolean inside = granted != null && w.rkey() == granted.rkey()
           && granted.covers(w.address(), w.length());
-      if (!inside && s == WcStatus.SUCCESS) {
-        fail("a write outside the granted ring " + granted + " succeeded: " + w);
-      }
-      if (inside && s == WcStatus.REM_ACCESS_ERR) {
-        fail("a write inside the granted ring " + granted + " was refused: " + w);
+      if (s == null) {
+        wrong.add("write " + w + " never completed");
+      } else if (!inside && s == WcStatus.SUCCESS) {
+        wrong.add("a write outside the granted ring " + granted + " succeeded: " + w);
+      } else if (inside && s == WcStatus.REM_ACCESS_ERR) {
+        wrong.add("a write inside the granted ring " + granted + " was refused: " + w);
       }
     }
+    return wrong;
+  }
+
+  /** The writes outside its granted ring that succeeded, as found when it closed. */
+  List<String> escapes() {
+    return escapes;
   }
 
   void disconnect() {
@@ -395,9 +436,11 @@ final class HostilePeer implements AutoCloseable {
     }
   }
 
+  /** Frees everything; what its writes touched is checked first ({@link #escapes}). */
   @Override
   public void close() {
     if (closed) return;
+    escapes = checkWrites();
     closed = true;
     try {
       id.destroyQp();

@@ -188,6 +188,8 @@ public final class ConnectionStage
     private final int sqDepth = settings.sendQueueDepth();
     private final int rqDepth = settings.receiveBuffers() + 8;
     private final int creditThreshold = Math.max(1, (slots + 3) / 4);
+    private final ProtocolValidator rules = new ProtocolValidator(slots, slotSize,
+        Long.MAX_VALUE, null);
     private Phase phase = Phase.RESOLVING_ADDRESS;
     private CmId id;
     private DeviceHub hub;
@@ -482,6 +484,7 @@ public final class ConnectionStage
     }
 
     private void usePeerRing(Wire.Ring peer) {
+      rules.peerRing(peer);
       peerRing = peer.address();
       peerRkey = peer.rkey();
       peerSlots = peer.slots();
@@ -629,7 +632,7 @@ public final class ConnectionStage
         int imm = Wire.data(last ? Wire.END : Wire.MORE, takeCredits());
         post(WrOpcode.RDMA_WRITE_WITH_IMM, address, n, lkey, peerRing + slot * peerSlotSize,
             imm, buffer, inline, false);
-        if (tornDown) return;
+        if (stopped()) return;
         writes++;
         credits--;
         bytesSent += n;
@@ -647,6 +650,7 @@ public final class ConnectionStage
     private int takeCredits() {
       int c = creditsToReturn;
       creditsToReturn = 0;
+      rules.sentCredits(c);
       return c;
     }
 
@@ -685,7 +689,7 @@ public final class ConnectionStage
 
     /** CANCEL, credits, FIN_ACK and FIN, when the send queue has room for them. */
     private void sendControl() {
-      if (tornDown || phase != Phase.RUNNING) return;
+      if (stopped() || phase != Phase.RUNNING) return;
       if (cancelDue && !cancelSent) {
         if (sqOutstanding >= sqDepth) return; // the FIN_ACK must not overtake it
         postControl(Wire.CANCEL, (int) (takenAtCancel & Wire.CREDIT_MASK));
@@ -700,6 +704,7 @@ public final class ConnectionStage
       if (upstreamDone && current == null && !finSent && sqOutstanding < sqDepth) {
         postControl(Wire.FIN);
         finSent = true;
+        rules.sentFin();
       }
       if (creditsToReturn >= creditThreshold && !finAckSent && !cancelSent
           && sqOutstanding < sqDepth) {
@@ -710,7 +715,7 @@ public final class ConnectionStage
     // ------------------------------------------------------------ completions
 
     private void drainCq() {
-      if (tornDown || cq == null) return;
+      if (stopped() || cq == null) return;
       try {
         while (true) {
           int n = cq.poll(wcs);
@@ -719,8 +724,8 @@ public final class ConnectionStage
             n = cq.poll(wcs); // what came before the arming raised no event
             if (n == 0) break;
           }
-          for (int i = 0; i < n && !tornDown; i++) completion(i);
-          if (tornDown) return;
+          for (int i = 0; i < n && !stopped(); i++) completion(i);
+          if (stopped()) return;
         }
       } catch (RuntimeException e) {
         fail(failure("polling the CQ failed: " + e.getMessage()));
@@ -740,6 +745,12 @@ public final class ConnectionStage
           return;
         }
         int imm = wcs.immediate(i);
+        String wrong = rules.receive(wcs.opcode(i), wcs.hasImmediate(i), wcs.byteLength(i), imm,
+            writes);
+        if (wrong != null) {
+          fail(failure("protocol error: " + wrong));
+          return;
+        }
         int kind = Wire.kind(imm);
         if (kind == Wire.CONTROL && Wire.code(imm) == Wire.CANCEL) {
           peerStoppedReading(Wire.credits(imm));
@@ -813,7 +824,9 @@ public final class ConnectionStage
         return;
       }
       fail(failure(what + " completed with " + s.description + " (" + s + ")"
-          + (s == WcStatus.RETRY_EXC_ERR ? ": the peer is unreachable" : "")));
+          + (s == WcStatus.RETRY_EXC_ERR ? ": the peer is unreachable" : "")
+          + (s == WcStatus.LOC_LEN_ERR ? ": the peer sent a SEND with data (ours take none)"
+              : "")));
     }
 
     private void repost() {
@@ -916,13 +929,13 @@ public final class ConnectionStage
 
     /** After anything happened: deliver, send, say what is due, and see if we are done. */
     private void progress() {
-      if (tornDown || phase != Phase.RUNNING) return;
+      if (stopped() || phase != Phase.RUNNING) return;
       deliver();
-      if (tornDown) return;
+      if (stopped()) return;
       trySend();
-      if (tornDown) return;
+      if (stopped()) return;
       sendControl();
-      if (tornDown) return;
+      if (stopped()) return;
       checkDone();
     }
 
@@ -946,10 +959,10 @@ public final class ConnectionStage
      * answered it, that is how a connection ends; before, the peer vanished or aborted.
      */
     private void peerGone(String reason) {
-      if (tornDown) return;
+      if (stopped()) return;
       // completions that came before the end are still in the CQ: take them first
       drainCq();
-      if (tornDown) return;
+      if (stopped()) return;
       log.debug("{}: {}; peerFin={} entries={} finAckSent={} finSent={} finAcked={} sq={}"
           + " cancelSent={}", peerName(), reason, peerFin, entryCount, finAckSent, finSent,
           finAcked, sqOutstanding, cancelSent);
@@ -985,6 +998,11 @@ public final class ConnectionStage
           : failure("the stream stopped before the connection closed gracefully"));
       mat.binding().completeExceptionally(cause != null ? cause
           : failure("the stream stopped before it was bound"));
+    }
+
+    /** Torn down, or failing: the stage ends after this callback, and does nothing more. */
+    private boolean stopped() {
+      return tornDown || cause != null;
     }
 
     private void fail(Throwable ex) {
