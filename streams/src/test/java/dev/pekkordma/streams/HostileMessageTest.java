@@ -12,6 +12,7 @@ import static dev.pekkordma.streams.HostileWire.MORE;
 import static dev.pekkordma.streams.HostileWire.control;
 import static dev.pekkordma.streams.HostileWire.data;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.pekkordma.verbs.WcStatus;
@@ -240,6 +241,24 @@ class HostileMessageTest {
           data(MORE, 0))));
       p.disconnect();
     }, "disconnected", "without closing");
+  }
+
+  /** Its writes into another connection's ring, with that ring's own key, are refused. */
+  @Test
+  void aForgedKeyIntoAnotherConnectionsRing() throws Exception {
+    HostilePeer attacker = fx.connectHonestly();
+    HostilePeer victim = fx.connectHonestly();
+    HostileWire.Ring theirs = victim.granted();
+    long wr = attacker.write(theirs.address(), theirs.rkey(), pattern(64, 5), null);
+    assertNotEquals(WcStatus.SUCCESS, attacker.awaitSend(wr),
+        "a write into another connection's ring succeeded");
+    assertFailsNaming(fx.served(attacker).in(), attacker.localAddress());
+    // the victim's connection goes on and its data arrives as written
+    byte[] mine = pattern(SLOT_SIZE, 11);
+    victim.writeSlot(0, mine, data(END, 0));
+    victim.send(control(FIN, 0));
+    List<ByteString> got = StreamsTestKit.await(fx.served(victim).in());
+    assertEquals(List.of(ByteString.fromArray(mine)), got);
   }
 
   @Test

@@ -17,6 +17,7 @@ import dev.pekkordma.streams.TransferResult;
 import dev.pekkordma.verbs.Access;
 import dev.pekkordma.verbs.CompletionQueue;
 import dev.pekkordma.verbs.MemoryRegion;
+import dev.pekkordma.verbs.ProtectionDomain;
 import dev.pekkordma.verbs.QpInitAttributes;
 import dev.pekkordma.verbs.QpType;
 import dev.pekkordma.verbs.QueuePair;
@@ -193,6 +194,7 @@ public final class ConnectionStage
     private Phase phase = Phase.RESOLVING_ADDRESS;
     private CmId id;
     private DeviceHub hub;
+    private ProtectionDomain pd; // the connection's own: a peer's rkey reaches no other ring
     private CompletionQueue cq;
     private QueuePair qp;
     private OffHeapBuffer ringMemory;
@@ -499,10 +501,11 @@ public final class ConnectionStage
       int deviceInline = id.verbs().queryDevice().maxInlineData();
       inlineMax = Math.min(settings.inlineThreshold(), deviceInline);
       ringMemory = OffHeapBuffer.allocate((long) slots * slotSize);
-      ringMr = hub.pd().registerMemory(ringMemory, Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+      pd = id.verbs().allocPd();
+      ringMr = pd.registerMemory(ringMemory, Access.LOCAL_WRITE | Access.REMOTE_WRITE);
       int sendCount = settings.sendBuffers();
       sendMemory = OffHeapBuffer.allocate((long) sendCount * slotSize);
-      sendMr = hub.pd().registerMemory(sendMemory, Access.LOCAL_WRITE);
+      sendMr = pd.registerMemory(sendMemory, Access.LOCAL_WRITE);
       scratch = OffHeapBuffer.allocate(Math.max(1, inlineMax));
       freeSend = new int[sendCount];
       sendViews = new ByteBuffer[sendCount];
@@ -518,7 +521,7 @@ public final class ConnectionStage
       recvWr = new RecvRequests(rqDepth, 1);
       wcs = new WorkCompletions(64);
       cq = hub.createCq(sqDepth + rqDepth, () -> wake.invoke(Boolean.TRUE));
-      qp = id.createQp(hub.pd(), QpInitAttributes.of(QpType.RC, cq, cq)
+      qp = id.createQp(pd, QpInitAttributes.of(QpType.RC, cq, cq)
           .maxSendWr(sqDepth).maxRecvWr(rqDepth).maxInlineData(inlineMax));
       receivesToRepost = rqDepth;
       repost();
@@ -1041,6 +1044,13 @@ public final class ConnectionStage
       }
       closeQuietly(ringMr);
       closeQuietly(sendMr);
+      if (pd != null) {
+        try {
+          pd.close();
+        } catch (RuntimeException e) {
+          log.warn("{}: deallocating the connection's PD failed: {}", peerName(), e.getMessage());
+        }
+      }
       if (ring != null) {
         ring.close(); // the memory stays until the application has released every buffer
       } else if (ringMemory != null) {
