@@ -50,6 +50,7 @@ import org.opentest4j.TestAbortedException;
 final class HostileFixture implements AutoCloseable {
   static final int SLOTS = 4;
   static final int SLOT_SIZE = 256;
+  static final int MAX_MESSAGE = 16 * SLOT_SIZE;
   static final Duration WAIT = StreamsTestKit.WAIT;
 
   /** The server's side of one connection: what reached its application, and its output. */
@@ -88,7 +89,7 @@ final class HostileFixture implements AutoCloseable {
     hostile = RdmaProviders.load(ConfigFactory.parseString("pekko-rdma.provider = soft\n"
         + "pekko-rdma.cm.connect-timeout = 5s").withFallback(ConfigFactory.load()));
     settings = rdma.settings().withBufferSize(SLOT_SIZE).withReceiveBuffers(SLOTS)
-        .withSendBuffers(SLOTS).withInlineThreshold(0);
+        .withSendBuffers(SLOTS).withInlineThreshold(0).withMaxMessageSize(MAX_MESSAGE);
     server = await(rdma.bind(HOST, 0, settings, false).to(Sink.foreach(c -> {
       // the application takes what the peer sent only while the gate is open
       // what it took, as it took it: a stream that fails leaves no list behind
@@ -134,7 +135,12 @@ final class HostileFixture implements AutoCloseable {
 
   /** The server's side of the connection from {@code peer}, once its application has it. */
   Served served(HostilePeer peer) throws Exception {
-    return servedAt(peer.port()).get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+    return served(peer.port());
+  }
+
+  /** The server's side of the connection from {@code port} (one of our own clients'). */
+  Served served(int port) throws Exception {
+    return servedAt(port).get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
   }
 
   /** A hostile peer connected to the server under attack with {@code privateData}. */

@@ -16,6 +16,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.pekkordma.verbs.WcStatus;
+import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -241,6 +242,53 @@ class HostileMessageTest {
           data(MORE, 0))));
       p.disconnect();
     }, "disconnected", "without closing");
+  }
+
+  /**
+   * A message that never ends: full MORE writes, each within the credits it was given, so
+   * every write is legal but the message the stage puts together grows without end.
+   */
+  @Test
+  void aMessageThatNeverEnds() throws Exception {
+    HostilePeer peer = fx.connectHonestly();
+    HostileFixture.Served served = fx.served(peer);
+    long deadline = System.nanoTime() + HostileFixture.WAIT.toNanos();
+    int written = 0;
+    while (!served.in().toCompletableFuture().isDone() && System.nanoTime() < deadline
+        && written < 4 * HostileFixture.MAX_MESSAGE / SLOT_SIZE) {
+      if (written < SLOTS + peer.creditsReturned()) {
+        peer.writeSlot(written % SLOTS, pattern(SLOT_SIZE, written), data(MORE, 0));
+        written++;
+      } else {
+        Thread.sleep(1);
+      }
+    }
+    assertFailsNaming(served.in(), peer.localAddress(), "protocol error",
+        "more than " + HostileFixture.MAX_MESSAGE + " bytes", ".max-message-size");
+    assertEquals(List.of(), served.taken());
+  }
+
+  /** Our own client's messages: max-message-size is the longest the server takes. */
+  @Test
+  void aMessageOfMaxMessageSizeArrivesAndOneByteMoreFails() throws Exception {
+    ByteString longest = ByteString.fromArray(pattern(HostileFixture.MAX_MESSAGE, 3));
+    var ok = Source.single(longest)
+        .viaMat(fx.rdma.outgoingConnectionWithResult(fx.server(), fx.settings, false),
+            Keep.right())
+        .to(Sink.ignore()).run(fx.system);
+    int port = StreamsTestKit.await(ok.first()).localAddress().getPort();
+    StreamsTestKit.await(ok.second()); // closed gracefully: the server's application took it
+    assertEquals(List.of(longest), StreamsTestKit.await(fx.served(port).in()));
+
+    var tooLong = Source.single(ByteString.fromArray(pattern(HostileFixture.MAX_MESSAGE + 1, 4)))
+        .viaMat(fx.rdma.outgoingConnectionWithResult(fx.server(), fx.settings, false),
+            Keep.right())
+        .to(Sink.ignore()).run(fx.system);
+    port = StreamsTestKit.await(tooLong.first()).localAddress().getPort();
+    assertFailsNaming(fx.served(port).in(), new InetSocketAddress(StreamsTestKit.HOST, port),
+        "protocol error", "max-message-size");
+    // the client learns it only as the server's going
+    assertFailsNaming(tooLong.second(), fx.server());
   }
 
   /** Its writes into another connection's ring, with that ring's own key, are refused. */

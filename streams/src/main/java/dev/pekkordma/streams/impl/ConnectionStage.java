@@ -190,7 +190,8 @@ public final class ConnectionStage
     private final int rqDepth = settings.receiveBuffers() + 8;
     private final int creditThreshold = Math.max(1, (slots + 3) / 4);
     private final ProtocolValidator rules = new ProtocolValidator(slots, slotSize,
-        Long.MAX_VALUE, null);
+        keepBoundaries ? settings.maxMessageSize() : Long.MAX_VALUE,
+        settings.path() + ".max-message-size");
     private Phase phase = Phase.RESOLVING_ADDRESS;
     private CmId id;
     private DeviceHub hub;
@@ -880,18 +881,22 @@ public final class ConnectionStage
           NativeMemory.copyToArray(ringMemory.address() + (long) slot * slotSize, bytes, 0,
               length);
         }
-        ByteString piece = ByteString.fromArrayUnsafe(bytes);
+        // pieces are copied into the builder's one growing array: a message of many small
+        // writes holds no object per write
         if (kind == ENTRY_MORE && keepBoundaries) {
           if (pieces == null) pieces = new ByteStringBuilder();
-          pieces.append(piece);
+          pieces.putBytes(bytes);
           pieceWrites++;
           continue;
         }
+        ByteString piece;
         if (pieces != null && keepBoundaries) {
-          pieces.append(piece);
+          pieces.putBytes(bytes);
           piece = pieces.result();
           pieces = null;
           pieceWrites = 0;
+        } else {
+          piece = ByteString.fromArrayUnsafe(bytes);
         }
         messagesReceived++;
         push(out, piece);
