@@ -145,7 +145,13 @@ final class HostileFixture implements AutoCloseable {
 
   /** A hostile peer connected to the server under attack with {@code privateData}. */
   HostilePeer connect(java.util.function.Function<HostilePeer, byte[]> privateData) {
-    return track(HostilePeer.connect(hostile, server(), privateData));
+    return connect(server(), privateData);
+  }
+
+  /** A hostile peer connected to another server of the system (a bulk source, say). */
+  HostilePeer connect(InetSocketAddress to,
+      java.util.function.Function<HostilePeer, byte[]> privateData) {
+    return track(HostilePeer.connect(hostile, to, privateData));
   }
 
   /** An honest handshake: the attack comes after. */
