@@ -18,6 +18,10 @@ import java.nio.ByteOrder;
  * reading, what you write is dropped); in bits 23-0 of every message the credits it returns:
  * slots of the sender's ring freed since it last said; in a CANCEL's instead, how many of the
  * peer's writes the application took (modulo 2^24), so the peer can tell whether any was lost.
+ *
+ * <p>Nothing a peer sends is used before it is checked: its ring by {@link Ring#decode}, each
+ * message by {@link ProtocolValidator}, which lists the rules; one broken fails the connection
+ * naming the peer and the rule.
  */
 public final class Wire {
   static final int END = 0;

@@ -19,7 +19,7 @@ import net.jqwik.api.constraints.Size;
  * let through, and one message breaking a rule, wherever it comes in such a sequence, is
  * refused at once with that rule.
  */
-class ProtocolValidatorProperties {
+class ProtocolValidatorPropertyTest {
 
   /** The rules a message can break, each set up by honest messages first where it needs to. */
   enum Violation {

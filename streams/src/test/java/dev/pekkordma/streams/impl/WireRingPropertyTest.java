@@ -19,7 +19,7 @@ import net.jqwik.api.constraints.Size;
  * or fail with IllegalArgumentException (never anything else), and a ring within them is
  * exactly what its encoding gives back.
  */
-class WireRingProperties {
+class WireRingPropertyTest {
 
   /** The limits, said again here rather than read from Wire, as the documentation says them. */
   static boolean withinLimits(long address, int slots, int slotSize) {

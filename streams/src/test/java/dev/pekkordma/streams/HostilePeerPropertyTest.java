@@ -40,8 +40,8 @@ import org.apache.pekko.util.ByteString;
  * inside the ring it was granted or is refused, and after each try the fixture checks the
  * legitimate connection, the threads and both providers' resources (@AfterTry).
  */
-@AddLifecycleHook(HostilePeerProperties.SoftOnly.class)
-class HostilePeerProperties {
+@AddLifecycleHook(HostilePeerPropertyTest.SoftOnly.class)
+class HostilePeerPropertyTest {
   static HostileFixture fx;
 
   /** The hostile peer runs on the software provider. */
@@ -56,7 +56,7 @@ class HostilePeerProperties {
 
   @BeforeContainer
   static void start() throws Exception {
-    fx = new HostileFixture("HostilePeerProperties", "");
+    fx = new HostileFixture("HostilePeerPropertyTest", "");
   }
 
   @AfterContainer
