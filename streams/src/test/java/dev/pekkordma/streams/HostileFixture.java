@@ -12,6 +12,7 @@ import dev.pekkordma.verbs.RdmaProvider;
 import dev.pekkordma.verbs.RdmaProviders;
 import dev.pekkordma.verbs.ResourceCounts;
 import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -26,6 +27,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Function;
 import java.util.zip.CRC32;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -144,13 +146,13 @@ final class HostileFixture implements AutoCloseable {
   }
 
   /** A hostile peer connected to the server under attack with {@code privateData}. */
-  HostilePeer connect(java.util.function.Function<HostilePeer, byte[]> privateData) {
+  HostilePeer connect(Function<HostilePeer, byte[]> privateData) {
     return connect(server(), privateData);
   }
 
   /** A hostile peer connected to another server of the system (a bulk source, say). */
   HostilePeer connect(InetSocketAddress to,
-      java.util.function.Function<HostilePeer, byte[]> privateData) {
+      Function<HostilePeer, byte[]> privateData) {
     return track(HostilePeer.connect(hostile, to, privateData));
   }
 
@@ -267,13 +269,13 @@ final class HostileFixture implements AutoCloseable {
       new Random(n).nextBytes(b);
       CRC32 crc = new CRC32();
       crc.update(b, 8, b.length - 8);
-      java.nio.ByteBuffer.wrap(b).putInt(0, n).putInt(4, (int) crc.getValue());
+      ByteBuffer.wrap(b).putInt(0, n).putInt(4, (int) crc.getValue());
       return ByteString.fromArrayUnsafe(b);
     }
 
     private void check(ByteString got) {
       long expected = checked.get();
-      java.nio.ByteBuffer b = got.asByteBuffer();
+      ByteBuffer b = got.asByteBuffer();
       if (b.remaining() < 8 || b.getInt(0) != expected || !got.equals(message((int) expected))) {
         corrupt.compareAndSet(null, "message " + expected + " came back as " + got.length()
             + " bytes numbered " + (b.remaining() >= 4 ? b.getInt(0) : -1));

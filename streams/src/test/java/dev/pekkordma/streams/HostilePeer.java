@@ -16,6 +16,7 @@ import dev.pekkordma.verbs.CompletionQueue;
 import dev.pekkordma.verbs.MemoryRegion;
 import dev.pekkordma.verbs.ProtectionDomain;
 import dev.pekkordma.verbs.QpInitAttributes;
+import dev.pekkordma.verbs.QpState;
 import dev.pekkordma.verbs.QpType;
 import dev.pekkordma.verbs.QueuePair;
 import dev.pekkordma.verbs.RdmaProvider;
@@ -33,11 +34,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Function;
+import java.util.function.Predicate;
+import java.util.function.UnaryOperator;
 
 /**
  * A peer that does not run our code: the verbs and the CM of a provider of its own, driven by
  * hand, so a test chooses the private data of the handshake and every work request after. It
- * connects to a streams server ({@link #connect}) or accepts a streams client ({@link #listen}),
+ * connects to a streams server ({@link #connect}) or accepts a streams client ({@link Listener}),
  * keeps its own honest ring (what {@link #honestRing} advertises) and records what reaches it.
  *
  * <p>Every write it posts is kept with where it went, so that {@link #assertWritesStayedInside}
@@ -53,7 +56,7 @@ final class HostilePeer implements AutoCloseable {
   private static final int SEND_QUEUE = 256;
   private static final long RECV_ID = Long.MIN_VALUE;
 
-  /** A write it made: where, how long, and how it completed (null until then). */
+  /** A write it made: its request id, where it went, how long, whether with an immediate. */
   record Write(long wrId, long address, int rkey, int length, boolean withImm) {}
 
   /** A message that reached it: our stage's immediates, with what data writes carried. */
@@ -74,7 +77,6 @@ final class HostilePeer implements AutoCloseable {
   private final List<Write> writes = new ArrayList<>();
   private final Map<Long, WcStatus> sendStatus = new HashMap<>();
   private final List<Received> received = new ArrayList<>();
-  private final List<CmEvent> cmEvents = new ArrayList<>();
   private long nextWrId;
   private int sourceAt; // where the next write's data goes in the source buffer
   private long dataReceived;
@@ -141,12 +143,12 @@ final class HostilePeer implements AutoCloseable {
   static final class Listener implements AutoCloseable {
     private final CmEventChannel channel;
     private final CmId id;
-    private final java.util.function.UnaryOperator<HostilePeer> accepted;
+    private final UnaryOperator<HostilePeer> accepted;
     private final List<HostilePeer> peers = new ArrayList<>();
     private boolean closed;
 
     /** {@code accepted} sees each peer it accepts (the fixture closes them after the test). */
-    Listener(RdmaProvider provider, java.util.function.UnaryOperator<HostilePeer> accepted) {
+    Listener(RdmaProvider provider, UnaryOperator<HostilePeer> accepted) {
       this.accepted = accepted;
       channel = provider.createCmEventChannel();
       id = channel.createId("hostile listener");
@@ -328,7 +330,7 @@ final class HostilePeer implements AutoCloseable {
   }
 
   /** Waits until a message that {@code last} matches has reached it; returns all so far. */
-  List<Received> awaitReceivedUntil(java.util.function.Predicate<Received> last) {
+  List<Received> awaitReceivedUntil(Predicate<Received> last) {
     long deadline = System.nanoTime() + WAIT.toNanos();
     while (received.stream().noneMatch(last)) {
       if (System.nanoTime() > deadline) fail("not arrived within " + WAIT + ": " + received);
@@ -370,7 +372,7 @@ final class HostilePeer implements AutoCloseable {
         sendStatus.put(wcs.wrId(i), wcs.status(i));
       }
     }
-    if (again > 0 && qp.state() != dev.pekkordma.verbs.QpState.ERR) {
+    if (again > 0 && qp.state() != QpState.ERR) {
       rr.clear();
       for (int i = 0; i < again; i++) rr.add(RECV_ID);
       qp.postRecv(rr);
@@ -382,13 +384,6 @@ final class HostilePeer implements AutoCloseable {
   long creditsReturned() {
     pump();
     return creditsReturned;
-  }
-
-  /** The next CM event within {@code wait} (DISCONNECTED, say), or null. */
-  CmEvent awaitCm(Duration wait) {
-    CmEvent e = next(channel, wait);
-    if (e != null) cmEvents.add(e);
-    return e;
   }
 
   /**

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.ByteBuffer;
+import java.util.Arrays;
 import net.jqwik.api.Arbitraries;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Combinators;
@@ -53,7 +54,7 @@ class WireRingPropertyTest {
   void aForgedOrTruncatedHonestRingIsTakenOnlyWithinTheLimits(
       @ForAll("honest") byte[] honest, @ForAll @Size(max = 4) int[] flips,
       @ForAll @IntRange(min = 0, max = 60) int length) {
-    byte[] data = java.util.Arrays.copyOf(honest, length);
+    byte[] data = Arrays.copyOf(honest, length);
     for (int f : flips) {
       int at = Math.floorMod(f, Math.max(1, length));
       if (length > 0) data[at] ^= (byte) (1 << (Math.floorMod(f >> 8, 8)));
