@@ -55,9 +55,13 @@ final class HostileFixture implements AutoCloseable {
   static final int MAX_MESSAGE = 16 * SLOT_SIZE;
   static final Duration WAIT = StreamsTestKit.WAIT;
 
-  /** The server's side of one connection: what reached its application, and its output. */
+  /**
+   * The server's side of one connection: what reached its application ({@code in}: ends when
+   * the peer's data does), its output, and {@code end}: how the connection ended, as its
+   * output side sees it (failed with the connection's failure, also after the peer's FIN).
+   */
   record Served(CompletionStage<List<ByteString>> in, BoundedSourceQueue<ByteString> out,
-      List<ByteString> taken) {}
+      List<ByteString> taken, CompletionStage<Done> end) {}
 
   final ActorSystem<Void> system;
   final RdmaStreams rdma;
@@ -93,8 +97,8 @@ final class HostileFixture implements AutoCloseable {
     settings = rdma.settings().withBufferSize(SLOT_SIZE).withReceiveBuffers(SLOTS)
         .withSendBuffers(SLOTS).withInlineThreshold(0).withMaxMessageSize(MAX_MESSAGE);
     server = await(rdma.bind(HOST, 0, settings, false).to(Sink.foreach(c -> {
-      // the application takes what the peer sent only while the gate is open
-      // what it took, as it took it: a stream that fails leaves no list behind
+      // the application takes what the peer sent only while the gate is open; what it took is
+      // kept as it took it (a stream that fails leaves no list behind)
       List<ByteString> taken = Collections.synchronizedList(new ArrayList<>());
       Sink<ByteString, CompletionStage<List<ByteString>>> app = Flow.<ByteString>create()
           .map(b -> {
@@ -102,10 +106,13 @@ final class HostileFixture implements AutoCloseable {
             return b;
           })
           .mapAsync(1, b -> gate.thenApply(d -> b)).toMat(Sink.seq(), Keep.right());
-      Pair<CompletionStage<List<ByteString>>, BoundedSourceQueue<ByteString>> m =
-          c.handleWith(Flow.fromSinkAndSourceMat(app, Source.<ByteString>queue(64),
-              Keep.both()), system);
-      servedAt(c.remoteAddress().getPort()).complete(new Served(m.first(), m.second(), taken));
+      Source<ByteString, Pair<BoundedSourceQueue<ByteString>, CompletionStage<Done>>> output =
+          Source.<ByteString>queue(64).watchTermination(Keep.both());
+      Pair<CompletionStage<List<ByteString>>,
+          Pair<BoundedSourceQueue<ByteString>, CompletionStage<Done>>> m =
+          c.handleWith(Flow.fromSinkAndSourceMat(app, output, Keep.both()), system);
+      servedAt(c.remoteAddress().getPort()).complete(new Served(m.first(), m.second().first(),
+          taken, m.second().second()));
     })).run(system));
     echo = await(rdma.bindAndHandle(Flow.of(ByteString.class), HOST, 0));
     legit = new Legit(new InetSocketAddress(HOST, echo.localAddress().getPort()));
@@ -227,6 +234,7 @@ final class HostileFixture implements AutoCloseable {
     assertEquals(hostileBaseline, hostile.liveResources(), "the hostile peer's resources");
     if (!uncaught.isEmpty()) fail("a thread died: " + uncaught, uncaught.get(0));
     assertTrue(!system.whenTerminated().isCompleted(), "the actor system is up");
+    served.clear(); // every connection is over, and ports are reused: a later peer's may be one
   }
 
   @Override

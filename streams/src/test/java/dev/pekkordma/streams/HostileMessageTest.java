@@ -183,6 +183,17 @@ class HostileMessageTest {
     }, "protocol error", "after its FIN");
   }
 
+  /** The FIN already reached the application (its input ended): the connection still fails. */
+  @Test
+  void dataAfterADeliveredFin() throws Exception {
+    HostilePeer peer = fx.connectHonestly();
+    HostileFixture.Served served = fx.served(peer);
+    peer.send(control(FIN, 0));
+    assertEquals(List.of(), StreamsTestKit.await(served.in()));
+    peer.writeSlot(0, pattern(5, 1), data(END, 0));
+    assertFailsNaming(served.end(), peer.localAddress(), "protocol error", "after its FIN");
+  }
+
   @Test
   void finInTheMiddleOfAMessage() throws Exception {
     fx.holdServer();
