@@ -14,6 +14,8 @@ public final class RdmaStreamSettings {
   public static final String ROOT = "pekko-rdma.streams";
   /** The largest ring or queue this layer asks for; the device may allow less. */
   static final int MAX_QUEUE = 1 << 16;
+  /** The longest message: a ByteString put together in one array. */
+  static final int MAX_MESSAGE = Integer.MAX_VALUE - 8;
 
   /** What happens to a ByteString longer than the buffer size. */
   public enum Oversize {
@@ -35,10 +37,12 @@ public final class RdmaStreamSettings {
   private final Duration connectTimeout;
   private final Duration acceptTimeout;
   private final int backlog;
+  private final int maxMessageSize;
 
   private RdmaStreamSettings(String path, int bufferSize, int receiveBuffers, int sendBuffers,
       int sendQueueDepth, int inlineThreshold, int signalEvery, Oversize oversize,
-      Duration idleTimeout, Duration connectTimeout, Duration acceptTimeout, int backlog) {
+      Duration idleTimeout, Duration connectTimeout, Duration acceptTimeout, int backlog,
+      int maxMessageSize) {
     this.path = path;
     this.bufferSize = bufferSize;
     this.receiveBuffers = receiveBuffers;
@@ -51,6 +55,7 @@ public final class RdmaStreamSettings {
     this.connectTimeout = connectTimeout;
     this.acceptTimeout = acceptTimeout;
     this.backlog = backlog;
+    this.maxMessageSize = maxMessageSize;
     check();
   }
 
@@ -90,11 +95,21 @@ public final class RdmaStreamSettings {
           c.getInt(first(c, p, b, "send-queue-depth")),
           c.getInt(first(c, p, b, "inline-threshold")), c.getInt(first(c, p, b, "signal-every")),
           oversize, idle, c.getDuration(first(c, p, b, "connect-timeout")),
-          c.getDuration(first(c, p, b, "accept-timeout")), c.getInt(first(c, p, b, "backlog")));
+          c.getDuration(first(c, p, b, "accept-timeout")), c.getInt(first(c, p, b, "backlog")),
+          bytes(c, first(c, p, b, "max-message-size"), MAX_MESSAGE));
     } catch (IllegalArgumentException e) {
       // the constructor's checks name the setting; as config errors they name its full path
       throw new ConfigException.Generic(e.getMessage(), e);
     }
+  }
+
+  /** A size of at most {@code max} bytes, else fails naming its key. */
+  private static int bytes(Config c, String key, long max) {
+    long v = c.getBytes(key);
+    if (v < 1 || v > max) {
+      throw new ConfigException.BadValue(key, "must be in [1 B, " + max + " B], was " + v);
+    }
+    return (int) v;
   }
 
   /** The key under the section if it is set there, else under the base. */
@@ -117,6 +132,7 @@ public final class RdmaStreamSettings {
     positive("connect-timeout", connectTimeout);
     positive("accept-timeout", acceptTimeout);
     range("backlog", backlog, 1, MAX_QUEUE);
+    range("max-message-size", maxMessageSize, 1, MAX_MESSAGE);
   }
 
   private String key(String name) {
@@ -162,12 +178,18 @@ public final class RdmaStreamSettings {
 
   public int backlog() { return backlog; }
 
+  /**
+   * The longest message (ByteString) a peer may send where writes are put together again; a
+   * longer one fails the connection naming this setting.
+   */
+  public int maxMessageSize() { return maxMessageSize; }
+
   private RdmaStreamSettings copy(int bufferSize, int receiveBuffers, int sendBuffers,
       int sendQueueDepth, int inlineThreshold, int signalEvery, Oversize oversize,
       Duration idleTimeout, Duration connectTimeout, Duration acceptTimeout, int backlog) {
     return new RdmaStreamSettings(path, bufferSize, receiveBuffers, sendBuffers, sendQueueDepth,
         inlineThreshold, signalEvery, oversize, idleTimeout, connectTimeout, acceptTimeout,
-        backlog);
+        backlog, maxMessageSize);
   }
 
   public RdmaStreamSettings withBufferSize(int bytes) {
@@ -230,6 +252,12 @@ public final class RdmaStreamSettings {
         signalEvery, oversize, idleTimeout, connectTimeout, acceptTimeout, n);
   }
 
+  public RdmaStreamSettings withMaxMessageSize(int bytes) {
+    return new RdmaStreamSettings(path, bufferSize, receiveBuffers, sendBuffers, sendQueueDepth,
+        inlineThreshold, signalEvery, oversize, idleTimeout, connectTimeout, acceptTimeout,
+        backlog, bytes);
+  }
+
   @Override
   public String toString() {
     return "RdmaStreamSettings(" + path + ": buffer-size=" + bufferSize + ", receive-buffers="
@@ -238,6 +266,6 @@ public final class RdmaStreamSettings {
         + signalEvery + ", oversize-chunks=" + oversize.name().toLowerCase()
         + ", idle-timeout=" + (idleTimeout == null ? "infinite" : idleTimeout)
         + ", connect-timeout=" + connectTimeout + ", accept-timeout=" + acceptTimeout
-        + ", backlog=" + backlog + ")";
+        + ", backlog=" + backlog + ", max-message-size=" + maxMessageSize + ")";
   }
 }

@@ -229,5 +229,9 @@ class ConnectionTest {
     c = assertThrows(ConfigException.class, () -> RdmaStreamSettings.bulk(
         StreamsTestKit.config("pekko-rdma.streams.bulk.buffer-size = 0")));
     assertTrue(c.getMessage().contains("pekko-rdma.streams.bulk.buffer-size"), c.getMessage());
+    c = assertThrows(ConfigException.class, () -> RdmaStreamSettings.create(
+        StreamsTestKit.config("pekko-rdma.streams.max-message-size = 3GiB")));
+    assertTrue(c.getMessage().contains("pekko-rdma.streams.max-message-size"), c.getMessage());
+    assertEquals(64 << 20, rdma.settings().maxMessageSize());
   }
 }

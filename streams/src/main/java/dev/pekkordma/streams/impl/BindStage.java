@@ -45,6 +45,7 @@ public final class BindStage
   private final RdmaStreamSettings settings;
   private final boolean halfClose;
   private final boolean keepBoundaries;
+  private volatile int offersHeld;
 
   public BindStage(StreamsRuntime rt, InetSocketAddress address, RdmaStreamSettings settings,
       boolean halfClose, boolean keepBoundaries) {
@@ -53,6 +54,11 @@ public final class BindStage
     this.settings = settings;
     this.halfClose = halfClose;
     this.keepBoundaries = keepBoundaries;
+  }
+
+  /** Requests handed downstream that are still remembered (for tests). */
+  public int offersHeld() {
+    return offersHeld;
   }
 
   @Override
@@ -134,6 +140,10 @@ public final class BindStage
 
     private void onCmEvent(CmEvent e) {
       if (e.type() == CmEventType.CONNECT_REQUEST) {
+        // an offer claimed (its flow took it, or its timeout rejected it) is not ours any more:
+        // kept, every connection ever made would stay in the map
+        offered.values().removeIf(o -> o.claimed.get());
+        offersHeld = offered.size();
         if (waiting.size() >= settings.backlog()) {
           rt.cm.destroy(e.id(), true);
           return;
@@ -172,6 +182,7 @@ public final class BindStage
           .<ByteString>flow(ConnectionStage.incoming(rt, passive, settings, halfClose, keepBoundaries))
           .mapMaterializedValue(m -> NotUsed.getInstance());
       offers++;
+      offersHeld = offered.size();
       return new IncomingConnection(bound, remote, once);
     }
 

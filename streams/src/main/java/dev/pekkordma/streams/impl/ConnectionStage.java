@@ -17,6 +17,7 @@ import dev.pekkordma.streams.TransferResult;
 import dev.pekkordma.verbs.Access;
 import dev.pekkordma.verbs.CompletionQueue;
 import dev.pekkordma.verbs.MemoryRegion;
+import dev.pekkordma.verbs.ProtectionDomain;
 import dev.pekkordma.verbs.QpInitAttributes;
 import dev.pekkordma.verbs.QpType;
 import dev.pekkordma.verbs.QueuePair;
@@ -188,9 +189,13 @@ public final class ConnectionStage
     private final int sqDepth = settings.sendQueueDepth();
     private final int rqDepth = settings.receiveBuffers() + 8;
     private final int creditThreshold = Math.max(1, (slots + 3) / 4);
+    private final ProtocolValidator rules = new ProtocolValidator(slots, slotSize,
+        keepBoundaries ? settings.maxMessageSize() : Long.MAX_VALUE,
+        settings.path() + ".max-message-size");
     private Phase phase = Phase.RESOLVING_ADDRESS;
     private CmId id;
     private DeviceHub hub;
+    private ProtectionDomain pd; // the connection's own: a peer's rkey reaches no other ring
     private CompletionQueue cq;
     private QueuePair qp;
     private OffHeapBuffer ringMemory;
@@ -406,8 +411,9 @@ public final class ConnectionStage
           id = e.id();
           phase = Phase.CONNECTING;
           scheduleOnce("connect", settings.connectTimeout());
+          Wire.Ring peer = Wire.Ring.decode(e.privateData()); // checked before we set up
           setUp();
-          usePeerRing(Wire.Ring.decode(e.privateData()));
+          usePeerRing(peer);
           id.accept(ConnectionParameters.withPrivateData(ourRing().encode()));
           accepted = true;
           return;
@@ -459,7 +465,8 @@ public final class ConnectionStage
             }
         }
       } catch (RuntimeException ex) {
-        fail(failure(e.type() + ": " + ex.getMessage()));
+        String doing = phase == Phase.RUNNING ? "" : active() ? "connecting: " : "accepting: ";
+        fail(failure(doing + e.type() + ": " + ex.getMessage()));
       }
     }
 
@@ -480,6 +487,7 @@ public final class ConnectionStage
     }
 
     private void usePeerRing(Wire.Ring peer) {
+      rules.peerRing(peer);
       peerRing = peer.address();
       peerRkey = peer.rkey();
       peerSlots = peer.slots();
@@ -494,10 +502,11 @@ public final class ConnectionStage
       int deviceInline = id.verbs().queryDevice().maxInlineData();
       inlineMax = Math.min(settings.inlineThreshold(), deviceInline);
       ringMemory = OffHeapBuffer.allocate((long) slots * slotSize);
-      ringMr = hub.pd().registerMemory(ringMemory, Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+      pd = id.verbs().allocPd();
+      ringMr = pd.registerMemory(ringMemory, Access.LOCAL_WRITE | Access.REMOTE_WRITE);
       int sendCount = settings.sendBuffers();
       sendMemory = OffHeapBuffer.allocate((long) sendCount * slotSize);
-      sendMr = hub.pd().registerMemory(sendMemory, Access.LOCAL_WRITE);
+      sendMr = pd.registerMemory(sendMemory, Access.LOCAL_WRITE);
       scratch = OffHeapBuffer.allocate(Math.max(1, inlineMax));
       freeSend = new int[sendCount];
       sendViews = new ByteBuffer[sendCount];
@@ -513,7 +522,7 @@ public final class ConnectionStage
       recvWr = new RecvRequests(rqDepth, 1);
       wcs = new WorkCompletions(64);
       cq = hub.createCq(sqDepth + rqDepth, () -> wake.invoke(Boolean.TRUE));
-      qp = id.createQp(hub.pd(), QpInitAttributes.of(QpType.RC, cq, cq)
+      qp = id.createQp(pd, QpInitAttributes.of(QpType.RC, cq, cq)
           .maxSendWr(sqDepth).maxRecvWr(rqDepth).maxInlineData(inlineMax));
       receivesToRepost = rqDepth;
       repost();
@@ -627,7 +636,7 @@ public final class ConnectionStage
         int imm = Wire.data(last ? Wire.END : Wire.MORE, takeCredits());
         post(WrOpcode.RDMA_WRITE_WITH_IMM, address, n, lkey, peerRing + slot * peerSlotSize,
             imm, buffer, inline, false);
-        if (tornDown) return;
+        if (stopped()) return;
         writes++;
         credits--;
         bytesSent += n;
@@ -645,6 +654,7 @@ public final class ConnectionStage
     private int takeCredits() {
       int c = creditsToReturn;
       creditsToReturn = 0;
+      rules.sentCredits(c);
       return c;
     }
 
@@ -683,7 +693,7 @@ public final class ConnectionStage
 
     /** CANCEL, credits, FIN_ACK and FIN, when the send queue has room for them. */
     private void sendControl() {
-      if (tornDown || phase != Phase.RUNNING) return;
+      if (stopped() || phase != Phase.RUNNING) return;
       if (cancelDue && !cancelSent) {
         if (sqOutstanding >= sqDepth) return; // the FIN_ACK must not overtake it
         postControl(Wire.CANCEL, (int) (takenAtCancel & Wire.CREDIT_MASK));
@@ -698,6 +708,7 @@ public final class ConnectionStage
       if (upstreamDone && current == null && !finSent && sqOutstanding < sqDepth) {
         postControl(Wire.FIN);
         finSent = true;
+        rules.sentFin();
       }
       if (creditsToReturn >= creditThreshold && !finAckSent && !cancelSent
           && sqOutstanding < sqDepth) {
@@ -708,7 +719,7 @@ public final class ConnectionStage
     // ------------------------------------------------------------ completions
 
     private void drainCq() {
-      if (tornDown || cq == null) return;
+      if (stopped() || cq == null) return;
       try {
         while (true) {
           int n = cq.poll(wcs);
@@ -717,8 +728,8 @@ public final class ConnectionStage
             n = cq.poll(wcs); // what came before the arming raised no event
             if (n == 0) break;
           }
-          for (int i = 0; i < n && !tornDown; i++) completion(i);
-          if (tornDown) return;
+          for (int i = 0; i < n && !stopped(); i++) completion(i);
+          if (stopped()) return;
         }
       } catch (RuntimeException e) {
         fail(failure("polling the CQ failed: " + e.getMessage()));
@@ -738,6 +749,12 @@ public final class ConnectionStage
           return;
         }
         int imm = wcs.immediate(i);
+        String wrong = rules.receive(wcs.opcode(i), wcs.hasImmediate(i), wcs.byteLength(i), imm,
+            writes);
+        if (wrong != null) {
+          fail(failure("protocol error: " + wrong));
+          return;
+        }
         int kind = Wire.kind(imm);
         if (kind == Wire.CONTROL && Wire.code(imm) == Wire.CANCEL) {
           peerStoppedReading(Wire.credits(imm));
@@ -811,7 +828,9 @@ public final class ConnectionStage
         return;
       }
       fail(failure(what + " completed with " + s.description + " (" + s + ")"
-          + (s == WcStatus.RETRY_EXC_ERR ? ": the peer is unreachable" : "")));
+          + (s == WcStatus.RETRY_EXC_ERR ? ": the peer is unreachable" : "")
+          + (s == WcStatus.LOC_LEN_ERR ? ": the peer sent a SEND with data (ours take none)"
+              : "")));
     }
 
     private void repost() {
@@ -862,18 +881,22 @@ public final class ConnectionStage
           NativeMemory.copyToArray(ringMemory.address() + (long) slot * slotSize, bytes, 0,
               length);
         }
-        ByteString piece = ByteString.fromArrayUnsafe(bytes);
+        // pieces are copied into the builder's one growing array: a message of many small
+        // writes holds no object per write
         if (kind == ENTRY_MORE && keepBoundaries) {
           if (pieces == null) pieces = new ByteStringBuilder();
-          pieces.append(piece);
+          pieces.putBytes(bytes);
           pieceWrites++;
           continue;
         }
+        ByteString piece;
         if (pieces != null && keepBoundaries) {
-          pieces.append(piece);
+          pieces.putBytes(bytes);
           piece = pieces.result();
           pieces = null;
           pieceWrites = 0;
+        } else {
+          piece = ByteString.fromArrayUnsafe(bytes);
         }
         messagesReceived++;
         push(out, piece);
@@ -914,13 +937,13 @@ public final class ConnectionStage
 
     /** After anything happened: deliver, send, say what is due, and see if we are done. */
     private void progress() {
-      if (tornDown || phase != Phase.RUNNING) return;
+      if (stopped() || phase != Phase.RUNNING) return;
       deliver();
-      if (tornDown) return;
+      if (stopped()) return;
       trySend();
-      if (tornDown) return;
+      if (stopped()) return;
       sendControl();
-      if (tornDown) return;
+      if (stopped()) return;
       checkDone();
     }
 
@@ -944,10 +967,10 @@ public final class ConnectionStage
      * answered it, that is how a connection ends; before, the peer vanished or aborted.
      */
     private void peerGone(String reason) {
-      if (tornDown) return;
+      if (stopped()) return;
       // completions that came before the end are still in the CQ: take them first
       drainCq();
-      if (tornDown) return;
+      if (stopped()) return;
       log.debug("{}: {}; peerFin={} entries={} finAckSent={} finSent={} finAcked={} sq={}"
           + " cancelSent={}", peerName(), reason, peerFin, entryCount, finAckSent, finSent,
           finAcked, sqOutstanding, cancelSent);
@@ -983,6 +1006,11 @@ public final class ConnectionStage
           : failure("the stream stopped before the connection closed gracefully"));
       mat.binding().completeExceptionally(cause != null ? cause
           : failure("the stream stopped before it was bound"));
+    }
+
+    /** Torn down, or failing: the stage ends after this callback, and does nothing more. */
+    private boolean stopped() {
+      return tornDown || cause != null;
     }
 
     private void fail(Throwable ex) {
@@ -1021,6 +1049,13 @@ public final class ConnectionStage
       }
       closeQuietly(ringMr);
       closeQuietly(sendMr);
+      if (pd != null) {
+        try {
+          pd.close();
+        } catch (RuntimeException e) {
+          log.warn("{}: deallocating the connection's PD failed: {}", peerName(), e.getMessage());
+        }
+      }
       if (ring != null) {
         ring.close(); // the memory stays until the application has released every buffer
       } else if (ringMemory != null) {

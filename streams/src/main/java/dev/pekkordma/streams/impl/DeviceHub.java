@@ -3,7 +3,6 @@ package dev.pekkordma.streams.impl;
 import dev.pekkordma.verbs.CompletionChannel;
 import dev.pekkordma.verbs.CompletionQueue;
 import dev.pekkordma.verbs.DeviceContext;
-import dev.pekkordma.verbs.ProtectionDomain;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Map;
@@ -21,14 +20,15 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * What the connections on one device context share: a PD and a completion channel, whose events
- * an actor on the pinned poller dispatcher waits for. That actor does not poll: it wakes the
- * stage that owns the CQ that fired (one async callback per event, not per completion), and the
- * stage polls its own CQ on its own thread until it is empty, then arms it again. A channel that
+ * What the connections on one device context share: a completion channel (not a PD: each
+ * connection has its own, so that no peer's rkey reaches another's ring), whose events an
+ * actor on the pinned poller dispatcher waits for. That actor does not poll: it wakes the stage
+ * that owns the CQ that fired (one async callback per event, not per completion), and the stage
+ * polls its own CQ on its own thread until it is empty, then arms it again. A channel that
  * can hand its events over directly ({@link CompletionChannel#deliverTo}: the software
  * provider's) wakes the stage from the thread that raised the event, one thread switch fewer
  * per wake; then the actor only waits for nothing. The same actor closes CQs (it holds their
- * channel events), and at the end the channel and the PD.
+ * channel events), and at the end the channel.
  *
  * <p>Reference-counted by {@link Hubs}: made with the first connection on its context, gone
  * after the last.
@@ -37,7 +37,6 @@ public final class DeviceHub {
   private static final Logger log = LoggerFactory.getLogger(DeviceHub.class);
 
   final DeviceContext context;
-  final ProtectionDomain pd;
   final CompletionChannel channel;
   private final Map<CompletionQueue, Runnable> wakers = new ConcurrentHashMap<>();
   /** Given up by their owners, not closed yet: the channel cannot go before them. */
@@ -58,17 +57,8 @@ public final class DeviceHub {
   DeviceHub(ActorSystem<?> system, DeviceContext context, String dispatcher,
       Duration blockTimeout, String name) {
     this.context = context;
-    ProtectionDomain p = context.allocPd();
-    CompletionChannel ch;
-    try {
-      ch = context.createCompletionChannel();
-    } catch (RuntimeException e) {
-      p.close();
-      throw e;
-    }
-    this.pd = p;
-    this.channel = ch;
-    this.direct = ch.deliverTo(this::wake);
+    this.channel = context.createCompletionChannel();
+    this.direct = channel.deliverTo(this::wake);
     this.poller = system.systemActorOf(behavior(blockTimeout), name,
         DispatcherSelector.fromConfig(dispatcher));
   }
@@ -82,10 +72,6 @@ public final class DeviceHub {
     } catch (RuntimeException e) {
       log.error("{}: delivering a completion event failed", context.device().name(), e);
     }
-  }
-
-  public ProtectionDomain pd() {
-    return pd;
   }
 
   /** A CQ on the hub's channel whose events run {@code wake}; armed by its owner. */
@@ -174,7 +160,7 @@ public final class DeviceHub {
     }
   }
 
-  /** After the last connection: CQs left behind (none, normally), the channel, the PD. */
+  /** After the last connection: CQs left behind (none, normally), then the channel. */
   private void close(ActorContext<Command> ctx) {
     synchronized (closing) {
       closed = true;
@@ -187,12 +173,6 @@ public final class DeviceHub {
       channel.close();
     } catch (RuntimeException e) {
       log.error("{}: closing the completion channel failed: {}", context.device().name(),
-          e.getMessage());
-    }
-    try {
-      pd.close();
-    } catch (RuntimeException e) {
-      log.error("{}: deallocating the streams' PD failed: {}", context.device().name(),
           e.getMessage());
     }
   }

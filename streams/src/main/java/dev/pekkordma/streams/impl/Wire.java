@@ -18,6 +18,10 @@ import java.nio.ByteOrder;
  * reading, what you write is dropped); in bits 23-0 of every message the credits it returns:
  * slots of the sender's ring freed since it last said; in a CANCEL's instead, how many of the
  * peer's writes the application took (modulo 2^24), so the peer can tell whether any was lost.
+ *
+ * <p>Nothing a peer sends is used before it is checked: its ring by {@link Ring#decode}, each
+ * message by {@link ProtocolValidator}, which lists the rules; one broken fails the connection
+ * naming the peer and the rule.
  */
 public final class Wire {
   static final int END = 0;
@@ -54,9 +58,18 @@ public final class Wire {
     return imm & CREDIT_MASK;
   }
 
-  /** Where a side's receive ring is. */
+  /**
+   * Where a side's receive ring is, as its CM private data says: magic, version, three reserved
+   * bytes (zero), address, rkey, slots, slot size, big-endian; zeros may follow (the IB CM pads).
+   * A ring is at most {@link #MAX_SLOTS} slots of at most {@link #MAX_SLOT_SIZE} bytes (the
+   * ranges of receive-buffers and buffer-size), at most {@link #MAX_BYTES} in all (one
+   * registered buffer, as every side makes it), and does not wrap the address space.
+   */
   record Ring(long address, int rkey, int slots, int slotSize) {
     static final int LENGTH = 28;
+    static final int MAX_SLOTS = 1 << 16;
+    static final int MAX_SLOT_SIZE = 1 << 30;
+    static final long MAX_BYTES = Integer.MAX_VALUE;
 
     byte[] encode() {
       ByteBuffer b = ByteBuffer.allocate(LENGTH).order(ByteOrder.BIG_ENDIAN);
@@ -83,13 +96,41 @@ public final class Wire {
         throw new IllegalArgumentException("the peer speaks protocol version " + version
             + ", this side " + VERSION);
       }
-      b.get();
-      b.getShort();
-      Ring r = new Ring(b.getLong(), b.getInt(), b.getInt(), b.getInt());
-      if (r.slots < 1 || r.slotSize < 1) {
-        throw new IllegalArgumentException("nonsense receive ring " + r);
+      int reserved = (b.get() & 0xFF) << 16 | (b.getShort() & 0xFFFF);
+      if (reserved != 0) {
+        throw new IllegalArgumentException("the reserved bytes 5-7 of its private data are 0x"
+            + Integer.toHexString(reserved) + ", not zero");
       }
+      Ring r = new Ring(b.getLong(), b.getInt(), b.getInt(), b.getInt());
+      for (int i = LENGTH; i < data.length; i++) {
+        if (data[i] != 0) {
+          throw new IllegalArgumentException("byte " + i + " of its private data, after the ring,"
+              + " is 0x" + Integer.toHexString(data[i] & 0xFF) + ": only zeros may follow it");
+        }
+      }
+      r.check();
       return r;
+    }
+
+    private void check() {
+      if (slots < 1 || slots > MAX_SLOTS) {
+        throw new IllegalArgumentException("its receive ring has " + slots + " slots, not in [1, "
+            + MAX_SLOTS + "] (the range of receive-buffers): " + this);
+      }
+      if (slotSize < 1 || slotSize > MAX_SLOT_SIZE) {
+        throw new IllegalArgumentException("its receive ring's slot size is " + slotSize
+            + ", not in [1, " + MAX_SLOT_SIZE + "] (the range of buffer-size): " + this);
+      }
+      long bytes = (long) slots * slotSize;
+      if (bytes > MAX_BYTES) {
+        throw new IllegalArgumentException("its receive ring of " + bytes + " bytes (" + slots
+            + " slots x " + slotSize + ") is larger than one registration may be (" + MAX_BYTES
+            + " bytes): " + this);
+      }
+      if (Long.compareUnsigned(address, -bytes) > 0) {
+        throw new IllegalArgumentException("its receive ring at 0x" + Long.toHexString(address)
+            + " of " + bytes + " bytes wraps around the end of the address space: " + this);
+      }
     }
   }
 }
