@@ -562,7 +562,7 @@ final class Coordinator {
 
     private void requested(ActorRef<ConnectionActor.Command> connection, byte[] data,
         InetSocketAddress remote) {
-      Long uid = Link.helloUid(data);
+      Long uid = Hello.uid(data);
       if (uid == null) {
         ctx.getLog().warn("a connection request from {} is not from a pekko-rdma cluster member "
             + "(or speaks another version); rejected", remote);

@@ -50,9 +50,9 @@ class WireTest {
 
   @Test
   void theHelloCarriesTheUidAndNothingElseIsTakenForOne() {
-    assertEquals(-5L, Link.helloUid(Link.hello(-5L)));
-    assertNull(Link.helloUid("echo please".getBytes()));
-    assertNull(Link.helloUid(null));
+    assertEquals(-5L, Hello.uid(Hello.of(-5L)));
+    assertNull(Hello.uid("echo please".getBytes()));
+    assertNull(Hello.uid(null));
   }
 
   @Test
