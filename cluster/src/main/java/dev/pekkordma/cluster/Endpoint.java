@@ -40,6 +40,22 @@ public record Endpoint(Address member, long uid, String host, int port, int stre
     if (!linkLayer.equals(other.linkLayer)) {
       return "its link layer is " + other.linkLayer + ", this member's " + linkLayer;
     }
+    return other.unusable();
+  }
+
+  /** What makes this endpoint unusable, whoever looks at it; null when nothing does. */
+  private String unusable() {
+    if (host.isBlank()) return "its endpoint names no host";
+    if (port < 1 || port > 65535) return "its CM port " + port + " is not a port";
+    if (streamPort < 0 || streamPort > 65535) {
+      return "its streams port " + streamPort + " is not a port (nor 0, for none)";
+    }
+    if (maxMessage <= Frames.HEADER) {
+      return "its receives take frames of " + maxMessage + " bytes: no room for a message";
+    }
+    if (maxQpWr < 2) {
+      return "its device's queues of " + maxQpWr + " work requests cannot hold two receives";
+    }
     return null;
   }
 

@@ -4,6 +4,7 @@ import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.LoggerContext;
 import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.classic.spi.IThrowableProxy;
 import ch.qos.logback.core.AppenderBase;
 import java.time.Duration;
 import java.util.List;
@@ -45,7 +46,16 @@ final class LogCapture extends AppenderBase<ILoggingEvent> {
   List<String> since(int mark, Level level) {
     return events.subList(mark, events.size()).stream()
         .filter(e -> e.getLevel().isGreaterOrEqual(level))
-        .map(ILoggingEvent::getFormattedMessage).collect(Collectors.toList());
+        .map(LogCapture::line).collect(Collectors.toList());
+  }
+
+  /** The message, then each exception of the cause chain logged with it. */
+  private static String line(ILoggingEvent e) {
+    StringBuilder b = new StringBuilder(e.getFormattedMessage());
+    for (IThrowableProxy t = e.getThrowableProxy(); t != null; t = t.getCause()) {
+      b.append(" | ").append(t.getClassName()).append(": ").append(t.getMessage());
+    }
+    return b.toString();
   }
 
   /** The first line of {@code level} since {@code mark} that matches; fails listing the others. */
