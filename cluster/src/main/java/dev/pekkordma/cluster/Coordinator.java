@@ -9,7 +9,6 @@ import dev.pekkordma.streams.RdmaStreams;
 import dev.pekkordma.streams.ServerBinding;
 import dev.pekkordma.verbs.RdmaDevice;
 import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -617,8 +616,7 @@ final class Coordinator {
     }
 
     private static void reject(ActorRef<ConnectionActor.Command> c, String why) {
-      byte[] b = why.getBytes(StandardCharsets.UTF_8);
-      c.tell(new ConnectionActor.Reject(b.length <= 140 ? b : java.util.Arrays.copyOf(b, 140)));
+      c.tell(new ConnectionActor.Reject(Hello.rejection(why)));
     }
 
     // -------------------------------------------------------------- messages

@@ -31,14 +31,17 @@ public record Endpoint(Address member, long uid, String host, int port, int stre
       return "it speaks protocol version " + other.version + ", this member " + version;
     }
     if (!provider.equals(other.provider)) {
-      return "its RDMA provider is '" + other.provider + "' and this member's is '" + provider
-          + "': a " + provider + " device cannot reach a " + other.provider + " one";
+      String theirs = Untrusted.text(other.provider);
+      return "its RDMA provider is '" + theirs + "' and this member's is '" + provider
+          + "': a " + provider + " device cannot reach a " + theirs + " one";
     }
     if (!transport.equals(other.transport)) {
-      return "its device's transport is " + other.transport + ", this member's " + transport;
+      return "its device's transport is " + Untrusted.text(other.transport) + ", this member's "
+          + transport;
     }
     if (!linkLayer.equals(other.linkLayer)) {
-      return "its link layer is " + other.linkLayer + ", this member's " + linkLayer;
+      return "its link layer is " + Untrusted.text(other.linkLayer) + ", this member's "
+          + linkLayer;
     }
     return other.unusable();
   }

@@ -7,9 +7,10 @@ import dev.pekkordma.actors.ConnectionActor;
 import dev.pekkordma.actors.QpActor;
 import dev.pekkordma.actors.QpSpec;
 import dev.pekkordma.cluster.PeerEvent.Reason;
+import dev.pekkordma.verbs.QpAttributes;
+import dev.pekkordma.verbs.QpState;
 import dev.pekkordma.verbs.WcStatus;
 import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -273,7 +274,7 @@ final class Link {
       String why = closing != null ? closing
           : refusal != null ? refusal : violated ? failure : null;
       if (why != null) {
-        in.connection().tell(new ConnectionActor.Reject(reason(why)));
+        in.connection().tell(new ConnectionActor.Reject(Hello.rejection(why)));
         return Behaviors.same();
       }
       if (connection != null) {
@@ -326,8 +327,7 @@ final class Link {
       }
       if (e instanceof ConnectionActor.Rejected r) {
         connecting = false;
-        String why = new String(r.privateData() == null ? new byte[0] : r.privateData(),
-            StandardCharsets.UTF_8);
+        String why = Untrusted.text(r.privateData());
         if (++rejections >= settings.maxRejections) {
           giveUp(Reason.REJECTED, member + " rejected " + rejections + " RDMA connections in a "
               + "row; last: " + why);
@@ -424,6 +424,10 @@ final class Link {
         c.connection().tell(ConnectionActor.Disconnect.INSTANCE);
         return Behaviors.same();
       }
+      // the CM opened the QP to the peer's one-sided reads and writes of the pool; a link only
+      // sends and receives (the window from ESTABLISHED to here can close only in the actors)
+      c.qp().tell(new QpActor.Modify(new QpAttributes().state(QpState.RTS).accessFlags(0),
+          ctx.getSystem().ignoreRef()));
       c.qp().tell(new QpActor.Post(posts, results));
       flow = new Credits(posts.size());
       inbound.connected();
@@ -577,8 +581,8 @@ final class Link {
       if (c.ok() || g != generation || connection == null) return null;
       if (c.status() != WcStatus.WR_FLUSH_ERR) return "a completion with " + c.status();
       return asked == generation ? null : "its QP went to the error state unasked: the peer "
-          + "disconnected, or sent a frame larger than the " + connection.pool().bufferSize()
-          + "-byte receive buffers";
+          + "disconnected, sent a frame larger than the " + connection.pool().bufferSize()
+          + "-byte receive buffers, or tried a one-sided operation";
     }
 
     /** The peer broke the wire protocol: nothing more of this connection is taken; refused. */
@@ -659,11 +663,6 @@ final class Link {
           it.remove();
         }
       }
-    }
-
-    private static byte[] reason(String why) {
-      byte[] b = why.getBytes(StandardCharsets.UTF_8);
-      return b.length <= 140 ? b : java.util.Arrays.copyOf(b, 140);
     }
   }
 }

@@ -7,7 +7,10 @@ import static org.junit.jupiter.api.Assertions.*;
 import ch.qos.logback.classic.Level;
 import dev.pekkordma.cluster.PeerEvent.Refused;
 import dev.pekkordma.cluster.TestCluster.Node;
+import dev.pekkordma.memory.NativeMemory;
+import dev.pekkordma.verbs.MemoryRegion;
 import dev.pekkordma.verbs.ResourceCounts;
+import dev.pekkordma.verbs.WcStatus;
 import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -176,10 +179,32 @@ class HostileLinkTest {
       for (int i = 0; i < 100 && p.credits() > 0; i++) {
         byte[] f = p.legitCredit();
         java.nio.ByteBuffer.wrap(f).putInt(1, 100);
-        if (p.send(f).get(0) != dev.pekkordma.verbs.WcStatus.SUCCESS) break;
+        if (p.send(f).get(0) != WcStatus.SUCCESS) break;
         TestCluster.sleep(2);
       }
     }, "more than the");
+  }
+
+  // ---------------------------------------------------------------- one-sided
+
+  @Test
+  void aPeerThatKnowsABuffersKeyCannotWriteIntoIt() {
+    attack(p -> {
+      // x's connections only send and receive: nothing one-sided should reach x's memory
+      List<MemoryRegion> slabs = SoftInternals.poolRegions(
+          dev.pekkordma.actors.RdmaExtension.get(x.system()).provider());
+      assertFalse(slabs.isEmpty(), "x has a buffer pool");
+      MemoryRegion slab = slabs.get(0);
+      long at = slab.address() + slab.length() - 64; // the last buffer's end, not in use
+      byte[] before = new byte[64];
+      NativeMemory.copyToArray(at, before, 0, 64);
+      WcStatus status = p.write(at, slab.rkey(), 64, (byte) 0x5a);
+      byte[] after = new byte[64];
+      NativeMemory.copyToArray(at, after, 0, 64);
+      assertArrayEquals(before, after, "the peer wrote into x's buffer (" + status + ")");
+      assertNotEquals(WcStatus.SUCCESS, status);
+      assertTrue(p.awaitDisconnected(BOUND), "x did not end the broken connection");
+    });
   }
 
   // ---------------------------------------------------------------- channels

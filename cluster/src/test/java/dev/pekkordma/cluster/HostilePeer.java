@@ -393,6 +393,29 @@ final class HostilePeer implements AutoCloseable {
     return send(List.of(frames));
   }
 
+  /**
+   * An RDMA WRITE of {@code length} bytes of {@code fill} to the target's memory, as a peer
+   * that learnt (or guessed) an address and key would post it; returns its status.
+   */
+  WcStatus write(long remoteAddress, int rkey, int length, byte fill) {
+    synchronized (sendLock) {
+      List<WcStatus> statuses = new ArrayList<>();
+      while (freeSends.isEmpty()) pollSends(statuses);
+      int slot = freeSends.poll();
+      long at = (long) SLOTS * RECV_SLOT + (long) slot * SEND_SLOT;
+      byte[] bytes = new byte[length];
+      java.util.Arrays.fill(bytes, fill);
+      memory.put(at, bytes, 0, length);
+      sendWrs.clear();
+      sendWrs.add(slot, WrOpcode.RDMA_WRITE, SendRequests.SIGNALED).sge(mr, at, length)
+          .rdma(remoteAddress, rkey);
+      id.qp().postSend(sendWrs);
+      statuses.clear();
+      while (statuses.isEmpty()) pollSends(statuses);
+      return statuses.get(0);
+    }
+  }
+
   /** Waits (bounded) for at least one send completion. */
   private void pollSends(List<WcStatus> statuses) {
     long deadline = System.nanoTime() + WAIT.toNanos();

@@ -95,6 +95,11 @@ class WireTest {
         "INFINIBAND", 1, 4096, 1)).contains("'native'"));
     assertTrue(soft.incompatibility(new Endpoint(a, 1, "h", 1, 0, "soft", "soft-roce", "ETHERNET",
         16, 4096, 2)).contains("version 2"));
+    // what another member names is quoted, not obeyed: it cannot start a log line of its own
+    String forged = soft.incompatibility(new Endpoint(a, 1, "h", 1, 0,
+        "native\n12:00:00.000 [main] ERROR forged line", "t", "l", 16, 4096, 1));
+    assertFalse(forged.contains("\n"), forged);
+    assertTrue(forged.contains("native\\u000a12:00"), forged);
     // one that would talk, but advertises what cannot be used
     assertTrue(soft.incompatibility(new Endpoint(a, 1, "h", 70000, 0, "soft", "soft-roce",
         "ETHERNET", 16, 4096, 1)).contains("CM port 70000"));
