@@ -7,11 +7,21 @@ import static org.junit.jupiter.api.Assertions.*;
 import ch.qos.logback.classic.Level;
 import dev.pekkordma.cluster.PeerEvent.Refused;
 import dev.pekkordma.cluster.TestCluster.Node;
+import dev.pekkordma.cm.CmEvent;
+import dev.pekkordma.cm.CmEventChannel;
+import dev.pekkordma.cm.CmId;
+import dev.pekkordma.cm.ConnectionParameters;
 import dev.pekkordma.memory.NativeMemory;
+import dev.pekkordma.verbs.CompletionQueue;
+import dev.pekkordma.verbs.ProtectionDomain;
+import dev.pekkordma.verbs.QpInitAttributes;
+import dev.pekkordma.verbs.QpType;
+import dev.pekkordma.verbs.RdmaProvider;
 import dev.pekkordma.verbs.MemoryRegion;
 import dev.pekkordma.verbs.ResourceCounts;
 import dev.pekkordma.verbs.WcStatus;
 import java.lang.management.ManagementFactory;
+import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -244,6 +254,69 @@ class HostileLinkTest {
     });
   }
 
+  // ---------------------------------------------------------------- connection requests
+
+  @Test
+  void connectionRequestsNamingNoMemberAreHeldBoundedThenRejected() {
+    // anyone who reaches x's CM port may ask, naming any uid in its hello: x holds such a
+    // request a while (that member's endpoint may be on its way), but not without bound
+    Endpoint xe = result(x.rdma.selfEndpoint());
+    InetSocketAddress cm = new InetSocketAddress(xe.host(), xe.port());
+    int n = 100;
+    RdmaProvider provider = SoftWire.provider();
+    CmEventChannel ch = provider.createCmEventChannel();
+    List<CmId> ids = new ArrayList<>();
+    List<AutoCloseable> verbs = new ArrayList<>();
+    int answered = 0;
+    int held = 0;
+    java.util.Random uids = new java.util.Random(7);
+    try {
+      for (int i = 0; i < n; i++) {
+        CmId id = ch.createId(i);
+        ids.add(id);
+        id.resolveAddress(null, cm, BOUND);
+      }
+      long deadline = System.nanoTime() + WAIT.toNanos();
+      while (answered < n && System.nanoTime() < deadline) {
+        held = Math.max(held, x.resources().cmIds() - baseline.cmIds());
+        CmEvent e = ch.awaitEvent(Duration.ofMillis(10));
+        if (e == null) continue;
+        switch (e.type()) {
+          case ADDR_RESOLVED -> e.id().resolveRoute(BOUND);
+          case ROUTE_RESOLVED -> {
+            ProtectionDomain pd = e.id().verbs().allocPd();
+            CompletionQueue cq = e.id().verbs().createCq(4, null);
+            verbs.add(0, pd);
+            verbs.add(0, cq);
+            e.id().createQp(pd, QpInitAttributes.of(QpType.RC, cq, cq).maxSendWr(1)
+                .maxRecvWr(1));
+            e.id().connect(ConnectionParameters.withPrivateData(Hello.of(uids.nextLong())));
+          }
+          default -> answered++; // REJECTED, or anything else that ends the attempt
+        }
+      }
+      assertEquals(n, answered, "every request was answered");
+    } finally {
+      for (CmId id : ids) {
+        if (id.qp() != null) id.destroyQp();
+      }
+      for (AutoCloseable c : verbs) {
+        try {
+          c.close();
+        } catch (Exception ex) {
+          throw new AssertionError(ex);
+        }
+      }
+      for (CmId id : ids) id.close();
+      ch.close();
+      provider.close();
+    }
+    assertTrue(held <= PendingRequests.MAX + 8, "x held " + held
+        + " connection requests of no member at once");
+    x.awaitResources(baseline);
+    legitTrafficFlows();
+  }
+
   // ---------------------------------------------------------------- the checks
 
   /** The peer sends {@code frames} (then a data frame within credits), and is refused. */
@@ -288,11 +361,15 @@ class HostileLinkTest {
         .peek(r -> assertEquals(y.address(), r.from())).map(Received::message)
         .collect(Collectors.toList());
     assertEquals(stream, got, "y's stream to x, during the attack");
+    legitTrafficFlows();
+    x.await(PeerEvent.Removed.class, peer);
+    x.awaitResources(baseline);
+  }
+
+  private static void legitTrafficFlows() {
     result(xLegit.send(y.address(), "x is fine"));
     assertEquals(new Received<>(x.address(), "x is fine"), yInbox.receiveMessage(WAIT));
     assertFalse(x.system().whenTerminated().isCompleted());
-    x.await(PeerEvent.Removed.class, peer);
-    x.awaitResources(baseline);
   }
 
   /** The link to {@code p} failed in bounded time, naming the member and what it broke. */
