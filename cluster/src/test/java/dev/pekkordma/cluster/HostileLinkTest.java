@@ -232,6 +232,29 @@ class HostileLinkTest {
     });
   }
 
+  @Test
+  void aFloodOfMessagesNobodyTakesIsDroppedWithBoundedMemoryAndLog() {
+    attack(p -> {
+      long heap = usedHeapAfterGc();
+      int mark = log.mark();
+      String big = "z".repeat(4000);
+      int n = 5000; // 20 MB of messages: were they kept, the heap would show it
+      for (int sent = 0; sent < n; ) {
+        List<byte[]> batch = p.legitData(0x7e57, big, n - sent);
+        p.send(batch);
+        sent += batch.size();
+      }
+      p.send(p.legitData(HOSTILE, "after"));
+      assertEquals(new Received<>(p.address, "after"), inbox.receiveMessage(WAIT));
+      long grown = usedHeapAfterGc() - heap;
+      assertTrue(grown < 16 << 20, "the heap grew by " + grown + " bytes over " + n + " frames");
+      long lines = log.since(mark, Level.WARN).stream()
+          .filter(l -> l.contains(p.address.toString()) && l.contains("not open here")).count();
+      assertTrue(lines >= 1 && lines <= Inbound.LOGGED + n / Inbound.THEN_EVERY,
+          lines + " lines logged for " + n + " refused messages");
+    });
+  }
+
   // ---------------------------------------------------------------- going away
 
   @Test
@@ -262,7 +285,7 @@ class HostileLinkTest {
     // request a while (that member's endpoint may be on its way), but not without bound
     Endpoint xe = result(x.rdma.selfEndpoint());
     InetSocketAddress cm = new InetSocketAddress(xe.host(), xe.port());
-    int n = 100;
+    int n = 150;
     RdmaProvider provider = SoftWire.provider();
     CmEventChannel ch = provider.createCmEventChannel();
     List<CmId> ids = new ArrayList<>();
@@ -311,7 +334,8 @@ class HostileLinkTest {
       ch.close();
       provider.close();
     }
-    assertTrue(held <= PendingRequests.MAX + 8, "x held " + held
+    // those held, and those being turned away (their CM ids go a moment later)
+    assertTrue(held <= PendingRequests.MAX + 32, "x held " + held
         + " connection requests of no member at once");
     x.awaitResources(baseline);
     legitTrafficFlows();

@@ -315,6 +315,14 @@ final class HostilePeer implements AutoCloseable {
     return data(takeGrant(), channel, text);
   }
 
+  /** Up to {@code max} data frames a well-behaved member could send now (at least one). */
+  synchronized List<byte[]> legitData(int channel, String text, int max) {
+    awaitCredits(2);
+    List<byte[]> frames = new ArrayList<>();
+    while (frames.size() < max && credits >= 2) frames.add(data(takeGrant(), channel, text));
+    return frames;
+  }
+
   /** Up to {@code max} credit frames a well-behaved member could send now (at least one). */
   synchronized List<byte[]> legitCredits(int max) {
     awaitCredits(1);

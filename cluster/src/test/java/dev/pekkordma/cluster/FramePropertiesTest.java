@@ -20,7 +20,7 @@ import net.jqwik.api.constraints.Size;
  * code under test. Neither ever fails any other way than with a {@link ProtocolViolation} naming
  * what is wrong.
  */
-class FrameProperties {
+class FramePropertiesTest {
   static final int MAX = ClusterSettings.MAX_RECEIVE_DEPTH;
 
   /** What the model says of a frame's bytes: null when well-formed, else the words expected. */

@@ -25,13 +25,13 @@ import org.apache.pekko.actor.typed.javadsl.Adapter;
  * the sender and drops the message), never anything else. And an endpoint that decodes but
  * cannot be used is refused by {@link Endpoint#incompatibility} naming the field.
  */
-class ProtocolProperties {
+class ProtocolPropertiesTest {
   static ActorTestKit kit;
   static ProtocolSerializer serializer;
 
   @BeforeContainer
   static void start() {
-    kit = ActorTestKit.create("ProtocolProperties");
+    kit = ActorTestKit.create("ProtocolPropertiesTest");
     serializer = new ProtocolSerializer((ExtendedActorSystem) Adapter.toClassic(kit.system()));
   }
 

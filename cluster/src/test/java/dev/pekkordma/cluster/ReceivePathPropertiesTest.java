@@ -42,7 +42,7 @@ import org.slf4j.LoggerFactory;
  * for good, so each try would need a new cluster member; {@link HostileLinkTest} does that, once
  * per attack.
  */
-class ReceivePathProperties {
+class ReceivePathPropertiesTest {
   static final int DEPTH = 16;
   static final Address MEMBER = new Address("pekko", "Hostile", "127.0.0.1", 1);
   static final int SEAM = "seam".hashCode();
@@ -57,7 +57,7 @@ class ReceivePathProperties {
 
   @BeforeContainer
   static void start() {
-    kit = ActorTestKit.create("ReceivePathProperties");
+    kit = ActorTestKit.create("ReceivePathPropertiesTest");
     provider = SoftWire.provider();
     before = provider.liveResources();
     channels = new Channels();
@@ -96,7 +96,7 @@ class ReceivePathProperties {
     long available = 0; // this side's hello used its one credit
     for (int i = 0; i < frames.size() && why == null; i++) {
       byte[] f = frames.get(i);
-      why = FrameProperties.malformed(f, receiveSize);
+      why = FramePropertiesTest.malformed(f, receiveSize);
       if (why == null) {
         ByteBuffer v = ByteBuffer.wrap(f);
         boolean data = f[0] == Frames.DATA;
