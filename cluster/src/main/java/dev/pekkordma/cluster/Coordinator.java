@@ -158,7 +158,7 @@ final class Coordinator {
       String host = settings.bindHost.isEmpty()
           ? self.address().getHost().orElse("127.0.0.1") : settings.bindHost;
       rdma.cm().tell(new dev.pekkordma.actors.CmActor.Listen(
-          new InetSocketAddress(host, settings.bindPort), Link.qpSpec(settings),
+          new InetSocketAddress(host, settings.bindPort), LinkQp.spec(settings),
           ctx.messageAdapter(ListenerActor.Event.class, ListenerEvent::new)));
       rdma.device().tell(new DeviceActor.GetInfo(infoReplies(ctx)));
       if (settings.streams) {

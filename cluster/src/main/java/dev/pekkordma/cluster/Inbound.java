@@ -50,6 +50,17 @@ final class Inbound {
   }
 
   /**
+   * Why a connection's QP went to ERR with every request flushed, this side not having ended it
+   * nor the peer disconnected: the QP actor reports work outstanding as flushed when the QP
+   * enters ERR, which can hide the real first error, such as a receive a frame overran.
+   */
+  static String unasked(int capacity) {
+    return "its QP went to the error state unasked, and the peer did not disconnect (it may "
+        + "have sent a frame larger than the " + capacity + "-byte receive buffers, or tried a "
+        + "one-sided operation)";
+  }
+
+  /**
    * What the peer broke when one of this side's receives completed with {@code status}, or null
    * when the status does not say the peer's frame was at fault.
    */

@@ -7,8 +7,6 @@ import dev.pekkordma.actors.ConnectionActor;
 import dev.pekkordma.actors.QpActor;
 import dev.pekkordma.actors.QpSpec;
 import dev.pekkordma.cluster.PeerEvent.Reason;
-import dev.pekkordma.verbs.QpAttributes;
-import dev.pekkordma.verbs.QpState;
 import dev.pekkordma.verbs.WcStatus;
 import java.net.InetSocketAddress;
 import java.time.Duration;
@@ -83,16 +81,13 @@ final class Link {
 
   private record FlushDeadline(int generation) implements Command {}
 
+  /** Work of connection {@code generation} came back flushed, and this side did not ask. */
+  private record Unasked(int generation) implements Command {}
+
   /** What a link is made with. */
   record Spec(UniqueAddress self, UniqueAddress peer, boolean client, ClusterSettings settings,
       int bufferSize, Duration disconnectTimeout, ActorRef<CmActor.Command> cm,
       ActorRef<Coordinator.Command> coordinator, Channels channels) {}
-
-  static QpSpec qpSpec(ClusterSettings s) {
-    // credits bound the sends in flight by the peer's depth; +1 for a credit frame beside them
-    return QpSpec.rc().withQueues(s.receiveDepth + 1, s.receiveDepth)
-        .withCqSize(2 * s.receiveDepth + 8);
-  }
 
   static Behavior<Command> create(Spec spec) {
     return Behaviors.setup(ctx -> Behaviors.withTimers(t -> new State(ctx, t, spec).behavior()));
@@ -101,6 +96,8 @@ final class Link {
   private static final class State {
     private static final Duration TICK = Duration.ofMillis(2);
     private static final Duration ASK_AGAIN = Duration.ofSeconds(2);
+    /** How long the CM has to say the peer disconnected, before a flush means a broken QP. */
+    private static final Duration UNASKED = Duration.ofMillis(500);
     private final ActorContext<Command> ctx;
     private final TimerScheduler<Command> timers;
     private final Spec spec;
@@ -154,7 +151,7 @@ final class Link {
       this.spec = spec;
       this.settings = spec.settings();
       this.member = spec.peer().address();
-      this.qpSpec = qpSpec(settings);
+      this.qpSpec = LinkQp.spec(settings);
       this.connectionEvents = ctx.messageAdapter(ConnectionActor.Event.class, FromConnection::new);
       this.results = ctx.messageAdapter(QpActor.WorkResult.class, FromQp::new);
       this.inbound = new Inbound(member, spec.channels(), ctx.getLog());
@@ -210,6 +207,15 @@ final class Link {
               failQueue(member + " has advertised no RDMA endpoint within "
                   + ClusterSettings.show(settings.endpointTimeout) + " (does it run RdmaCluster?)");
             }
+            return Behaviors.same();
+          })
+          .onMessage(Unasked.class, u -> {
+            if (connection == null || u.generation() != generation || asked == generation) {
+              return Behaviors.same();
+            }
+            ctx.getLog().warn("the RDMA connection with {} failed: {}; disconnecting", member,
+                Inbound.unasked(connection.pool().bufferSize()));
+            disconnect();
             return Behaviors.same();
           })
           .onMessage(FlushDeadline.class, f -> {
@@ -424,10 +430,7 @@ final class Link {
         c.connection().tell(ConnectionActor.Disconnect.INSTANCE);
         return Behaviors.same();
       }
-      // the CM opened the QP to the peer's one-sided reads and writes of the pool; a link only
-      // sends and receives (the window from ESTABLISHED to here can close only in the actors)
-      c.qp().tell(new QpActor.Modify(new QpAttributes().state(QpState.RTS).accessFlags(0),
-          ctx.getSystem().ignoreRef()));
+      c.qp().tell(LinkQp.sendAndReceiveOnly(ctx.getSystem().ignoreRef()));
       c.qp().tell(new QpActor.Post(posts, results));
       flow = new Credits(posts.size());
       inbound.connected();
@@ -573,16 +576,14 @@ final class Link {
     }
 
     /**
-     * Why a completion says the current connection's QP failed, or null. A flush says the QP is
-     * in ERR: news only when this side has not ended the connection, as when the QP actor reports
-     * a receive the peer overran (LOC_LEN_ERR) as flushed.
+     * Why a completion says the current connection's QP failed, or null. A flush unasked may be
+     * the peer's disconnect, which the CM is about to report; if not, see {@link Inbound#unasked}.
      */
     private String broke(QpActor.Completion c, int g) {
       if (c.ok() || g != generation || connection == null) return null;
       if (c.status() != WcStatus.WR_FLUSH_ERR) return "a completion with " + c.status();
-      return asked == generation ? null : "its QP went to the error state unasked: the peer "
-          + "disconnected, sent a frame larger than the " + connection.pool().bufferSize()
-          + "-byte receive buffers, or tried a one-sided operation";
+      if (asked != generation) timers.startSingleTimer(Unasked.class, new Unasked(g), UNASKED);
+      return null;
     }
 
     /** The peer broke the wire protocol: nothing more of this connection is taken; refused. */

@@ -146,8 +146,9 @@ class HostileLinkTest {
   @Test
   void dataBeyondTheCreditsGrantedIsAViolation() {
     attack(p -> {
-      // 40 data frames at once, credits or not: the SENDs beyond x's receives wait in RNR retry
-      // and land as x reposts, some in receives x has not granted yet
+      // 40 data frames at once, credits or not: x's 8 receives fill before x can grant any
+      // more, and x had granted 6 (data must leave the last), so the 6th is already too many;
+      // the rest wait in RNR retry
       List<String> sent = IntStream.range(0, 40).mapToObj(i -> "d" + i)
           .collect(Collectors.toList());
       p.send(sent.stream().map(s -> HostilePeer.data(0, HOSTILE, s))
@@ -260,6 +261,7 @@ class HostileLinkTest {
   @Test
   void aPeerThatDisconnectsMidStreamFailsWhatWasInFlightAndLeaksNothing() {
     attack(p -> {
+      int mark = log.mark();
       p.autoCredit(true);
       List<String> sent = IntStream.range(0, 400).mapToObj(i -> "m" + i)
           .collect(Collectors.toList());
@@ -274,6 +276,10 @@ class HostileLinkTest {
       SendFailed f = failure(stream);
       assertTrue(f.getMessage().contains(p.address.toString()), f.getMessage());
       assertTrue(System.nanoTime() - t0 < Duration.ofSeconds(10).toNanos(), "bounded");
+      TestCluster.sleep(700); // past the wait for the CM to explain the flushes
+      assertEquals(List.of(), log.since(mark, Level.WARN).stream()
+          .filter(l -> l.contains("unasked")).collect(Collectors.toList()),
+          "a peer's disconnect is not taken for a broken QP");
     });
   }
 
