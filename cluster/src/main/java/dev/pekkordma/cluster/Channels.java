@@ -9,7 +9,6 @@ import org.apache.pekko.actor.Address;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.stream.javadsl.Flow;
 import org.apache.pekko.util.ByteString;
-import org.slf4j.Logger;
 
 /**
  * The channels open in this member and who listens on each. A frame names its channel by the
@@ -70,29 +69,29 @@ final class Channels {
     if (e != null) e.subscribers.remove(subscriber);
   }
 
-  /** Decodes and hands the message to the channel's subscribers; says why when it cannot. */
-  @SuppressWarnings({"unchecked", "rawtypes"})
-  void deliver(int id, Address from, ByteString bytes, Logger log) {
+  /**
+   * Decodes and hands the message to the channel's subscribers; returns null, or why it could
+   * not (naming the member and the channel).
+   */
+  String deliver(int id, Address from, ByteString bytes) {
     Entry e = byId.get(id);
     if (e == null) {
-      log.warn("a message of {} bytes from {} for channel id {}, which is not open here; dropped",
-          bytes.size(), from, id);
-      return;
+      return "a message of " + bytes.size() + " bytes from " + from + " for channel id " + id
+          + ", which is not open here";
     }
     if (e.subscribers.isEmpty()) {
-      log.warn("a message of {} bytes from {} on channel '{}', which has no subscriber; dropped",
-          bytes.size(), from, e.name);
-      return;
+      return "a message of " + bytes.size() + " bytes from " + from + " on channel '" + e.name
+          + "', which has no subscriber";
     }
     Object message;
     try {
       message = e.codec.decode(bytes);
-    } catch (RuntimeException ex) {
-      log.error("a message of {} bytes from {} on channel '{}' does not decode with {}: {}; "
-          + "dropped", bytes.size(), from, e.name, e.codec, ex.toString());
-      return;
+    } catch (RuntimeException | StackOverflowError ex) { // the codec runs on a peer's bytes
+      return "a message of " + bytes.size() + " bytes from " + from + " on channel '" + e.name
+          + "' does not decode with " + e.codec + ": " + ex;
     }
     deliver(e, from, message);
+    return null;
   }
 
   /** Hands a decoded message to the channel's subscribers. */

@@ -14,6 +14,8 @@ import java.time.Duration;
  */
 public final class ClusterSettings {
   public static final String ROOT = "pekko-rdma.cluster";
+  /** The most receives a member keeps posted per connection: no peer can grant more credits. */
+  public static final int MAX_RECEIVE_DEPTH = 4096;
 
   /** When connections are made. */
   public enum Connect { EAGER, LAZY }
@@ -51,9 +53,9 @@ public final class ClusterSettings {
     advertiseHost = c.getString(p + "advertise-host");
     advertisePort = port(c, p + "advertise-port");
     receiveDepth = atLeast(c, p + "receive-depth", 2);
-    if (receiveDepth > 4096) {
-      throw new ConfigException.BadValue(p + "receive-depth", "must be at most 4096, was "
-          + receiveDepth);
+    if (receiveDepth > MAX_RECEIVE_DEPTH) {
+      throw new ConfigException.BadValue(p + "receive-depth", "must be at most "
+          + MAX_RECEIVE_DEPTH + ", was " + receiveDepth);
     }
     maxQueuedSends = atLeast(c, p + "max-queued-sends", 1);
     streamParallelism = atLeast(c, p + "stream-parallelism", 1);

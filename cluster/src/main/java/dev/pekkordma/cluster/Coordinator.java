@@ -9,7 +9,6 @@ import dev.pekkordma.streams.RdmaStreams;
 import dev.pekkordma.streams.ServerBinding;
 import dev.pekkordma.verbs.RdmaDevice;
 import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -133,7 +132,8 @@ final class Coordinator {
     private final Set<ActorRef<Protocol.Request>> listed = new HashSet<>();
     /** Members that registered an endpoint and never described it. */
     private final Map<Address, String> silent = new HashMap<>();
-    private final Map<Long, List<ActorRef<ConnectionActor.Command>>> pending = new HashMap<>();
+    private final PendingRequests<ActorRef<ConnectionActor.Command>> pending =
+        new PendingRequests<>();
     private final Set<ActorRef<PeerEvent>> subscribers = new HashSet<>();
     private final Set<ActorRef<?>> watched = new HashSet<>();
     private InetSocketAddress bound;
@@ -158,7 +158,7 @@ final class Coordinator {
       String host = settings.bindHost.isEmpty()
           ? self.address().getHost().orElse("127.0.0.1") : settings.bindHost;
       rdma.cm().tell(new dev.pekkordma.actors.CmActor.Listen(
-          new InetSocketAddress(host, settings.bindPort), Link.qpSpec(settings),
+          new InetSocketAddress(host, settings.bindPort), LinkQp.spec(settings),
           ctx.messageAdapter(ListenerActor.Event.class, ListenerEvent::new)));
       rdma.device().tell(new DeviceActor.GetInfo(infoReplies(ctx)));
       if (settings.streams) {
@@ -543,12 +543,9 @@ final class Coordinator {
         } else if (p.member) {
           ensureLink(p);
         }
-        List<ActorRef<ConnectionActor.Command>> waiting = pending.remove(p.address.longUid());
-        if (waiting != null) {
-          for (ActorRef<ConnectionActor.Command> c : waiting) {
-            timers.cancel(c);
-            route(p, c);
-          }
+        for (ActorRef<ConnectionActor.Command> c : pending.take(p.address.longUid())) {
+          timers.cancel(c);
+          route(p, c);
         }
       }
     }
@@ -562,7 +559,7 @@ final class Coordinator {
 
     private void requested(ActorRef<ConnectionActor.Command> connection, byte[] data,
         InetSocketAddress remote) {
-      Long uid = Link.helloUid(data);
+      Long uid = Hello.uid(data);
       if (uid == null) {
         ctx.getLog().warn("a connection request from {} is not from a pekko-rdma cluster member "
             + "(or speaks another version); rejected", remote);
@@ -576,9 +573,17 @@ final class Coordinator {
         route(p, connection);
       } else {
         // its endpoint may not have reached us yet: hold the request a while
-        pending.computeIfAbsent(uid, u -> new ArrayList<>()).add(connection);
-        timers.startSingleTimer(connection, new PendingExpired(uid, connection),
-            settings.pendingRequestTimeout);
+        String why = pending.hold(uid, connection);
+        if (why == null) {
+          timers.startSingleTimer(connection, new PendingExpired(uid, connection),
+              settings.pendingRequestTimeout);
+          return;
+        }
+        if (PendingRequests.worthLogging(pending.refused())) {
+          ctx.getLog().warn("rejecting a connection request from {} naming uid {}: {} ({} so "
+              + "rejected)", remote, uid, why, pending.refused());
+        }
+        reject(connection, why);
       }
     }
 
@@ -597,9 +602,7 @@ final class Coordinator {
     }
 
     private Behavior<Command> pendingExpired(PendingExpired e) {
-      List<ActorRef<ConnectionActor.Command>> waiting = pending.get(e.uid());
-      if (waiting == null || !waiting.remove(e.connection())) return Behaviors.same();
-      if (waiting.isEmpty()) pending.remove(e.uid());
+      if (!pending.expire(e.uid(), e.connection())) return Behaviors.same();
       String why = "no member with uid " + e.uid() + " has described its endpoint to "
           + self.address() + " within " + ClusterSettings.show(settings.pendingRequestTimeout);
       ctx.getLog().warn("rejecting an RDMA connection request: {}", why);
@@ -608,17 +611,14 @@ final class Coordinator {
     }
 
     private void rejectPending(long uid, String why) {
-      List<ActorRef<ConnectionActor.Command>> waiting = pending.remove(uid);
-      if (waiting == null) return;
-      for (ActorRef<ConnectionActor.Command> c : waiting) {
+      for (ActorRef<ConnectionActor.Command> c : pending.take(uid)) {
         timers.cancel(c);
         reject(c, why);
       }
     }
 
     private static void reject(ActorRef<ConnectionActor.Command> c, String why) {
-      byte[] b = why.getBytes(StandardCharsets.UTF_8);
-      c.tell(new ConnectionActor.Reject(b.length <= 140 ? b : java.util.Arrays.copyOf(b, 140)));
+      c.tell(new ConnectionActor.Reject(Hello.rejection(why)));
     }
 
     // -------------------------------------------------------------- messages

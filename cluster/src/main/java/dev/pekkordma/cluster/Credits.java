@@ -12,11 +12,20 @@ package dev.pekkordma.cluster;
  * once the receives owed reach half the depth. Neither side can then wait on the other forever:
  * a side with nothing left holds back all of the other's receives, which owes it at least that
  * many, at least half, and has the reserve to say so.
+ *
+ * <p>The peer is held to the same rules ({@link #arrived}): this side counts what it granted, so
+ * it knows an upper bound of the peer's credit when each frame was sent, and a peer's grants can
+ * never add up past the receives a member may keep posted.
  */
 final class Credits {
+  /** The most credits a peer can have granted and this side not used. */
+  static final int MAX = ClusterSettings.MAX_RECEIVE_DEPTH;
+
   private final int threshold;
   private int available = 1; // the hello's
   private int owed;
+  /** Frames the peer may still send: its hello's, plus this side's grants, less what came. */
+  private int allowance = 1;
 
   /** After posting {@code posted} receives (at least 2). */
   Credits(int posted) {
@@ -35,6 +44,11 @@ final class Credits {
     return owed;
   }
 
+  /** Frames the peer may send before it hears of another grant. */
+  int allowance() {
+    return allowance;
+  }
+
   boolean canSendData() {
     return available >= 2;
   }
@@ -49,11 +63,27 @@ final class Credits {
     available--;
     int grant = owed;
     owed = 0;
+    allowance += grant; // at most the receives posted: no overflow
     return grant;
   }
 
-  void granted(int n) {
-    available += n;
+  /**
+   * A frame of the peer arrived: it must have been within the credit this side gave (data within
+   * all but the last), and its grant must keep the peer's credits within what any member can
+   * have posted. Nothing changes when it was not.
+   */
+  void arrived(boolean data, int grant) throws ProtocolViolation {
+    if (allowance < (data ? 2 : 1)) {
+      throw new ProtocolViolation((data ? "a data frame" : "a credit frame")
+          + " sent beyond the credits granted to it (" + allowance + " left of what this member "
+          + "granted" + (data ? "; data must leave the last for a credit frame)" : ")"));
+    }
+    if (grant < 0 || grant > MAX - available) {
+      throw new ProtocolViolation("a frame grants " + grant + " credits on top of " + available
+          + " unused: more than the " + MAX + " receives a member can have posted");
+    }
+    allowance--;
+    available += grant;
   }
 
   void reposted(int n) {

@@ -31,14 +31,33 @@ public record Endpoint(Address member, long uid, String host, int port, int stre
       return "it speaks protocol version " + other.version + ", this member " + version;
     }
     if (!provider.equals(other.provider)) {
-      return "its RDMA provider is '" + other.provider + "' and this member's is '" + provider
-          + "': a " + provider + " device cannot reach a " + other.provider + " one";
+      String theirs = Untrusted.text(other.provider);
+      return "its RDMA provider is '" + theirs + "' and this member's is '" + provider
+          + "': a " + provider + " device cannot reach a " + theirs + " one";
     }
     if (!transport.equals(other.transport)) {
-      return "its device's transport is " + other.transport + ", this member's " + transport;
+      return "its device's transport is " + Untrusted.text(other.transport) + ", this member's "
+          + transport;
     }
     if (!linkLayer.equals(other.linkLayer)) {
-      return "its link layer is " + other.linkLayer + ", this member's " + linkLayer;
+      return "its link layer is " + Untrusted.text(other.linkLayer) + ", this member's "
+          + linkLayer;
+    }
+    return other.unusable();
+  }
+
+  /** What makes this endpoint unusable, whoever looks at it; null when nothing does. */
+  private String unusable() {
+    if (host.isBlank()) return "its endpoint names no host";
+    if (port < 1 || port > 65535) return "its CM port " + port + " is not a port";
+    if (streamPort < 0 || streamPort > 65535) {
+      return "its streams port " + streamPort + " is not a port (nor 0, for none)";
+    }
+    if (maxMessage <= Frames.HEADER) {
+      return "its receives take frames of " + maxMessage + " bytes: no room for a message";
+    }
+    if (maxQpWr < 2) {
+      return "its device's queues of " + maxQpWr + " work requests cannot hold two receives";
     }
     return null;
   }

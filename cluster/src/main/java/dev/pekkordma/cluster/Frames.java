@@ -10,9 +10,9 @@ import org.apache.pekko.util.ByteString;
  *
  * <pre>
  * 0      kind      1 = DATA, 2 = CREDIT
- * 1..4   grant     int, big-endian
+ * 1..4   grant     int, big-endian, at least 0
  * 5..8   channel   int (0 for CREDIT)
- * 9..    message   DATA only
+ * 9..    message   DATA only: a credit frame is the header alone
  * </pre>
  */
 final class Frames {
@@ -39,23 +39,38 @@ final class Frames {
   /** A frame that arrived: {@code message} is null for credit frames. */
   record Frame(byte kind, int grant, int channel, ByteString message) {}
 
-  /** Parses {@code length} bytes of {@code b}; fails naming what is wrong. */
-  static Frame read(Buffer b, int length) {
+  /**
+   * Parses a frame of {@code length} bytes, as a receive completion reports it, at the start of
+   * {@code receive} (the whole receive buffer, from its position). Every field is checked before
+   * anything is copied; only a data frame's message is.
+   */
+  static Frame read(ByteBuffer receive, int length) throws ProtocolViolation {
+    int capacity = receive.remaining();
     if (length < HEADER) {
-      throw new IllegalArgumentException("a frame of " + length + " bytes is shorter than its "
+      throw new ProtocolViolation("a frame of " + length + " bytes is shorter than its "
           + HEADER + "-byte header");
     }
-    byte[] bytes = b.bytes(length);
-    ByteBuffer v = ByteBuffer.wrap(bytes);
-    byte kind = v.get();
-    int grant = v.getInt();
-    int channel = v.getInt();
-    if (grant < 0) throw new IllegalArgumentException("a frame grants " + grant + " credits");
-    if (kind == DATA) {
-      return new Frame(kind, grant, channel,
-          ByteString.fromArrayUnsafe(bytes, HEADER, length - HEADER));
+    if (length > capacity) {
+      throw new ProtocolViolation("a frame of " + length + " bytes is longer than the "
+          + capacity + "-byte receive buffer");
     }
-    if (kind == CREDIT) return new Frame(kind, grant, channel, null);
-    throw new IllegalArgumentException("unknown frame kind " + kind);
+    int at = receive.position();
+    byte kind = receive.get(at);
+    int grant = receive.getInt(at + 1);
+    int channel = receive.getInt(at + 5);
+    if (kind != DATA && kind != CREDIT) {
+      throw new ProtocolViolation("unknown frame kind " + kind);
+    }
+    if (grant < 0) throw new ProtocolViolation("a frame grants " + grant + " credits");
+    if (kind == CREDIT) {
+      if (length != HEADER || channel != 0) {
+        throw new ProtocolViolation("a credit frame of " + length + " bytes for channel "
+            + channel + " (a credit frame is the " + HEADER + "-byte header, channel 0)");
+      }
+      return new Frame(kind, grant, 0, null);
+    }
+    byte[] message = new byte[length - HEADER];
+    receive.get(at + HEADER, message);
+    return new Frame(kind, grant, channel, ByteString.fromArrayUnsafe(message));
   }
 }

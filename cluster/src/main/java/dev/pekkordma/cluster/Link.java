@@ -7,9 +7,8 @@ import dev.pekkordma.actors.ConnectionActor;
 import dev.pekkordma.actors.QpActor;
 import dev.pekkordma.actors.QpSpec;
 import dev.pekkordma.cluster.PeerEvent.Reason;
+import dev.pekkordma.verbs.WcStatus;
 import java.net.InetSocketAddress;
-import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -82,33 +81,13 @@ final class Link {
 
   private record FlushDeadline(int generation) implements Command {}
 
+  /** Work of connection {@code generation} came back flushed, and this side did not ask. */
+  private record Unasked(int generation) implements Command {}
+
   /** What a link is made with. */
   record Spec(UniqueAddress self, UniqueAddress peer, boolean client, ClusterSettings settings,
       int bufferSize, Duration disconnectTimeout, ActorRef<CmActor.Command> cm,
       ActorRef<Coordinator.Command> coordinator, Channels channels) {}
-
-  /** The private data of a connect request and of its accept: magic, version, uid. */
-  static byte[] hello(long uid) {
-    return ByteBuffer.allocate(13).put(MAGIC).put((byte) Endpoint.VERSION).putLong(uid).array();
-  }
-
-  /** The uid in a hello, or null when it is none of ours. */
-  static Long helloUid(byte[] data) {
-    if (data == null || data.length < 13) return null;
-    ByteBuffer b = ByteBuffer.wrap(data);
-    byte[] magic = new byte[4];
-    b.get(magic);
-    if (!java.util.Arrays.equals(magic, MAGIC) || b.get() != Endpoint.VERSION) return null;
-    return b.getLong();
-  }
-
-  private static final byte[] MAGIC = {'P', 'R', 'D', 'M'};
-
-  static QpSpec qpSpec(ClusterSettings s) {
-    // credits bound the sends in flight by the peer's depth; +1 for a credit frame beside them
-    return QpSpec.rc().withQueues(s.receiveDepth + 1, s.receiveDepth)
-        .withCqSize(2 * s.receiveDepth + 8);
-  }
 
   static Behavior<Command> create(Spec spec) {
     return Behaviors.setup(ctx -> Behaviors.withTimers(t -> new State(ctx, t, spec).behavior()));
@@ -117,6 +96,8 @@ final class Link {
   private static final class State {
     private static final Duration TICK = Duration.ofMillis(2);
     private static final Duration ASK_AGAIN = Duration.ofSeconds(2);
+    /** How long the CM has to say the peer disconnected, before a flush means a broken QP. */
+    private static final Duration UNASKED = Duration.ofMillis(500);
     private final ActorContext<Command> ctx;
     private final TimerScheduler<Command> timers;
     private final Spec spec;
@@ -125,6 +106,7 @@ final class Link {
     private final QpSpec qpSpec;
     private final ActorRef<ConnectionActor.Event> connectionEvents;
     private final ActorRef<QpActor.WorkResult> results;
+    private final Inbound inbound;
     private final ArrayDeque<Send> queue = new ArrayDeque<>();
     /** Data sends posted and not completed, by work request id. */
     private final Map<Long, Pending> inflight = new HashMap<>();
@@ -142,12 +124,16 @@ final class Link {
     private String refusal;
     /** This link's own giving up (no answer, rejected): cleared when the member is reachable. */
     private String failure;
+    /** The member broke the wire protocol: no connection with it until it is reachable again. */
+    private boolean violated;
     private String closing;
 
     // the connection, when there is one
     private ConnectionActor.Connected connection;
     private boolean connecting;
     private int generation;
+    /** The connection this side asked to end. */
+    private int asked;
     private Credits flow;
     private int sendsOutstanding;
     private int frameLimit;
@@ -165,9 +151,10 @@ final class Link {
       this.spec = spec;
       this.settings = spec.settings();
       this.member = spec.peer().address();
-      this.qpSpec = qpSpec(settings);
+      this.qpSpec = LinkQp.spec(settings);
       this.connectionEvents = ctx.messageAdapter(ConnectionActor.Event.class, FromConnection::new);
       this.results = ctx.messageAdapter(QpActor.WorkResult.class, FromQp::new);
+      this.inbound = new Inbound(member, spec.channels(), ctx.getLog());
       this.demanded = settings.connect == ClusterSettings.Connect.EAGER;
     }
 
@@ -196,6 +183,7 @@ final class Link {
             if (reachable && failure != null) {
               ctx.getLog().info("{} is reachable again: trying its RDMA endpoint again", member);
               failure = null;
+              violated = false;
               rejections = 0;
             }
             unansweredSince = 0;
@@ -219,6 +207,15 @@ final class Link {
               failQueue(member + " has advertised no RDMA endpoint within "
                   + ClusterSettings.show(settings.endpointTimeout) + " (does it run RdmaCluster?)");
             }
+            return Behaviors.same();
+          })
+          .onMessage(Unasked.class, u -> {
+            if (connection == null || u.generation() != generation || asked == generation) {
+              return Behaviors.same();
+            }
+            ctx.getLog().warn("the RDMA connection with {} failed: {}; disconnecting", member,
+                Inbound.unasked(connection.pool().bufferSize()));
+            disconnect();
             return Behaviors.same();
           })
           .onMessage(FlushDeadline.class, f -> {
@@ -280,9 +277,10 @@ final class Link {
     }
 
     private Behavior<Command> incoming(Incoming in) {
-      String why = closing != null ? closing : refusal;
+      String why = closing != null ? closing
+          : refusal != null ? refusal : violated ? failure : null;
       if (why != null) {
-        in.connection().tell(new ConnectionActor.Reject(reason(why)));
+        in.connection().tell(new ConnectionActor.Reject(Hello.rejection(why)));
         return Behaviors.same();
       }
       if (connection != null) {
@@ -292,7 +290,7 @@ final class Link {
         ended("replaced by a new connection from the peer");
         old.tell(ConnectionActor.Disconnect.INSTANCE);
       }
-      in.connection().tell(new ConnectionActor.Accept(hello(spec.self().longUid()),
+      in.connection().tell(new ConnectionActor.Accept(Hello.of(spec.self().longUid()),
           connectionEvents));
       return Behaviors.same();
     }
@@ -300,7 +298,7 @@ final class Link {
     private Behavior<Command> connectionEvent(ConnectionActor.Event e) {
       if (e instanceof ConnectionActor.Connected c) {
         connecting = false;
-        if (closing != null || refusal != null || (connection != null
+        if (closing != null || refusal != null || violated || (connection != null
             && !connection.connection().equals(c.connection()))) {
           c.connection().tell(ConnectionActor.Disconnect.INSTANCE);
           return Behaviors.same();
@@ -335,8 +333,7 @@ final class Link {
       }
       if (e instanceof ConnectionActor.Rejected r) {
         connecting = false;
-        String why = new String(r.privateData() == null ? new byte[0] : r.privateData(),
-            StandardCharsets.UTF_8);
+        String why = Untrusted.text(r.privateData());
         if (++rejections >= settings.maxRejections) {
           giveUp(Reason.REJECTED, member + " rejected " + rejections + " RDMA connections in a "
               + "row; last: " + why);
@@ -400,7 +397,7 @@ final class Link {
       connecting = true;
       ctx.getLog().debug("connecting to {} at {}", member, endpoint.cmAddress());
       spec.cm().tell(new CmActor.Connect(new InetSocketAddress(endpoint.host(), endpoint.port()),
-          hello(spec.self().longUid()), qpSpec, connectionEvents));
+          Hello.of(spec.self().longUid()), qpSpec, connectionEvents));
     }
 
     private Behavior<Command> connected(ConnectionActor.Connected c) {
@@ -433,8 +430,10 @@ final class Link {
         c.connection().tell(ConnectionActor.Disconnect.INSTANCE);
         return Behaviors.same();
       }
+      c.qp().tell(LinkQp.sendAndReceiveOnly(ctx.getSystem().ignoreRef()));
       c.qp().tell(new QpActor.Post(posts, results));
       flow = new Credits(posts.size());
+      inbound.connected();
       sendsOutstanding = 0;
       ctx.getLog().info("RDMA connection with {} ({}) up: {} receives posted, frames up to {} B",
           member, endpoint.cmAddress(), posts.size(), frameLimit);
@@ -513,7 +512,7 @@ final class Link {
         return done();
       }
       List<QpActor.Work> reposts = new ArrayList<>();
-      boolean broken = false;
+      String broken = null;
       for (QpActor.Completion c : ((QpActor.Completed) r).completions()) {
         Pending p = inflight.remove(c.id());
         if (p != null) {
@@ -522,14 +521,14 @@ final class Link {
             p.send().promise().complete(Done.getInstance());
           } else {
             fail(p.send(), "its SEND completed with " + c.status());
-            broken |= failed(c, p.generation());
+            if (broken == null) broken = broke(c, p.generation());
           }
           continue;
         }
         Integer g = credits.remove(c.id());
         if (g != null) {
           if (g == generation) sendsOutstanding--;
-          broken |= failed(c, g);
+          if (broken == null) broken = broke(c, g);
           continue;
         }
         g = receives.remove(c.id());
@@ -538,37 +537,31 @@ final class Link {
           continue;
         }
         if (!c.ok()) { // flushed, or failed: its buffer went back with it
-          broken |= failed(c, g);
+          String what = g != generation || flow == null ? null
+              : Inbound.failedReceive(c.status(), connection.pool().bufferSize());
+          if (what != null) violated(what); else if (broken == null) broken = broke(c, g);
           continue;
         }
         if (g != generation || connection == null || flow == null) {
           c.buffer().release();
           continue;
         }
-        Frames.Frame f;
         try {
-          f = Frames.read(c.buffer(), c.byteLength());
-        } catch (IllegalArgumentException e) {
-          ctx.getLog().error("protocol error on the RDMA connection with {}: {}", member,
-              e.getMessage());
-          c.buffer().release();
-          broken = true;
-          continue;
+          inbound.accept(c.buffer().view(0, c.buffer().capacity()), c.byteLength(), flow);
+        } catch (ProtocolViolation v) {
+          violated(v.getMessage());
         }
-        flow.granted(f.grant());
-        if (f.kind() == Frames.DATA) spec.channels().deliver(f.channel(), member, f.message(),
-            ctx.getLog());
-        reposts.add(receive(c.buffer()));
+        if (flow == null) c.buffer().release(); else reposts.add(receive(c.buffer()));
       }
       if (connection != null && flow != null) {
         if (!reposts.isEmpty()) {
           connection.qp().tell(new QpActor.Post(reposts, results));
           flow.reposted(reposts.size());
         }
-        if (broken) {
-          // an error completion put the QP in ERR: nothing more passes; a new connection must
-          ctx.getLog().warn("the RDMA connection with {} failed (an error completion); "
-              + "disconnecting", member);
+        if (broken != null) {
+          // the QP is in ERR: nothing more passes; a new connection must
+          ctx.getLog().warn("the RDMA connection with {} failed ({}); disconnecting", member,
+              broken);
           disconnect();
         } else {
           pump();
@@ -583,11 +576,22 @@ final class Link {
     }
 
     /**
-     * Whether a completion says the current connection's QP failed. A flush says only that the
-     * QP is in ERR, which a disconnect (reported by the CM) or an earlier error did.
+     * Why a completion says the current connection's QP failed, or null. A flush unasked may be
+     * the peer's disconnect, which the CM is about to report; if not, see {@link Inbound#unasked}.
      */
-    private boolean failed(QpActor.Completion c, int g) {
-      return !c.ok() && c.status() != dev.pekkordma.verbs.WcStatus.WR_FLUSH_ERR && g == generation;
+    private String broke(QpActor.Completion c, int g) {
+      if (c.ok() || g != generation || connection == null) return null;
+      if (c.status() != WcStatus.WR_FLUSH_ERR) return "a completion with " + c.status();
+      if (asked != generation) timers.startSingleTimer(Unasked.class, new Unasked(g), UNASKED);
+      return null;
+    }
+
+    /** The peer broke the wire protocol: nothing more of this connection is taken; refused. */
+    private void violated(String what) {
+      flow = null;
+      violated = true;
+      giveUp(Reason.PROTOCOL_VIOLATION, member + " broke the RDMA wire protocol: " + what);
+      disconnect();
     }
 
     /** The connection is gone: what was in flight on it waits (bounded) for its flush. */
@@ -602,7 +606,9 @@ final class Link {
     }
 
     private void disconnect() {
-      if (connection != null) connection.connection().tell(ConnectionActor.Disconnect.INSTANCE);
+      if (connection == null) return;
+      asked = generation;
+      connection.connection().tell(ConnectionActor.Disconnect.INSTANCE);
     }
 
     private void reconnectLater() {
@@ -658,11 +664,6 @@ final class Link {
           it.remove();
         }
       }
-    }
-
-    private static byte[] reason(String why) {
-      byte[] b = why.getBytes(StandardCharsets.UTF_8);
-      return b.length <= 140 ? b : java.util.Arrays.copyOf(b, 140);
     }
   }
 }

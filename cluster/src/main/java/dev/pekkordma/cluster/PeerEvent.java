@@ -40,6 +40,12 @@ public sealed interface PeerEvent {
     /** It did not describe its endpoint, or did not answer the connection, in time. */
     NO_ANSWER,
     /** It rejected the connection repeatedly. */
-    REJECTED
+    REJECTED,
+    /**
+     * It sent what the wire protocol forbids (a malformed frame, more than its credits): its
+     * connection was closed, and none is made until it has been unreachable and is reachable
+     * again.
+     */
+    PROTOCOL_VIOLATION
   }
 }

@@ -4,9 +4,13 @@ import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
+import java.io.EOFException;
 import java.io.IOException;
 import java.io.NotSerializableException;
 import java.io.UncheckedIOException;
+import java.net.MalformedURLException;
+import org.apache.pekko.actor.ActorPaths;
+import org.apache.pekko.actor.Address;
 import org.apache.pekko.actor.AddressFromURIString;
 import org.apache.pekko.actor.ExtendedActorSystem;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -66,32 +70,65 @@ public final class ProtocolSerializer extends SerializerWithStringManifest {
     return bytes.toByteArray();
   }
 
+  /**
+   * Every byte is another member's: a message decodes only if its fields take exactly the bytes
+   * given, and a Describe only if its reply-to is an actor of another system. Anything else fails
+   * with a NotSerializableException naming the manifest and what is wrong, which remoting logs
+   * with the sender before dropping the message.
+   */
   @Override
   public Object fromBinary(byte[] bytes, String manifest) throws NotSerializableException {
-    try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(bytes))) {
+    DataInputStream in = new DataInputStream(new ByteArrayInputStream(bytes));
+    Object message;
+    try {
       switch (manifest) {
-        case "D": {
-          ActorRef<Endpoint> replyTo = resolver().resolveActorRef(in.readUTF());
-          return new Protocol.Describe(replyTo);
-        }
+        case "D":
+          message = new Protocol.Describe(replyTo(in.readUTF(), manifest));
+          break;
         case "C":
-          return new Protocol.ConnectToMe(in.readLong());
+          message = new Protocol.ConnectToMe(in.readLong());
+          break;
         case "E": {
           int version = in.readInt();
-          return new Endpoint(AddressFromURIString.parse(in.readUTF()), in.readLong(),
+          message = new Endpoint(AddressFromURIString.parse(in.readUTF()), in.readLong(),
               in.readUTF(), in.readInt(), in.readInt(), in.readUTF(), in.readUTF(), in.readUTF(),
               in.readInt(), in.readInt(), version);
+          break;
         }
         default:
-          throw new NotSerializableException("unknown pekko-rdma cluster manifest '" + manifest
-              + "'");
+          throw refused(manifest, "unknown manifest", null);
       }
-    } catch (IOException e) {
-      NotSerializableException n = new NotSerializableException("pekko-rdma cluster message '"
-          + manifest + "': " + e.getMessage());
-      n.initCause(e);
-      throw n;
+      if (in.available() > 0) {
+        throw refused(manifest, in.available() + " of its " + bytes.length
+            + " bytes are after its fields", null);
+      }
+    } catch (NotSerializableException e) {
+      throw e;
+    } catch (EOFException e) {
+      throw refused(manifest, "truncated: its " + bytes.length + " bytes end inside its fields",
+          e);
+    } catch (IOException | RuntimeException e) { // a bad UTF-8 string, address or path
+      throw refused(manifest, "malformed: " + e, e);
     }
+    return message;
+  }
+
+  /** A reply-to must be remote: a path of this system would have it message its own actors. */
+  private ActorRef<Endpoint> replyTo(String path, String manifest)
+      throws NotSerializableException, MalformedURLException {
+    Address at = ActorPaths.fromString(path).address();
+    if (!at.hasGlobalScope() || at.equals(system.provider().getDefaultAddress())) {
+      throw refused(manifest, "its reply-to " + path + " is not an actor of another member",
+          null);
+    }
+    return resolver().resolveActorRef(path);
+  }
+
+  private static NotSerializableException refused(String manifest, String why, Throwable cause) {
+    NotSerializableException e = new NotSerializableException("pekko-rdma cluster message '"
+        + manifest + "' refused: " + why);
+    if (cause != null) e.initCause(cause);
+    return e;
   }
 
   private ActorRefResolver resolver() {

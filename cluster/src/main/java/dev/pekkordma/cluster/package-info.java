@@ -11,6 +11,13 @@
  * that advertises another's, or that never answers, is refused with a {@link
  * dev.pekkordma.cluster.PeerEvent.Refused} event and an error in the log.
  *
+ * <p>Every byte another member sends is checked before it is used: each frame in full (length,
+ * kind, grant, channel) and against the credits this member granted, each coordinator message
+ * for exactly its fields, each endpoint for values that can be used. A member that breaks the
+ * wire protocol has its connection closed and is refused ({@code PROTOCOL_VIOLATION}, naming
+ * the rule) until it has been unreachable; a message for a channel not open here is dropped and
+ * logged (a flood of them in a few lines). A connection's QP takes no one-sided operations.
+ *
  * <p>Messages travel on typed {@link dev.pekkordma.cluster.Channel}s: {@code send} to a member,
  * {@code subscribe} to what arrives, and a per-member {@code Flow} or {@code Sink} over the
  * member's connection (each message one RDMA SEND with a small header, paced by credits, see
