@@ -73,6 +73,13 @@ public final class SoftCmId implements CmId {
     DESTROYED
   }
 
+  /**
+   * The local ACK timeout the CM gives a connected QP, as the kernel's CM derives it for RoCE
+   * (packet lifetime 16, plus one): 4.096 us * 2^17, about 0.54 s a try, so a peer that stops
+   * answering fails the connection within (retryCount + 1) tries of it.
+   */
+  static final int ACK_TIMEOUT = 17;
+
   /** The access rdma_create_qp gives a QP on its way to INIT. */
   static final int QP_ACCESS =
       Access.LOCAL_WRITE | Access.REMOTE_READ | Access.REMOTE_WRITE | Access.REMOTE_ATOMIC;
@@ -454,7 +461,7 @@ public final class SoftCmId implements CmId {
         Mtu mtu = smaller(rep.mtu(), activeMtu());
         qp.modify(QpAttributes.toRtr(AddressVector.global(rep.gid(), 0, 1), rep.qpn(), rep.psn(),
             mtu).maxDestRdAtomic(ours.responderResources()));
-        qp.modify(QpAttributes.toRts(psn).retryCount(ours.retryCount())
+        qp.modify(QpAttributes.toRts(psn).timeout(ACK_TIMEOUT).retryCount(ours.retryCount())
             .rnrRetry(rep.rnrRetryCount()).maxRdAtomic(ours.initiatorDepth()));
       } catch (RuntimeException e) {
         // librdmacm rejects the connection and reports CONNECT_ERROR with the modify's error
@@ -541,7 +548,7 @@ public final class SoftCmId implements CmId {
   private boolean readyToUse() {
     if (qp != null) {
       try {
-        qp.modify(QpAttributes.toRts(psn).retryCount(request.retryCount())
+        qp.modify(QpAttributes.toRts(psn).timeout(ACK_TIMEOUT).retryCount(request.retryCount())
             .rnrRetry(request.rnrRetryCount()).maxRdAtomic(ours.initiatorDepth()));
       } catch (RuntimeException e) {
         end(State.CONNECT_ERROR, -errnoOf(e), null, null);

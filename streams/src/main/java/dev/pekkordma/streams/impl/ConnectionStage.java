@@ -821,14 +821,17 @@ public final class ConnectionStage
       if (s == WcStatus.WR_FLUSH_ERR) {
         // the QP went to the error state: the CM's DISCONNECTED usually says why, shortly
         if (flushReason == null) {
+          String cause = qp != null ? qp.errorCause().orElse(null) : null;
           flushReason = "the QP went to the error state (" + what + " completed with "
-              + s.description + ", " + s + ")";
+              + s.description + ", " + s + ")" + (cause != null ? ": " + cause : "");
           scheduleOnce("flushed", FLUSH_GRACE);
         }
         return;
       }
+      String cause = qp != null ? qp.errorCause().orElse(null) : null;
       fail(failure(what + " completed with " + s.description + " (" + s + ")"
-          + (s == WcStatus.RETRY_EXC_ERR ? ": the peer is unreachable" : "")
+          + (cause != null ? ": " + cause
+              : s == WcStatus.RETRY_EXC_ERR ? ": the peer is unreachable" : "")
           + (s == WcStatus.LOC_LEN_ERR ? ": the peer sent a SEND with data (ours take none)"
               : "")));
     }
