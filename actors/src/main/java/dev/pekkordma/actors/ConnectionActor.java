@@ -360,6 +360,9 @@ public final class ConnectionActor {
               return phase == Phase.ESTABLISHED || phase == Phase.DISCONNECTING
                   ? ended(true, false, reason) : failAttempt(reason);
             }
+            if (e.event() instanceof QpActor.Failed f && phase == Phase.ESTABLISHED) {
+              return ended(true, false, "QP failed (" + f.status() + "): " + f.reason());
+            }
             return Behaviors.same();
           })
           .onSignal(PostStop.class, s -> {

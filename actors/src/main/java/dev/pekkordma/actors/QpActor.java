@@ -164,6 +164,12 @@ public final class QpActor {
   /** The QP or its CQ failed; with {@code restarting} a new QP follows after the backoff. */
   public record Fatal(int qpNum, String reason, boolean restarting) implements Event {}
 
+  /**
+   * The QP went to the error state on its own, and its provider says why (the peer, and what it
+   * did or failed to do): a request completed with {@code status}. A connection over it is over.
+   */
+  public record Failed(int qpNum, WcStatus status, String reason) implements Event {}
+
   /** A new QP replaced the failed one; it starts in RESET. */
   public record Restarted(int qpNum, int previousQpNum) implements Event {}
 
@@ -701,7 +707,9 @@ public final class QpActor {
       QpState before = state;
       QpState now = qp.state();
       if (now != state) {
-        enter(now, "a completion with " + e.status());
+        String why = qp.errorCause().orElse(null);
+        enter(now, "a completion with " + e.status() + (why != null ? ": " + why : ""));
+        if (now == QpState.ERR && why != null) owner.tell(new Failed(qpNum, e.status(), why));
       } else if (e.tries() < ERROR_SYNC_TRIES && state != QpState.ERR && state != QpState.RESET) {
         ctx.scheduleOnce(ERROR_SYNC_PAUSE, ctx.getSelf(),
             new ErrorSync(e.status(), e.tries() + 1));

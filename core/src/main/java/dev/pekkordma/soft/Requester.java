@@ -327,9 +327,7 @@ final class Requester {
     if (outcome == SoftPeer.SOURCE_GONE) {
       complete(psn, WcStatus.LOC_PROT_ERR, 0); // our memory was deregistered while it was sent
     } else if (outcome == SoftPeer.UNREACHABLE) {
-      synchronized (qp) { // as if lost on the wire: the transport timer retries, or gives up
-        if (outstanding(psn) >= 0) pause(qp.transportTimeoutMicros(), true);
-      }
+      // lost on the way, as a packet would be: the transport timer retries, or gives up
     } else if (p.synchronous()) {
       onResponse(r, null);
     }
@@ -677,8 +675,10 @@ final class Requester {
     boolean resend = false;
     try {
       synchronized (qp) {
+        // unanswered: everything posted and not completed, sent or not: after a rewind the
+        // engine may not have sent the head again yet (stuck connecting, say), and that counts
         if (qp.isClosed() || generation != pauseGeneration || qp.state != QpState.RTS
-            || head == sent) {
+            || head == tail) {
           timerArmed = false;
           return;
         }
@@ -690,9 +690,12 @@ final class Requester {
         }
         timerArmed = false;
         if (!retry()) return;
-        // go back to the oldest unanswered request; the peer answers repeats again
+        // go back to the oldest unanswered request; the peer answers repeats again. The timer
+        // runs on by itself: the engine may still be stuck on the way to the peer (connecting)
         sent = head;
         progressNanos = System.nanoTime();
+        timerArmed = true;
+        scheduleCheck(qp.transportTimeoutMicros());
         resend = true;
       }
     } finally {

@@ -104,6 +104,26 @@ class TransportTimerTest {
   }
 
   @Test
+  void aPeerProcessStoppedBeforeTheFirstRequestEndsItInTimeThoughTheConnectHangs()
+      throws Exception {
+    try (PeerJvm peer = PeerJvm.start("")) {
+      peer.connect(ctx.queryGid(1, 0), qp.qpNum(), 14, 3);
+      HostileFabric.connect(qp, peer.gid, peer.qpn, 15, 3); // 4 tries of 134 ms
+      peer.process.signal("STOP"); // the link's handshake hangs (5 s) on a stopped process
+      try {
+        long expected = 4 * ((4096L << 15) / 1000);
+        long took = timeOne(WrOpcode.RDMA_WRITE, WcStatus.RETRY_EXC_ERR, peer.address,
+            peer.rkey);
+        assertBetween(took, expected * 9 / 10, expected + 2000_000);
+        assertTrue(qp.errorCause().orElseThrow().contains(peer.fabric().toString()));
+      } finally {
+        peer.process.signal("CONT");
+      }
+      peer.ask("EXIT", "BYE", T);
+    }
+  }
+
+  @Test
   void aPeerWithNoReceivePostedEndsASendInRnrRetryExcErrNamingIt() throws Exception {
     try (PeerJvm peer = PeerJvm.start("")) {
       peer.connect(ctx.queryGid(1, 0), qp.qpNum(), 14, 3);

@@ -28,6 +28,12 @@ public final class EchoClient {
 
   record FromQp(QpActor.WorkResult result) implements Msg {}
 
+  /** A request failed and the connection has not said why within a grace period. */
+  record Unexplained(String failure) implements Msg {}
+
+  /** How long a failed request waits for its connection's account of the failure. */
+  private static final java.time.Duration EXPLAIN = java.time.Duration.ofSeconds(1);
+
   private EchoClient() {}
 
   public static Behavior<Msg> create(InetSocketAddress server, int messages,
@@ -100,7 +106,7 @@ public final class EchoClient {
     private Behavior<Msg> result(QpActor.WorkResult r) {
       if (r instanceof QpActor.PostRejected rej) return finish("post rejected: " + rej.why());
       for (QpActor.Completion c : ((QpActor.Completed) r).completions()) {
-        if (!c.ok()) return finish("work request " + c.id() + ": " + c.status());
+        if (!c.ok()) return explained("work request " + c.id() + ": " + c.status());
         if (c.buffer() == null) continue; // the send
         String got = new String(c.buffer().bytes(c.byteLength()), StandardCharsets.UTF_8);
         c.buffer().release();
@@ -115,6 +121,23 @@ public final class EchoClient {
         sendNext();
       }
       return Behaviors.same();
+    }
+
+    /**
+     * A failed request: the connection usually says why (the peer, what it failed to do) in a
+     * moment, as ConnectionLost; that account is the result, else {@code failure} is.
+     */
+    private Behavior<Msg> explained(String failure) {
+      ctx.scheduleOnce(EXPLAIN, ctx.getSelf(), new Unexplained(failure));
+      return Behaviors.receive(Msg.class)
+          .onMessage(FromConnection.class, m -> {
+            String why = m.event() instanceof ConnectionActor.ConnectionLost lost
+                ? failure + ": " + lost.reason() : failure + " (" + m.event() + ")";
+            return finish(why);
+          })
+          .onMessage(Unexplained.class, u -> finish(u.failure()))
+          .onMessage(FromQp.class, m -> Behaviors.same()) // the rest, flushed
+          .build();
     }
 
     private Behavior<Msg> finish(String failure) {
