@@ -76,11 +76,18 @@ final class MemberProcess implements AutoCloseable {
   }
 
   static MemberProcess start(String name, String... args) throws IOException {
+    return start(List.of(), name, args);
+  }
+
+  /** With {@code jvmArgs} after the quick timing (a later -D wins). */
+  static MemberProcess start(List<String> jvmArgs, String name, String... args)
+      throws IOException {
     List<String> cmd = new ArrayList<>();
     cmd.add(System.getProperty("java.home") + File.separator + "bin" + File.separator + "java");
     cmd.add("-Xmx256m");
     cmd.add("-XX:TieredStopAtLevel=1"); // starts sooner; these runs are short
     cmd.addAll(QUICK);
+    cmd.addAll(jvmArgs);
     cmd.add("-cp");
     cmd.add(System.getProperty("java.class.path"));
     cmd.add(ClusterTransfer.class.getName());
@@ -144,6 +151,15 @@ final class MemberProcess implements AutoCloseable {
       now = resources(timeout);
     }
     return now;
+  }
+
+  /** Sends a Unix signal by name (STOP, CONT) with kill(1). */
+  void signal(String signal) throws IOException, InterruptedException {
+    Process kill = new ProcessBuilder("kill", "-" + signal, String.valueOf(process.pid()))
+        .inheritIO().start();
+    if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+      throw new AssertionError("kill -" + signal + " " + name + " failed");
+    }
   }
 
   /** SIGKILL: no leaving, no goodbye, nothing flushed. */
