@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.pekkordma.verbs.AtomicCapability;
+import dev.pekkordma.verbs.QpState;
 import dev.pekkordma.verbs.RdmaProvider.Feature;
 import dev.pekkordma.verbs.RecvRequests;
 import dev.pekkordma.verbs.SendRequests;
@@ -98,6 +99,42 @@ class WorkRequestConformanceTest extends ConformanceTest {
       assertBytes(Region.filled(4096 - 364, SENTINEL), b.get(364, 4096 - 364),
           "after the written range");
       Completions.expectNone(p.bRecvCq, "B recv CQ (an RDMA write consumes no receive)");
+    }
+  }
+
+  /**
+   * IB's C9-88: a zero-length RDMA WRITE carries no address or key the responder checks (rxe
+   * does not look at them either), and touches nothing.
+   */
+  @Test
+  void aZeroLengthWriteChecksNoKeyAndTouchesNothing() {
+    try (RcPair p = RcPair.open(fx);
+        Region b = Region.of(p.pd, 4096, Link.ALL_REMOTE)) {
+      b.fill(SENTINEL);
+      try (SendRequests sr = new SendRequests(1, 1)) {
+        sr.add(15, WrOpcode.RDMA_WRITE, SIGNALED).rdma(0x10, b.rkey() ^ 0x5a5a00);
+        p.a.postSend(sr);
+      }
+      Completions.awaitSuccess(p.aSendCq, "A send CQ", 15, WcOpcode.RDMA_WRITE);
+      assertBytes(Region.filled(4096, SENTINEL), b.all(), "nothing written");
+      assertEquals(QpState.RTS, p.b.state(), "the responder is untouched");
+    }
+  }
+
+  /** A wr_id is the application's 64 bits, whatever they are: -1 and -2 come back as such. */
+  @Test
+  void anyWrIdComesBack() {
+    try (RcPair p = RcPair.open(fx);
+        Region a = Region.of(p.pd, 4096, Link.ALL_REMOTE);
+        Region b = Region.of(p.pd, 4096, Link.ALL_REMOTE)) {
+      postRecv(p.b, -1, b, 0, 64);
+      postRecv(p.b, Long.MIN_VALUE, b, 64, 64);
+      send(p.a, -2, SIGNALED, a, 0, 8);
+      send(p.a, Long.MAX_VALUE, SIGNALED, a, 0, 8);
+      Completions.awaitSuccess(p.aSendCq, "A send CQ", -2, WcOpcode.SEND);
+      Completions.awaitSuccess(p.aSendCq, "A send CQ", Long.MAX_VALUE, WcOpcode.SEND);
+      Completions.awaitSuccess(p.bRecvCq, "B recv CQ", -1, WcOpcode.RECV);
+      Completions.awaitSuccess(p.bRecvCq, "B recv CQ", Long.MIN_VALUE, WcOpcode.RECV);
     }
   }
 
