@@ -38,11 +38,12 @@ final class HandLink implements Link.Listener, Link.Connector {
   }
 
   /** What the client hands the server: its hello and its QP's address. */
-  private record Offer(Wire.Hello hello, Gid gid, int qpNum, CompletableFuture<Answer> answer,
+  private record Offer(Wire.Hello hello, Gid gid, int qpNum, int psn,
+      CompletableFuture<Answer> answer,
       CompletableFuture<Void> clientGone, CompletableFuture<Void> serverGone) {}
 
   /** The server's answer: its ring and QP address, or why not. */
-  private record Answer(Wire.RingInfo ring, Gid gid, int qpNum, String rejection) {}
+  private record Answer(Wire.RingInfo ring, Gid gid, int qpNum, int psn, String rejection) {}
 
   @Override
   public InetSocketAddress localAddress() {
@@ -86,6 +87,8 @@ final class HandLink implements Link.Listener, Link.Connector {
 
   private abstract class Side implements Link.Connection {
     final DeviceContext context = provider.open(provider.devices().get(0));
+    /** This side's first PSN: random, so that a stray packet cannot pass for the next one. */
+    final int psn = java.util.concurrent.ThreadLocalRandom.current().nextInt(1 << 24);
     QueuePair qp;
 
     @Override
@@ -109,13 +112,16 @@ final class HandLink implements Link.Listener, Link.Connector {
       return qp;
     }
 
-    /** INIT to RTR to RTS, talking to {@code peerQpNum} at {@code peerGid}. */
-    void connectTo(Gid peerGid, int peerQpNum) {
+    /**
+     * INIT to RTR to RTS, talking to {@code peerQpNum} at {@code peerGid}, which starts its
+     * PSNs at {@code peerPsn}; ours start at {@link #psn}, random, as perftest picks them.
+     */
+    void connectTo(Gid peerGid, int peerQpNum, int peerPsn) {
       PortAttributes port = context.queryPort(PORT);
       // by GID: RoCE needs it, and InfiniBand within one subnet accepts it
       AddressVector av = AddressVector.global(peerGid, 0, PORT);
-      qp.modify(QpAttributes.toRtr(av, peerQpNum, 0, port.activeMtu()));
-      qp.modify(QpAttributes.toRts(0));
+      qp.modify(QpAttributes.toRtr(av, peerQpNum, peerPsn, port.activeMtu()));
+      qp.modify(QpAttributes.toRts(psn));
     }
 
     @Override
@@ -157,7 +163,7 @@ final class HandLink implements Link.Listener, Link.Connector {
     @Override
     public void reject(String reason) {
       try {
-        offer.answer().complete(new Answer(null, null, 0, reason));
+        offer.answer().complete(new Answer(null, null, 0, 0, reason));
       } finally {
         close();
       }
@@ -165,8 +171,8 @@ final class HandLink implements Link.Listener, Link.Connector {
 
     @Override
     public void accept(Wire.RingInfo ring) {
-      connectTo(offer.gid(), offer.qpNum());
-      offer.answer().complete(new Answer(ring, gid(), qp.qpNum(), null));
+      connectTo(offer.gid(), offer.qpNum(), offer.psn());
+      offer.answer().complete(new Answer(ring, gid(), qp.qpNum(), psn, null));
     }
 
     @Override
@@ -196,7 +202,7 @@ final class HandLink implements Link.Listener, Link.Connector {
 
     @Override
     public Wire.RingInfo connect(Wire.Hello hello) {
-      offer = new Offer(hello, gid(), qp.qpNum(), new CompletableFuture<>(),
+      offer = new Offer(hello, gid(), qp.qpNum(), psn, new CompletableFuture<>(),
           new CompletableFuture<>(), new CompletableFuture<>());
       offers.add(offer);
       await(offer.answer(), ANSWER_TIMEOUT, "connecting");
@@ -204,7 +210,7 @@ final class HandLink implements Link.Listener, Link.Connector {
       if (a.rejection() != null) {
         throw new TransferFailure("connecting: REJECTED by the server: " + a.rejection());
       }
-      connectTo(a.gid(), a.qpNum());
+      connectTo(a.gid(), a.qpNum(), a.psn());
       return a.ring();
     }
 

@@ -75,8 +75,11 @@ public final class PerfRun {
         server.adopt(sqp, sqp::close);
         QueuePair cqp = client.pd.createQp(client.qpAttributes());
         client.adopt(cqp, cqp::close);
-        connectByHand(server, sqp, gid, cqp.qpNum(), s, portAttrs);
-        connectByHand(client, cqp, gid, sqp.qpNum(), s, portAttrs);
+        // random first PSNs, as perftest picks them (lrand48 & 0xffffff)
+        int serverPsn = java.util.concurrent.ThreadLocalRandom.current().nextInt(1 << 24);
+        int clientPsn = java.util.concurrent.ThreadLocalRandom.current().nextInt(1 << 24);
+        connectByHand(server, sqp, gid, cqp.qpNum(), clientPsn, serverPsn, s, portAttrs);
+        connectByHand(client, cqp, gid, sqp.qpNum(), serverPsn, clientPsn, s, portAttrs);
         server.remote = client.local();
         client.remote = server.local();
         server.postAllReceives();
@@ -342,12 +345,12 @@ public final class PerfRun {
   }
 
   private static void connectByHand(PerfSide side, QueuePair qp, Gid peerGid, int peerQpn,
-      Settings s, PortAttributes port) {
+      int peerPsn, int psn, Settings s, PortAttributes port) {
     DeviceAttributes dev = side.ctx.queryDevice();
     qp.modify(QpAttributes.toInit(s.port(), QP_ACCESS));
-    qp.modify(QpAttributes.toRtr(AddressVector.global(peerGid, s.gidIndex(), s.port()), peerQpn, 0,
-        port.activeMtu()).maxDestRdAtomic(Math.min(RD_ATOMIC, dev.maxQpRdAtom())));
-    qp.modify(QpAttributes.toRts(0).maxRdAtomic(Math.min(RD_ATOMIC, dev.maxQpInitRdAtom())));
+    qp.modify(QpAttributes.toRtr(AddressVector.global(peerGid, s.gidIndex(), s.port()), peerQpn,
+        peerPsn, port.activeMtu()).maxDestRdAtomic(Math.min(RD_ATOMIC, dev.maxQpRdAtom())));
+    qp.modify(QpAttributes.toRts(psn).maxRdAtomic(Math.min(RD_ATOMIC, dev.maxQpInitRdAtom())));
   }
 
   private static void join(Thread t, Duration timeout) {
