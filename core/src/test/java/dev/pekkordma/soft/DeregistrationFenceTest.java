@@ -155,6 +155,39 @@ class DeregistrationFenceTest {
     }
   }
 
+  /**
+   * The same across processes: a peer process streams writes into a region of ours over the
+   * fabric; the region is closed, reused and freed under the stream, round after round.
+   */
+  @Test
+  void aRegionClosedUnderWritesFromAnotherProcessIsNeverTouchedAgain() throws Exception {
+    try (PeerJvm peer = PeerJvm.start("")) {
+      for (int round = 0; round < 8; round++) {
+        OffHeapBuffer memory = OffHeapBuffer.allocate(REGION + 2 * CANARY);
+        long base = memory.address();
+        NativeMemory.zero(base, REGION + 2 * CANARY);
+        fillCanaries(base);
+        MemoryRegion mr = pd.registerMemory(base + CANARY, REGION, ACCESS);
+        HostileFabric.connect(b, peer.gid, peer.qpn, 14, 3);
+        peer.connect(ctx.queryGid(1, 0), b.qpNum(), 14, 3);
+        peer.ask("FILL " + round, "FILLED", java.time.Duration.ofSeconds(30));
+        peer.ask("STREAM " + (1 << 20) + " " + mr.address() + " " + mr.rkey(), "STREAMING",
+            java.time.Duration.ofSeconds(30));
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (NativeMemory.getLong(base + CANARY + (1 << 20) - 8) == 0) { // a write landed
+          assertTrue(System.nanoTime() < deadline, "round " + round + ": nothing landed");
+          Thread.onSpinWait();
+        }
+        mr.close();
+        assertUntouched(base, round);
+        memory.close();
+        String failed = peer.process.awaitLine("FAILED ", java.time.Duration.ofSeconds(30));
+        assertTrue(failed.startsWith("REM_ACCESS_ERR"), "round " + round + ": " + failed);
+      }
+      peer.ask("EXIT", "BYE", java.time.Duration.ofSeconds(30));
+    }
+  }
+
   private static void awaitTraffic(Traffic traffic, long placedBefore) throws Exception {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
     while (traffic.placed.get() == placedBefore) {
