@@ -49,6 +49,21 @@ class FabricTlsTest {
     refused("");
   }
 
+  @Test
+  void aFabricOnARoutableAddressWithoutTlsIsWarnedAboutNamingTheSetting() throws Exception {
+    String everywhere = "pekko-rdma.soft.fabric { host = \"0.0.0.0\"\n"
+        + "advertised-host = \"127.0.0.1\" }\n";
+    try (PeerJvm clear = PeerJvm.start(everywhere);
+        PeerJvm secured = PeerJvm.start(everywhere + STORES.config(TlsStores.ALICE))) {
+      clear.ask("EXIT", "BYE", T);
+      secured.ask("EXIT", "BYE", T);
+      assertTrue(clear.process.output().contains("without TLS")
+          && clear.process.output().contains("pekko-rdma.soft.tls.enabled"),
+          clear.process.output());
+      assertTrue(!secured.process.output().contains("without TLS"), secured.process.output());
+    }
+  }
+
   private void refused(String clientConfig) throws Exception {
     try (PeerJvm server = PeerJvm.start(STORES.config(TlsStores.ALICE));
         PeerJvm client = PeerJvm.start(clientConfig)) {
