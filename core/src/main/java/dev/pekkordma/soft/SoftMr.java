@@ -19,10 +19,13 @@ final class SoftMr extends Closeable implements MemoryRegion {
   private volatile int access;
   private volatile int key;
   private final int handle;
+  /** What the memory belongs to, kept reachable while registered (or null). */
+  private final Object owner;
   final AtomicInteger boundWindows = new AtomicInteger();
 
-  SoftMr(SoftPd pd, long address, long length, int access) {
+  SoftMr(SoftPd pd, long address, long length, int access, Object owner) {
     this.pd = pd;
+    this.owner = owner;
     this.address = address;
     this.length = length;
     this.access = access;

@@ -1,5 +1,6 @@
 package dev.pekkordma.soft;
 
+import dev.pekkordma.memory.OffHeapBuffer;
 import dev.pekkordma.verbs.Access;
 import dev.pekkordma.verbs.AddressHandle;
 import dev.pekkordma.verbs.AddressVector;
@@ -39,6 +40,15 @@ final class SoftPd extends Closeable implements ProtectionDomain {
 
   @Override
   public MemoryRegion registerMemory(long address, long length, int access) {
+    return register(address, length, access, null);
+  }
+
+  @Override
+  public MemoryRegion registerMemory(OffHeapBuffer buffer, int access) {
+    return register(buffer.address(), buffer.length(), access, buffer);
+  }
+
+  private MemoryRegion register(long address, long length, int access, Object owner) {
     checkOpen("ibv_reg_mr");
     if (address == 0) {
       throw new RdmaException("ibv_reg_mr", RdmaException.EINVAL, "address is null");
@@ -48,7 +58,7 @@ final class SoftPd extends Closeable implements ProtectionDomain {
           + " is outside [1, " + device.settings.maxMrSize + "] (max_mr_size)");
     }
     Access.validate(access, "ibv_reg_mr");
-    SoftMr mr = new SoftMr(this, address, length, access);
+    SoftMr mr = new SoftMr(this, address, length, access, owner);
     children.add(mr);
     device.provider.counters.mrs.incrementAndGet();
     return mr;

@@ -6,9 +6,17 @@ import dev.pekkordma.memory.OffHeapBuffer;
 public interface ProtectionDomain extends AutoCloseable {
   DeviceContext context();
 
-  /** Registers {@code [address, address+length)} ({@code ibv_reg_mr}). */
+  /**
+   * Registers {@code [address, address+length)} ({@code ibv_reg_mr}). The memory must stay
+   * allocated until the region is closed; once {@link MemoryRegion#close} returns, the provider
+   * touches it no more and it may be freed.
+   */
   MemoryRegion registerMemory(long address, long length, int access);
 
+  /**
+   * Registers the whole of {@code buffer}. The region keeps the buffer reachable while it is
+   * registered, so the garbage collector cannot free memory a peer may still write.
+   */
   default MemoryRegion registerMemory(OffHeapBuffer buffer, int access) {
     return registerMemory(buffer.address(), buffer.length(), access);
   }

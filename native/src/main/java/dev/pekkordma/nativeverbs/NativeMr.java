@@ -15,10 +15,14 @@ final class NativeMr extends NativeResource implements MemoryRegion {
   /** Type-1 windows bound to it through {@link NativeQp#bindMemoryWindow}. */
   final Set<NativeMw> boundWindows = ConcurrentHashMap.newKeySet();
 
-  NativeMr(NativePd pd, long mr, int access) {
+  /** What the memory belongs to, kept reachable while registered (or null). */
+  private final Object owner;
+
+  NativeMr(NativePd pd, long mr, int access, Object owner) {
     super(mr, pd);
     this.pd = pd;
     this.access = access;
+    this.owner = owner;
   }
 
   @Override int rank() { return 5; }

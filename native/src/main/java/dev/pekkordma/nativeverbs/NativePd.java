@@ -39,6 +39,15 @@ final class NativePd extends NativeResource implements ProtectionDomain {
 
   @Override
   public MemoryRegion registerMemory(long address, long length, int access) {
+    return register(address, length, access, null);
+  }
+
+  @Override
+  public MemoryRegion registerMemory(dev.pekkordma.memory.OffHeapBuffer buffer, int access) {
+    return register(buffer.address(), buffer.length(), access, buffer);
+  }
+
+  private MemoryRegion register(long address, long length, int access, Object owner) {
     checkOpen("ibv_reg_mr");
     Access.validate(access, "ibv_reg_mr");
     if (length <= 0) {
@@ -46,7 +55,7 @@ final class NativePd extends NativeResource implements ProtectionDomain {
           "length = " + length + " must be positive");
     }
     long mr = Verbs.regMr(handle, address, length, access);
-    NativeMr m = new NativeMr(this, mr, access);
+    NativeMr m = new NativeMr(this, mr, access, owner);
     context.provider.live.mrs.incrementAndGet();
     return m;
   }
