@@ -45,14 +45,25 @@ public final class PeerProcess implements AutoCloseable {
     reader.start();
   }
 
+  /** Tests' JVM options: small, and quick to start (the C1 compiler only). */
+  public static final List<String> TEST_JVM =
+      List.of("-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1");
+
   public static PeerProcess start(Class<?> main, String... args) throws IOException {
+    return start(TEST_JVM, main, args);
+  }
+
+  /**
+   * With {@code jvmOptions} instead of {@link #TEST_JVM}: benchmarks want the full JIT (C1
+   * alone does without the JDK's crypto and copy intrinsics).
+   */
+  public static PeerProcess start(List<String> jvmOptions, Class<?> main, String... args)
+      throws IOException {
     List<String> cmd = new ArrayList<>();
     cmd.add(System.getProperty("java.home") + File.separator + "bin" + File.separator + "java");
     cmd.add("-cp");
     cmd.add(System.getProperty("java.class.path"));
-    cmd.add("-Xmx128m");
-    cmd.add("-XX:+UseSerialGC");
-    cmd.add("-XX:TieredStopAtLevel=1");
+    cmd.addAll(jvmOptions);
     ConformanceProvider.providerName(); // makes sure the provider property is set
     for (String key : System.getProperties().stringPropertyNames()) {
       if (key.startsWith("pekko-rdma.")) cmd.add("-D" + key + "=" + System.getProperty(key));

@@ -41,6 +41,8 @@ public final class FabricTlsBench {
   private static final int CHUNK = 1 << 20;
   private static final int WINDOW = 16;
   private static final int LAT_WARMUP = 2000;
+  /** Both processes as a user's would run: the full JIT (its AES and GHASH intrinsics). */
+  private static final List<String> JVM = List.of("-Xmx512m");
 
   private FabricTlsBench() {}
 
@@ -81,8 +83,8 @@ public final class FabricTlsBench {
   /** One round of one mode: a responder and a requester process; {MB/s, p50 us, p99 us}. */
   private static double[] run(String responderConfig, String requesterConfig, long bytes,
       int latIters) throws Exception {
-    try (PeerJvm responder = PeerJvm.start(responderConfig);
-        PeerProcess requester = PeerProcess.start(FabricTlsBench.class, "requester",
+    try (PeerJvm responder = PeerJvm.start(JVM, responderConfig);
+        PeerProcess requester = PeerProcess.start(JVM, FabricTlsBench.class, "requester",
             requesterConfig, String.valueOf(bytes), String.valueOf(latIters))) {
       String[] me = requester.awaitLine("REQUESTER ", T).split(" ");
       responder.connect(Gid.parse(me[0]), Integer.parseInt(me[1]), 17, 7);

@@ -25,7 +25,11 @@ final class PeerJvm implements AutoCloseable {
 
   /** Starts one with {@code config} (HOCON) added to the soft provider's. */
   static PeerJvm start(String config) throws IOException {
-    PeerProcess p = PeerProcess.start(SoftPeerMain.class, config);
+    return start(PeerProcess.TEST_JVM, config);
+  }
+
+  static PeerJvm start(java.util.List<String> jvmOptions, String config) throws IOException {
+    PeerProcess p = PeerProcess.start(jvmOptions, SoftPeerMain.class, config);
     try {
       return new PeerJvm(p);
     } catch (RuntimeException | Error e) {
