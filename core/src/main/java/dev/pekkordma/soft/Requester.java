@@ -19,7 +19,6 @@ import dev.pekkordma.verbs.SendRequests;
 import dev.pekkordma.verbs.WcOpcode;
 import dev.pekkordma.verbs.WcStatus;
 import dev.pekkordma.verbs.WrOpcode;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -32,10 +31,6 @@ final class Requester {
   private static final int OK = -1;
   /** Requests on the wire before an answer, for peers in other processes. */
   static final int MAX_IN_FLIGHT = 64;
-  /** IB's RNR timer encoding, in microseconds (index = min_rnr_timer). */
-  private static final long[] RNR_MICROS = {655360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320,
-      480, 640, 960, 1280, 1920, 2560, 3840, 5120, 7680, 10240, 15360, 20480, 30720, 40960, 61440,
-      81920, 122880, 163840, 245760, 327680, 491520};
   // a slot's copy of ibv_send_wr has two fields the engine may reuse: next and qp_type
   private static final int OFF_DONE_STATUS = 72; // WcStatus code + 1; 0 while pending
   private static final int OFF_DONE_LENGTH = SendRequests.OFF_NEXT;
@@ -48,16 +43,11 @@ final class Requester {
   private long head; // oldest not completed
   private long sent; // next to start
   private long tail; // next free
-  private int retryLeft;
-  private int rnrLeft;
-  private boolean paused;
-  private int pauseGeneration;
   /** The engine reads a request's slot outside the monitor: the slots wait for it to finish. */
   private boolean executing;
   private boolean freed;
-  /** When the oldest unanswered request to a peer in another process last saw progress. */
-  private long progressNanos;
-  private boolean timerArmed;
+  /** RC's transport and RNR timers, and the retry counts they spend. */
+  private final RcTimers timers;
 
   private final AtomicBoolean scheduled = new AtomicBoolean();
   /** Held by whoever works the send queue, an engine or a poster: one at a time. */
@@ -79,6 +69,7 @@ final class Requester {
     this.gather = new Segments(qp.caps.maxSendSge());
     this.local = new Segments(qp.caps.maxSendSge());
     this.answerTarget = new Segments(qp.caps.maxSendSge());
+    this.timers = new RcTimers(qp, this);
   }
 
   // ---------------------------------------------------------------- posting (under the monitor)
@@ -165,21 +156,17 @@ final class Requester {
 
   /** RTR to RTS: the retry counters start full. */
   void start() {
-    retryLeft = qp.retryCount;
-    rnrLeft = qp.rnrRetry;
+    timers.start();
   }
 
   void reset() {
     head = sent = tail = 0;
-    paused = false;
-    pauseGeneration++;
-    timerArmed = false;
+    timers.reset();
   }
 
   /** Every outstanding request completes WR_FLUSH_ERR (the QP is in ERR or SQE). */
   void flush() {
-    paused = false;
-    pauseGeneration++;
+    timers.reset();
     while (head < tail) {
       long wr = slot(head);
       qp.sendCq.push(NativeMemory.getLong(wr + SendRequests.OFF_WR_ID), WcStatus.WR_FLUSH_ERR,
@@ -221,7 +208,7 @@ final class Requester {
   private boolean hasWork() {
     synchronized (qp) {
       SoftPeer p = qp.peer;
-      return !qp.isClosed() && qp.state == QpState.RTS && !paused && sent != tail
+      return !qp.isClosed() && qp.state == QpState.RTS && !timers.paused() && sent != tail
           && (p == null || p.synchronous() || sent - head < MAX_IN_FLIGHT);
     }
   }
@@ -232,7 +219,7 @@ final class Requester {
       int psn;
       synchronized (qp) {
         SoftPeer p = qp.peer;
-        if (qp.isClosed() || qp.state != QpState.RTS || paused || sent == tail) return;
+        if (qp.isClosed() || qp.state != QpState.RTS || timers.paused() || sent == tail) return;
         if (p != null && !p.synchronous() && sent - head >= MAX_IN_FLIGHT) return;
         index = sent++;
         psn = (int) ((qp.sqPsn + index) & 0xffffff);
@@ -322,7 +309,7 @@ final class Requester {
       return;
     }
     SoftPeer.Response r = response;
-    if (!p.synchronous()) armTimer();
+    if (!p.synchronous()) timers.arm();
     int outcome = p.request(qp, h, gather, r);
     if (outcome == SoftPeer.SOURCE_GONE) {
       complete(psn, WcStatus.LOC_PROT_ERR, 0); // our memory was deregistered while it was sent
@@ -538,11 +525,28 @@ final class Requester {
     synchronized (qp) {
       if (qp.fence.generation() != generation || outstanding(r.psn) != index) return;
       if (op != WrOpcode.RDMA_READ && !op.isAtomic()) len = (int) requestLength(slot(index));
-      if (status == WcStatus.SUCCESS) progress();
+      if (status == WcStatus.SUCCESS) timers.progress();
       markDone(index, status, status == WcStatus.SUCCESS ? len : 0);
       drain();
-      if (!paused && sent != tail && qp.state == QpState.RTS) qp.schedule();
+      if (!timers.paused() && sent != tail && qp.state == QpState.RTS) qp.schedule();
     }
+  }
+
+  // ---------------------------------------------------------------- for the timers (monitor)
+
+  /** Whether requests are posted and not completed, sent or not. */
+  boolean unanswered() {
+    return head < tail;
+  }
+
+  /** Whether only the head is out unanswered (the timer starts from it). */
+  boolean firstOut() {
+    return head == sent - 1;
+  }
+
+  /** Goes back to the oldest unanswered request: the peer answers repeats again. */
+  void rewind() {
+    sent = head;
   }
 
   /** The slot index of the outstanding request with {@code psn}, or -1. */
@@ -576,14 +580,10 @@ final class Requester {
   private void settleNak(SoftPeer.Response r, WrOpcode op) {
     switch (r.code) {
       case RNR_NAK:
-        if (qp.rnrRetry != 7 && rnrLeft == 0) {
+        if (!timers.rnrRetry(r.rnrTimer)) {
           qp.noteError(qp.describePeer() + " had no receive posted for " + op + " after "
               + qp.rnrRetry + " RNR retries");
           completeHead(WcStatus.RNR_RETRY_EXC_ERR, 0);
-        } else {
-          if (qp.rnrRetry != 7) rnrLeft--;
-          progressNanos = System.nanoTime(); // an answer: the transport timer starts again
-          pause(RNR_MICROS[r.rnrTimer & 31], false);
         }
         break;
       case NAK_INVALID_REQUEST:
@@ -600,108 +600,9 @@ final class Requester {
         completeHead(WcStatus.REM_OP_ERR, 0);
         break;
       default: // DROPPED: nobody answers; the transport timer decides
-        pause(qp.transportTimeoutMicros(), true);
+        timers.lost();
         break;
     }
-  }
-
-  // ---------------------------------------------------------------- timers (monitor)
-
-  /** Stops sending and rewinds to the head; resumes (retrying the head) after the delay. */
-  private void pause(long micros, boolean transportTimeout) {
-    if (paused) return;
-    paused = true;
-    sent = head;
-    if (micros == Long.MAX_VALUE) return; // timeout 0: wait forever, as the spec says
-    int generation = ++pauseGeneration;
-    qp.device.provider.timer().schedule(() -> resume(generation, transportTimeout),
-        Math.max(1, micros), TimeUnit.MICROSECONDS);
-  }
-
-  private void resume(int generation, boolean transportTimeout) {
-    DeferredSignals signals = DeferredSignals.enter();
-    try {
-      synchronized (qp) {
-        if (generation != pauseGeneration || !paused || qp.isClosed()) return;
-        paused = false;
-        if (transportTimeout && !retry()) return;
-      }
-      qp.schedule();
-    } finally {
-      signals.exit();
-    }
-  }
-
-  /** One transport retry, or RETRY_EXC_ERR when none is left; false when the QP failed. */
-  private boolean retry() {
-    if (retryLeft == 0) {
-      if (head < tail && qp.state == QpState.RTS) {
-        qp.noteError("no answer from " + qp.describePeer() + " within " + qp.timeoutDescription());
-        completeHead(WcStatus.RETRY_EXC_ERR, 0);
-      }
-      return false;
-    }
-    retryLeft--;
-    return true;
-  }
-
-  private void progress() {
-    progressNanos = System.nanoTime();
-    retryLeft = qp.retryCount;
-    rnrLeft = qp.rnrRetry;
-  }
-
-  /**
-   * Before a request goes to a peer in another process: the transport timer runs while
-   * requests are unanswered. One scheduled check per timeout period, not per request.
-   */
-  private void armTimer() {
-    synchronized (qp) {
-      if (head == sent - 1) progressNanos = System.nanoTime(); // the first unanswered one
-      if (timerArmed || qp.timeout == 0) return;
-      timerArmed = true;
-      scheduleCheck(qp.transportTimeoutMicros());
-    }
-  }
-
-  private void scheduleCheck(long micros) {
-    int generation = pauseGeneration;
-    qp.device.provider.timer().schedule(() -> checkTimer(generation), Math.max(1, micros),
-        TimeUnit.MICROSECONDS);
-  }
-
-  private void checkTimer(int generation) {
-    DeferredSignals signals = DeferredSignals.enter();
-    boolean resend = false;
-    try {
-      synchronized (qp) {
-        // unanswered: everything posted and not completed, sent or not: after a rewind the
-        // engine may not have sent the head again yet (stuck connecting, say), and that counts
-        if (qp.isClosed() || generation != pauseGeneration || qp.state != QpState.RTS
-            || head == tail) {
-          timerArmed = false;
-          return;
-        }
-        long timeoutNanos = qp.transportTimeoutMicros() * 1000;
-        long waited = System.nanoTime() - progressNanos;
-        if (paused || waited < timeoutNanos) { // answered meanwhile, or an RNR wait
-          scheduleCheck(Math.max(1, (timeoutNanos - waited) / 1000));
-          return;
-        }
-        timerArmed = false;
-        if (!retry()) return;
-        // go back to the oldest unanswered request; the peer answers repeats again. The timer
-        // runs on by itself: the engine may still be stuck on the way to the peer (connecting)
-        sent = head;
-        progressNanos = System.nanoTime();
-        timerArmed = true;
-        scheduleCheck(qp.transportTimeoutMicros());
-        resend = true;
-      }
-    } finally {
-      signals.exit();
-    }
-    if (resend) qp.schedule();
   }
 
   // ---------------------------------------------------------------- memory
@@ -712,7 +613,7 @@ final class Requester {
 
   /** At the QP's destruction (monitor held): the slots go now, or after the request in work. */
   void close() {
-    pauseGeneration++;
+    timers.reset();
     if (!executing) free();
   }
 
