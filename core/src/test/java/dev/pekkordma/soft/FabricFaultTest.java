@@ -3,19 +3,12 @@ package dev.pekkordma.soft;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.typesafe.config.ConfigFactory;
 import dev.pekkordma.memory.OffHeapBuffer;
 import dev.pekkordma.testing.TcpProxy;
 import dev.pekkordma.verbs.CompletionQueue;
 import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.MemoryRegion;
-import dev.pekkordma.verbs.ProtectionDomain;
-import dev.pekkordma.verbs.QpInitAttributes;
-import dev.pekkordma.verbs.QpType;
 import dev.pekkordma.verbs.QueuePair;
-import dev.pekkordma.verbs.RdmaProvider;
-import dev.pekkordma.verbs.RdmaProviders;
-import dev.pekkordma.verbs.ResourceCounts;
 import dev.pekkordma.verbs.SendRequests;
 import dev.pekkordma.verbs.WcStatus;
 import dev.pekkordma.verbs.WorkCompletions;
@@ -37,9 +30,8 @@ import org.junit.jupiter.api.Test;
 class FabricFaultTest {
   private static final Duration T = Duration.ofSeconds(60);
   private static final int CHUNK = 64 * 1024;
-  private RdmaProvider provider;
+  private OneQp fx;
   private DeviceContext ctx;
-  private ProtectionDomain pd;
   private CompletionQueue cq;
   private QueuePair qp;
   private OffHeapBuffer memory;
@@ -47,33 +39,23 @@ class FabricFaultTest {
 
   @BeforeEach
   void setUp() {
-    provider = RdmaProviders.load(ConfigFactory.parseString("pekko-rdma.provider = soft")
-        .withFallback(ConfigFactory.load()));
-    ctx = provider.open(provider.devices().get(0));
-    pd = ctx.allocPd();
-    cq = ctx.createCq(256, null);
-    qp = pd.createQp(QpInitAttributes.of(QpType.RC, cq, cq).maxSendWr(64));
-    memory = OffHeapBuffer.allocate(SoftPeerMain.REGION);
+    fx = new OneQp(SoftPeerMain.REGION);
+    ctx = fx.ctx;
+    cq = fx.cq;
+    qp = fx.qp;
+    memory = fx.memory;
+    mr = fx.mr;
     java.util.Random r = new java.util.Random(42);
     byte[] chunk = new byte[4096];
     for (int at = 0; at < SoftPeerMain.REGION; at += chunk.length) {
       r.nextBytes(chunk);
-      memory.put(at, chunk, 0, chunk.length);
+      fx.memory.put(at, chunk, 0, chunk.length);
     }
-    mr = pd.registerMemory(memory, HostileFabric.ACCESS);
   }
 
   @AfterEach
   void tearDown() {
-    qp.close();
-    mr.close();
-    memory.close();
-    cq.close();
-    pd.close();
-    ctx.close();
-    assertEquals(new ResourceCounts(0, 0, 0, 0, 0, 0, 0, 0, 0), provider.liveResources(),
-        "everything is freed");
-    provider.close();
+    fx.close();
   }
 
   @Test

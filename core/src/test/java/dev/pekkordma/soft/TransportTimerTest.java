@@ -3,18 +3,11 @@ package dev.pekkordma.soft;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.typesafe.config.ConfigFactory;
 import dev.pekkordma.memory.OffHeapBuffer;
 import dev.pekkordma.verbs.CompletionQueue;
 import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.MemoryRegion;
-import dev.pekkordma.verbs.ProtectionDomain;
-import dev.pekkordma.verbs.QpInitAttributes;
-import dev.pekkordma.verbs.QpType;
 import dev.pekkordma.verbs.QueuePair;
-import dev.pekkordma.verbs.RdmaProvider;
-import dev.pekkordma.verbs.RdmaProviders;
-import dev.pekkordma.verbs.ResourceCounts;
 import dev.pekkordma.verbs.SendRequests;
 import dev.pekkordma.verbs.WcStatus;
 import dev.pekkordma.verbs.WorkCompletions;
@@ -31,9 +24,8 @@ import org.junit.jupiter.api.Test;
  */
 class TransportTimerTest {
   private static final Duration T = Duration.ofSeconds(60);
-  private RdmaProvider provider;
+  private OneQp fx;
   private DeviceContext ctx;
-  private ProtectionDomain pd;
   private CompletionQueue cq;
   private QueuePair qp;
   private OffHeapBuffer memory;
@@ -41,26 +33,17 @@ class TransportTimerTest {
 
   @BeforeEach
   void setUp() {
-    provider = RdmaProviders.load(ConfigFactory.parseString("pekko-rdma.provider = soft")
-        .withFallback(ConfigFactory.load()));
-    ctx = provider.open(provider.devices().get(0));
-    pd = ctx.allocPd();
-    cq = ctx.createCq(64, null);
-    qp = pd.createQp(QpInitAttributes.of(QpType.RC, cq, cq));
-    memory = OffHeapBuffer.allocate(1 << 20);
-    mr = pd.registerMemory(memory, HostileFabric.ACCESS);
+    fx = new OneQp(1 << 20);
+    ctx = fx.ctx;
+    cq = fx.cq;
+    qp = fx.qp;
+    memory = fx.memory;
+    mr = fx.mr;
   }
 
   @AfterEach
   void tearDown() {
-    qp.close();
-    mr.close();
-    memory.close();
-    cq.close();
-    pd.close();
-    ctx.close();
-    assertEquals(new ResourceCounts(0, 0, 0, 0, 0, 0, 0, 0, 0), provider.liveResources());
-    provider.close();
+    fx.close();
   }
 
   @Test

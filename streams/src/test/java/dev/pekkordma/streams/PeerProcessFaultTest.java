@@ -19,6 +19,7 @@ import org.apache.pekko.stream.javadsl.Sink;
 import org.apache.pekko.stream.javadsl.Source;
 import org.apache.pekko.util.ByteString;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -45,6 +46,10 @@ class PeerProcessFaultTest {
 
   @Test
   void aServerStoppedPastTheTransportTimeoutFailsTheStreamNamingIt() throws Exception {
+    // on a real device the stopped process's NIC (rxe: its kernel) goes on acknowledging; the
+    // stream then waits for credits its application never returns, as a Tcp stream would
+    Assumptions.assumeFalse(StreamsTestKit.NATIVE, "SIGSTOP stops the software provider's"
+        + " NIC with its process, not a real one");
     ResourceCounts start = rdma.liveResources();
     try (PeerProcess server = PeerProcess.start(StreamEchoMain.class)) {
       int port = Integer.parseInt(server.awaitLine("LISTENING ", Duration.ofSeconds(120)));
@@ -57,10 +62,9 @@ class PeerProcessFaultTest {
         RdmaStreamException e = failure(client, Duration.ofSeconds(60));
         long took = (System.nanoTime() - stopped) / 1_000_000;
         assertTrue(e.getMessage().contains(HOST + ":" + port), e.getMessage());
-        if (!StreamsTestKit.NATIVE) { // the soft CM's timeout: 8 tries of 0.54 s
-          assertTrue(e.getMessage().contains("no answer"), e.getMessage());
-          assertTrue(took > 3000 && took < 30_000, "failed after " + took + " ms");
-        }
+        // the soft CM's timeout: 8 tries of 0.54 s
+        assertTrue(e.getMessage().contains("no answer"), e.getMessage());
+        assertTrue(took > 3000 && took < 30_000, "failed after " + took + " ms");
       } finally {
         server.signal("CONT");
       }
