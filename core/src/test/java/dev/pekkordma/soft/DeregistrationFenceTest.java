@@ -93,20 +93,7 @@ class DeregistrationFenceTest {
     Traffic traffic = new Traffic(() -> target.get(), true);
     traffic.start();
     try {
-      for (int round = 0; round < ROUNDS; round++) {
-        OffHeapBuffer memory = OffHeapBuffer.allocate(REGION + 2 * CANARY);
-        long base = memory.address();
-        NativeMemory.zero(base, REGION + 2 * CANARY);
-        fillCanaries(base);
-        MemoryRegion mr = pd.registerMemory(base + CANARY, REGION, ACCESS);
-        long placedBefore = traffic.placed.get();
-        target.set(new long[] {mr.address(), mr.rkey()});
-        awaitTraffic(traffic, placedBefore);
-        target.set(null);
-        mr.close();
-        assertUntouched(base, round);
-        memory.close(); // freed at once, as the README allows
-      }
+      closeUnder(traffic, target, mr -> mr.rkey());
     } finally {
       traffic.stop();
     }
@@ -134,20 +121,7 @@ class DeregistrationFenceTest {
     };
     traffic.start();
     try {
-      for (int round = 0; round < ROUNDS; round++) {
-        OffHeapBuffer memory = OffHeapBuffer.allocate(REGION + 2 * CANARY);
-        long base = memory.address();
-        NativeMemory.zero(base, REGION + 2 * CANARY);
-        fillCanaries(base);
-        MemoryRegion mr = pd.registerMemory(base + CANARY, REGION, ACCESS);
-        long placedBefore = traffic.placed.get();
-        local.set(new long[] {mr.address(), mr.lkey()});
-        awaitTraffic(traffic, placedBefore);
-        local.set(null);
-        mr.close();
-        assertUntouched(base, round);
-        memory.close();
-      }
+      closeUnder(traffic, local, mr -> mr.lkey());
     } finally {
       traffic.stop();
       sourceMr.close();
@@ -185,6 +159,29 @@ class DeregistrationFenceTest {
         assertTrue(failed.startsWith("REM_ACCESS_ERR"), "round " + round + ": " + failed);
       }
       peer.ask("EXIT", "BYE", java.time.Duration.ofSeconds(30));
+    }
+  }
+
+  /**
+   * {@link #ROUNDS} times: registers a region between canaries, publishes it to the traffic
+   * (with the key {@code key} picks), closes it once a request on it completed, reuses the
+   * memory at once and frees it.
+   */
+  private void closeUnder(Traffic traffic, AtomicReference<long[]> published,
+      java.util.function.ToIntFunction<MemoryRegion> key) throws Exception {
+    for (int round = 0; round < ROUNDS; round++) {
+      OffHeapBuffer memory = OffHeapBuffer.allocate(REGION + 2 * CANARY);
+      long base = memory.address();
+      NativeMemory.zero(base, REGION + 2 * CANARY);
+      fillCanaries(base);
+      MemoryRegion mr = pd.registerMemory(base + CANARY, REGION, ACCESS);
+      long placedBefore = traffic.placed.get();
+      published.set(new long[] {mr.address(), key.applyAsInt(mr)});
+      awaitTraffic(traffic, placedBefore);
+      published.set(null);
+      mr.close();
+      assertUntouched(base, round);
+      memory.close(); // freed at once, as the README allows
     }
   }
 
