@@ -558,17 +558,6 @@ final class Requester {
     return index < sent ? index : -1;
   }
 
-  /** What an answer to the request at {@code index} must carry: an RDMA READ's length, else 0. */
-  long expectedReadLength(long index) {
-    long wr = slot(index);
-    WrOpcode op = WrOpcode.of(NativeMemory.getInt(wr + SendRequests.OFF_OPCODE));
-    return op == WrOpcode.RDMA_READ ? requestLength(wr) : 0;
-  }
-
-  boolean isAtomic(long index) {
-    return WrOpcode.of(NativeMemory.getInt(slot(index) + SendRequests.OFF_OPCODE)).isAtomic();
-  }
-
   private static long requestLength(long wr) {
     int n = NativeMemory.getInt(wr + SendRequests.OFF_NUM_SGE);
     long sges = NativeMemory.getLong(wr + SendRequests.OFF_SG_LIST);

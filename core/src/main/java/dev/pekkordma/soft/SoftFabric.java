@@ -67,10 +67,6 @@ final class SoftFabric {
     }
   }
 
-  SoftDevice localDevice(Gid gid) {
-    return local.get(gid);
-  }
-
   /** The device of this JVM with {@code serial}, or null. */
   SoftDevice deviceBySerial(int serial) {
     SoftDevice[] table = bySerial;
