@@ -291,7 +291,7 @@ class HostileLinkTest {
     // request a while (that member's endpoint may be on its way), but not without bound
     Endpoint xe = result(x.rdma.selfEndpoint());
     InetSocketAddress cm = new InetSocketAddress(xe.host(), xe.port());
-    int n = 150;
+    int n = 250;
     RdmaProvider provider = SoftWire.provider();
     CmEventChannel ch = provider.createCmEventChannel();
     List<CmId> ids = new ArrayList<>();
@@ -340,8 +340,9 @@ class HostileLinkTest {
       ch.close();
       provider.close();
     }
-    // those held, and those being turned away (their CM ids go a moment later)
-    assertTrue(held <= PendingRequests.MAX + 32, "x held " + held
+    // those held, and those being turned away: their CM ids go a moment later, and on a loaded
+    // machine (the whole suite) 40 were seen at once; holding every one would show as near n
+    assertTrue(held <= PendingRequests.MAX + 96, "x held " + held
         + " connection requests of no member at once");
     x.awaitResources(baseline);
     legitTrafficFlows();
