@@ -1,37 +1,48 @@
 package dev.pekkordma.actors;
 
 import dev.pekkordma.actors.DeviceSession.CqEntry;
+import dev.pekkordma.runtime.Agent;
 import dev.pekkordma.verbs.AsyncEvent;
-import org.apache.pekko.actor.DeadLetterSuppression;
+import java.time.Duration;
 import org.apache.pekko.actor.typed.ActorRef;
-import org.apache.pekko.actor.typed.Behavior;
-import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * Reads a device context's async events on the pinned poller dispatcher (it blocks in
- * nextAsyncEvent) and delivers each to its owner: a QP's event to that QP's actor, a CQ's to the
- * CQ's owner, the rest to the device actor. One event or one block-timeout per message to itself,
- * so it stops promptly.
+ * Reads a device context's async events (it blocks in nextAsyncEvent while idle) and delivers
+ * each to its owner: a QP's event to that QP's actor, a CQ's to the CQ's owner, the rest to the
+ * device actor.
  */
-final class AsyncEventReader {
-  /** Internal; one may reach the reader after it stopped, which is no news. */
-  enum Read implements DeadLetterSuppression { INSTANCE }
+final class AsyncEventReader implements Agent {
+  private static final Logger log = LoggerFactory.getLogger(AsyncEventReader.class);
+  private final DeviceSession session;
+  private AsyncEvent waiting; // read by awaitWork, for the next round
 
-  private AsyncEventReader() {}
-
-  static Behavior<Read> create(DeviceSession session) {
-    return Behaviors.setup(ctx -> {
-      ctx.getSelf().tell(Read.INSTANCE);
-      return Behaviors.receiveMessage(r -> {
-        AsyncEvent e = session.context.nextAsyncEvent(session.settings.blockTimeout);
-        if (e != null) route(session, e, ctx.getLog());
-        ctx.getSelf().tell(Read.INSTANCE);
-        return Behaviors.same();
-      });
-    });
+  AsyncEventReader(DeviceSession session) {
+    this.session = session;
   }
 
-  static void route(DeviceSession session, AsyncEvent e, org.slf4j.Logger log) {
+  @Override
+  public String roleName() {
+    return "async event reader of " + session.name;
+  }
+
+  @Override
+  public int doWork() {
+    AsyncEvent e = waiting;
+    waiting = null;
+    if (e == null) e = session.context.nextAsyncEvent(Duration.ZERO);
+    if (e == null) return 0;
+    route(e);
+    return 1;
+  }
+
+  @Override
+  public void awaitWork(Duration timeout) {
+    waiting = session.context.nextAsyncEvent(timeout);
+  }
+
+  private void route(AsyncEvent e) {
     if (e.qp() != null) {
       ActorRef<QpActor.Command> owner = session.qpOwner(e.qp().qpNum());
       if (owner != null) {

@@ -1,24 +1,21 @@
 package dev.pekkordma.actors;
 
-import dev.pekkordma.cm.CmEventChannel;
+import dev.pekkordma.runtime.RdmaRuntime;
 import dev.pekkordma.verbs.DeviceContext;
-import dev.pekkordma.verbs.RdmaProvider;
 import java.net.InetSocketAddress;
 import java.util.IdentityHashMap;
 import java.util.Map;
-import java.util.function.Consumer;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
-import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.PostStop;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
 /**
- * RDMA CM as messages. Owns the CM event channel and its reader, and as children: a listener
- * per bound address, a connector per client connection, and a device actor per device context
- * the CM hands out (the CM picks the context of each id; its connections live in a PD there).
- * When it stops, its children stop first; then it destroys any id left and closes the channel.
+ * RDMA CM as messages, on the runtime's CM dispatcher. Owns as children: a listener per bound
+ * address, a connector per client connection, and a device actor per device context the CM
+ * hands out (the CM picks the context of each id; its connections live in a PD there). When it
+ * stops, its children stop first; then it destroys any id they left.
  */
 public final class CmActor {
   private CmActor() {}
@@ -48,35 +45,27 @@ public final class CmActor {
   /** A device actor that failed: forget it, then tell it so (it stops then). */
   record Retire(ActorRef<DeviceActor.Command> device) implements Command {}
 
-  /**
-   * {@code deviceRemoved} hears the name of each device a DEVICE_REMOVAL event announces: not
-   * every device raises an asynchronous DEVICE_FATAL when it goes (rxe does not), and its
-   * removal waits until every context of it is closed, those of the named device actors too.
-   */
-  static Behavior<Command> create(RdmaProvider provider, RdmaActorsSettings settings,
-      Consumer<String> deviceRemoved) {
-    return Behaviors.setup(ctx -> {
-      CmEventChannel channel = provider.createCmEventChannel();
-      CmRouter router = new CmRouter(channel, deviceRemoved);
-      ctx.spawn(CmEventReader.create(router, settings.blockTimeout), "events",
-          DispatcherSelector.fromConfig(settings.pollerDispatcher));
-      return new State(ctx, router, settings).behavior();
-    });
+  static Behavior<Command> create(RdmaRuntime runtime, RdmaActorsSettings settings) {
+    return Behaviors.setup(ctx -> new State(ctx, new CmRouter(runtime.cm()), runtime, settings)
+        .behavior());
   }
 
   private static final class State {
     private final ActorContext<Command> ctx;
     private final CmRouter router;
     private final RdmaActorsSettings settings;
+    private final RdmaRuntime runtime;
     private final Map<DeviceContext, ActorRef<DeviceActor.Command>> devices =
         new IdentityHashMap<>();
     private int listeners;
     private int connectors;
     private int deviceCount;
 
-    State(ActorContext<Command> ctx, CmRouter router, RdmaActorsSettings settings) {
+    State(ActorContext<Command> ctx, CmRouter router, RdmaRuntime runtime,
+        RdmaActorsSettings settings) {
       this.ctx = ctx;
       this.router = router;
+      this.runtime = runtime;
       this.settings = settings;
     }
 
@@ -105,11 +94,6 @@ public final class CmActor {
           })
           .onSignal(PostStop.class, s -> {
             router.destroyAll(ctx.getLog());
-            try {
-              router.channel.close();
-            } catch (RuntimeException e) {
-              ctx.getLog().error("closing the CM event channel failed: {}", e.getMessage());
-            }
             return Behaviors.same();
           })
           .build();
@@ -123,7 +107,7 @@ public final class CmActor {
       }
       ActorRef<DeviceActor.Command> device = devices.get(context);
       if (device == null) {
-        device = ctx.spawn(DeviceActor.create(adopt(context), settings, ctx.getSelf()),
+        device = ctx.spawn(DeviceActor.create(adopt(context), runtime, settings, ctx.getSelf()),
             "device-" + (++deviceCount) + "-" + context.device().name());
         ctx.watchWith(device, new DeviceStopped(context));
         devices.put(context, device);

@@ -1,37 +1,36 @@
 package dev.pekkordma.actors;
 
 import dev.pekkordma.cm.CmEvent;
-import dev.pekkordma.cm.CmEventChannel;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
+import dev.pekkordma.runtime.CmDispatcher;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.function.Consumer;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * The CM event channel and who owns each of its ids: the listener, connector or connection actor
- * that an id's events go to. Ownership is written before the verb whose event it is for, hence a
- * concurrent map and not messages. Every id made on the channel or arriving on it is tracked, so
- * that the CM actor can destroy what its children left before it closes the channel.
+ * The CM actor's ids on the runtime's CM dispatcher, and who owns each: the listener, connector
+ * or connection actor that an id's events go to. Ownership is written before the verb whose
+ * event it is for, hence a concurrent map and not messages. Every id made here or arriving for
+ * a listener here is tracked, so that the CM actor can destroy what its children left.
  */
 final class CmRouter {
-  final CmEventChannel channel;
+  private static final Logger log = LoggerFactory.getLogger(CmRouter.class);
+  private final CmDispatcher cm;
   private final Map<CmId, ActorRef<CmEvent>> owners = new ConcurrentHashMap<>();
   private final Set<CmId> live = ConcurrentHashMap.newKeySet();
-  private final Consumer<String> deviceRemoved;
 
-  CmRouter(CmEventChannel channel, Consumer<String> deviceRemoved) {
-    this.channel = channel;
-    this.deviceRemoved = deviceRemoved;
+  CmRouter(CmDispatcher cm) {
+    this.cm = cm;
   }
 
   CmId createId(Object context) {
-    CmId id = channel.createId(context);
+    CmId id = cm.createId(context, this::route, this::readerFailed);
     live.add(id);
     return id;
   }
@@ -48,16 +47,7 @@ final class CmRouter {
   void destroy(CmId id, Logger log) {
     owners.remove(id);
     live.remove(id);
-    try {
-      if (id.qp() != null) id.destroyQp();
-    } catch (RuntimeException e) {
-      log.warn("destroying the QP of {} failed: {}", id, e.getMessage());
-    }
-    try {
-      id.close();
-    } catch (RuntimeException e) {
-      log.warn("destroying {} failed: {}", id, e.getMessage());
-    }
+    cm.destroy(id, false);
   }
 
   /** Rejects a connection request (if it can still be) and destroys its id. */
@@ -71,7 +61,7 @@ final class CmRouter {
   }
 
   /** Delivers one event; a connection request nobody listens for any more is refused. */
-  void route(CmEvent e, Logger log) {
+  private void route(CmEvent e) {
     if (e.type() == CmEventType.CONNECT_REQUEST) {
       live.add(e.id());
       ActorRef<CmEvent> listener = owners.get(e.listenId());
@@ -82,15 +72,16 @@ final class CmRouter {
       }
       return;
     }
-    if (e.type() == CmEventType.DEVICE_REMOVAL && e.id() != null && e.id().verbs() != null) {
-      deviceRemoved.accept(e.id().verbs().device().name());
-    }
     ActorRef<CmEvent> owner = owners.get(e.id());
     if (owner != null) {
       owner.tell(e);
     } else {
       log.debug("{} for {}, which no actor owns any more", e, e.id());
     }
+  }
+
+  private void readerFailed(RuntimeException cause) {
+    log.error("no more CM events will reach the actors: {}", cause.getMessage());
   }
 
   /** Destroys every id still alive; the CM actor's children have stopped. */

@@ -1,5 +1,7 @@
 package dev.pekkordma.actors;
 
+import dev.pekkordma.runtime.AgentRunner;
+import dev.pekkordma.runtime.RdmaRuntime;
 import dev.pekkordma.verbs.AsyncEvent;
 import dev.pekkordma.verbs.AsyncEventType;
 import dev.pekkordma.verbs.DeviceAttributes;
@@ -11,7 +13,6 @@ import java.util.LinkedHashSet;
 import java.util.Set;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
-import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.PostStop;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.BehaviorBuilder;
@@ -21,7 +22,7 @@ import org.apache.pekko.pattern.StatusReply;
 
 /**
  * Owns one device context and, as its children, the device's PD actors (and through them its
- * QPs), its completion poller and its async event reader. Port and device events go to the
+ * QPs) and its async event reader; the context's completion hub polls the QPs' CQs. Port and device events go to the
  * subscribers. On a fatal device error it stops its children (QPs, PDs, pollers: everything of
  * the device, leaf first), closes the context, and opens the device again with backoff.
  */
@@ -87,18 +88,19 @@ public final class DeviceActor {
       implements DeviceEvent {}
 
   /** A device opened by name, reopened with backoff after a failure. */
-  static Behavior<Command> create(ContextSource source, RdmaActorsSettings settings) {
-    return create(source, settings, null);
+  static Behavior<Command> create(ContextSource source, RdmaRuntime runtime,
+      RdmaActorsSettings settings) {
+    return create(source, runtime, settings, null);
   }
 
   /**
    * With {@code cm}: a device context the CM handed out. It is not reopened after a failure (new
    * ids bring their own context): once its actors stopped, the CM actor forgets it, then it stops.
    */
-  static Behavior<Command> create(ContextSource source, RdmaActorsSettings settings,
-      ActorRef<CmActor.Command> cm) {
+  static Behavior<Command> create(ContextSource source, RdmaRuntime runtime,
+      RdmaActorsSettings settings, ActorRef<CmActor.Command> cm) {
     return Behaviors.setup(ctx -> Behaviors.withTimers(
-        timers -> new State(ctx, timers, source, settings, cm).start()));
+        timers -> new State(ctx, timers, source, runtime, settings, cm).start()));
   }
 
   private static final class State {
@@ -106,7 +108,7 @@ public final class DeviceActor {
     private final TimerScheduler<Command> timers;
     private final ContextSource source;
     private final RdmaActorsSettings settings;
-    private final DispatcherSelector pinned;
+    private final RdmaRuntime runtime;
     private final ActorRef<CmActor.Command> cm;
     private ActorRef<PdActor.Command> connectionsPd;
     private int connectionsMade;
@@ -115,7 +117,6 @@ public final class DeviceActor {
     private final Set<ActorRef<?>> children = new LinkedHashSet<>();
     private DeviceSession session;
     private Runnable release;
-    private ActorRef<?> poller;
     private ActorRef<?> reader;
     private String failure;
     private boolean closing;
@@ -123,13 +124,13 @@ public final class DeviceActor {
     private int pds;
 
     State(ActorContext<Command> ctx, TimerScheduler<Command> timers, ContextSource source,
-        RdmaActorsSettings settings, ActorRef<CmActor.Command> cm) {
+        RdmaRuntime runtime, RdmaActorsSettings settings, ActorRef<CmActor.Command> cm) {
       this.ctx = ctx;
       this.timers = timers;
       this.source = source;
       this.settings = settings;
       this.cm = cm;
-      this.pinned = DispatcherSelector.fromConfig(settings.pollerDispatcher);
+      this.runtime = runtime;
     }
 
     Behavior<Command> start() {
@@ -147,28 +148,18 @@ public final class DeviceActor {
       ContextSource.Opened o = source.open();
       DeviceSession s = null;
       try {
-        s = new DeviceSession(source.name(), o.context(), settings, ctx.getSelf());
         // a dead device still opens; find that out now rather than at the first PD
         o.context().allocPd().close();
+        s = new DeviceSession(source.name(), o.context(), settings, ctx.getSelf(), runtime);
         generation++;
-        ActorRef<CqPoller.Command> p =
-            ctx.spawn(CqPoller.create(s), "poller-" + generation, pinned);
-        s.poller(p);
-        watch(p);
-        poller = p;
-        ActorRef<AsyncEventReader.Read> r =
-            ctx.spawn(AsyncEventReader.create(s), "events-" + generation, pinned);
-        watch(r);
-        reader = r;
+        AgentRunner r = AgentRunner.spawn(ctx, "events-" + generation,
+            runtime.settings().pollerDispatcher, runtime.settings().newIdleStrategy(),
+            new AsyncEventReader(s));
+        watch(r.ref());
+        reader = r.ref();
       } catch (RuntimeException e) {
         for (ActorRef<?> c : children) ctx.stop(c);
-        if (s != null) {
-          try {
-            s.channel.close();
-          } catch (RuntimeException ignored) {
-            // the context goes next, and with it the channel
-          }
-        }
+        if (s != null) s.close(ctx.getLog());
         o.release().run();
         throw e;
       }
@@ -202,10 +193,7 @@ public final class DeviceActor {
           .onMessage(ChildStopped.class, c -> {
             children.remove(c.child());
             if (c.child().equals(connectionsPd)) connectionsPd = null;
-            if (c.child().equals(poller) || c.child().equals(reader)) {
-              return fail("its " + (c.child().equals(poller) ? "completion poller" : "event reader")
-                  + " stopped");
-            }
+            if (c.child().equals(reader)) return fail("its event reader stopped");
             return Behaviors.same();
           })
           .onSignal(PostStop.class, s -> {
@@ -412,7 +400,7 @@ public final class DeviceActor {
       for (ActorRef<DeviceEvent> s : subscribers) s.tell(e);
     }
 
-    /** After the children stopped: the CQs they left, the channel, then the context. */
+    /** After the children stopped: the hub (the CQs left, the channel), then the context. */
     private void closeSession() {
       if (session == null) return;
       session.close(ctx.getLog());
@@ -424,7 +412,6 @@ public final class DeviceActor {
       }
       session = null;
       release = null;
-      poller = null;
       reader = null;
     }
   }

@@ -1,77 +1,78 @@
 package dev.pekkordma.actors;
 
-import dev.pekkordma.verbs.CompletionChannel;
+import dev.pekkordma.runtime.CompletionHandler;
+import dev.pekkordma.runtime.CompletionHub;
+import dev.pekkordma.runtime.RdmaRuntime;
 import dev.pekkordma.verbs.CompletionQueue;
 import dev.pekkordma.verbs.DeviceContext;
+import dev.pekkordma.verbs.WorkCompletions;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.slf4j.Logger;
 
 /**
- * One open device context and what the actors of that device share: its completion channel,
- * and who owns each QP and CQ, so async events and completions reach their owners. The maps are
- * written when a QP or CQ is made, before anything can happen on it, hence concurrent maps and
- * not messages.
+ * One open device context and what the actors of that device share: the context's completion
+ * hub, which polls their CQs, and who owns each QP and CQ, so async events and completions reach
+ * their owners. The maps are written when a QP or CQ is made, before anything can happen on it,
+ * hence concurrent maps and not messages.
  */
 final class DeviceSession {
   final String name;
   final DeviceContext context;
-  final CompletionChannel channel;
   final RdmaActorsSettings settings;
   final ActorRef<DeviceActor.Command> device;
+  private final RdmaRuntime runtime;
+  private final CompletionHub hub;
   private final Map<Integer, ActorRef<QpActor.Command>> qpOwners = new ConcurrentHashMap<>();
   final Map<CompletionQueue, CqEntry> cqs = new ConcurrentHashMap<>();
-  private volatile ActorRef<CqPoller.Command> poller;
 
-  /** A CQ, its owner, and whether its owner let go of it (the poller closes it then). */
-  static final class CqEntry {
-    final CompletionQueue cq;
+  /** A CQ and its owner; the hub hands its completions to the owner in batches. */
+  static final class CqEntry implements CompletionHandler {
+    volatile CompletionQueue cq;
     final ActorRef<QpActor.Command> owner;
-    volatile boolean closing;
-    volatile boolean failed;
 
-    CqEntry(CompletionQueue cq, ActorRef<QpActor.Command> owner) {
-      this.cq = cq;
+    CqEntry(ActorRef<QpActor.Command> owner) {
       this.owner = owner;
+    }
+
+    @Override
+    public void completions(WorkCompletions wcs, int n) {
+      owner.tell(new QpActor.Completions(this, CompletionBatch.copyOf(wcs, n)));
+    }
+
+    @Override
+    public void failed(RuntimeException cause) {
+      owner.tell(new QpActor.CqFailed(this, cause.getMessage()));
     }
   }
 
   DeviceSession(String name, DeviceContext context, RdmaActorsSettings settings,
-      ActorRef<DeviceActor.Command> device) {
+      ActorRef<DeviceActor.Command> device, RdmaRuntime runtime) {
     this.name = name;
     this.context = context;
     this.settings = settings;
     this.device = device;
-    this.channel = context.createCompletionChannel();
+    this.runtime = runtime;
+    this.hub = runtime.hubs().acquire(context);
   }
 
-  void poller(ActorRef<CqPoller.Command> p) {
-    poller = p;
-  }
-
-  /** A CQ on the session's channel, armed at once so its first completion wakes the poller. */
+  /** A CQ the hub polls for {@code owner}, armed at once. */
   CqEntry createCq(int size, ActorRef<QpActor.Command> owner) {
-    CompletionQueue cq = context.createCq(size, channel);
-    try {
-      cq.requestNotify(false);
-    } catch (RuntimeException e) {
-      cq.close();
-      throw e;
-    }
-    CqEntry e = new CqEntry(cq, owner);
-    cqs.put(cq, e);
+    CqEntry e = new CqEntry(owner);
+    e.cq = hub.createPolledCq(size, e);
+    cqs.put(e.cq, e);
     return e;
   }
 
-  /** The owner is done with the CQ (its QP is destroyed): the poller closes it. */
+  /** The owner is done with the CQ (its QP is destroyed): the hub closes it. */
   void releaseCq(CqEntry e) {
-    e.closing = true;
-    ActorRef<CqPoller.Command> p = poller;
-    if (p != null) p.tell(new CqPoller.Close(e));
-    // without a poller the CQ stays in the map and close() below takes it
+    cqs.remove(e.cq);
+    hub.closeCq(e.cq);
   }
 
   void registerQp(int qpNum, ActorRef<QpActor.Command> owner) {
@@ -86,39 +87,22 @@ final class DeviceSession {
     return qpOwners.get(qpNum);
   }
 
-  /** Acknowledges every channel event waiting, so that their CQs can be destroyed. */
-  int drainChannel() {
-    int n = 0;
-    CompletionQueue cq;
-    while ((cq = channel.awaitEvent(Duration.ZERO)) != null) {
-      channel.ackEvents(cq, 1);
-      n++;
-    }
-    return n;
-  }
-
   /**
-   * Closes what the owners left (CQs whose poller was gone) and the channel; called once the
-   * device's child actors have stopped, so nothing else touches them.
+   * Gives the hub back, once the device's child actors have stopped; when this was its last user
+   * it closes the CQs left and the channel, which is waited for, since the context goes next.
    */
   void close(Logger log) {
+    Duration wait = runtime.settings().blockTimeout.multipliedBy(2).plusSeconds(1);
     try {
-      drainChannel();
-    } catch (RuntimeException e) {
-      log.warn("{}: draining the completion channel failed: {}", name, e.getMessage());
+      runtime.hubs().release(hub).toCompletableFuture()
+          .get(wait.toMillis(), TimeUnit.MILLISECONDS);
+    } catch (TimeoutException e) {
+      log.error("{}: the completion hub did not close within {}", name, wait);
+    } catch (ExecutionException e) {
+      log.error("{}: closing the completion hub failed: {}", name, e.getCause().getMessage());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     }
-    for (CqEntry e : new ArrayList<>(cqs.values())) {
-      try {
-        e.cq.close();
-      } catch (RuntimeException ex) {
-        log.error("{}: closing a CQ failed: {}", name, ex.getMessage());
-      }
-      cqs.remove(e.cq);
-    }
-    try {
-      channel.close();
-    } catch (RuntimeException e) {
-      log.error("{}: closing the completion channel failed: {}", name, e.getMessage());
-    }
+    cqs.clear();
   }
 }

@@ -215,7 +215,7 @@ public final class QpActor {
       Behavior<Command> start =
           Behaviors.setup(ctx -> Incarnation.start(ctx, session, pd, spec, owner, maker, lineage));
       if (!spec.restartOnFatal()) return start;
-      RdmaActorsSettings.Backoff b = session.settings.qpRestartBackoff;
+      var b = session.settings.qpRestartBackoff;
       return Behaviors.supervise(start).onFailure(QpFatalException.class,
           SupervisorStrategy.restartWithBackoff(b.min(), b.max(), b.randomFactor()));
     });

@@ -1,9 +1,9 @@
 package dev.pekkordma.actors;
 
 import com.typesafe.config.ConfigException;
+import dev.pekkordma.runtime.RdmaRuntime;
 import dev.pekkordma.verbs.RdmaDevice;
 import dev.pekkordma.verbs.RdmaProvider;
-import dev.pekkordma.verbs.RdmaProviders;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -16,12 +16,13 @@ import org.apache.pekko.actor.typed.ExtensionId;
 import org.apache.pekko.actor.typed.Props;
 
 /**
- * The entry point: {@code RdmaExtension.get(system)} loads the provider named by the system's
- * {@code pekko-rdma} config, opens the devices of {@code pekko-rdma.actors.devices} (a device
- * actor each) and gives out their actors. Terminating the system stops them, which frees every
- * resource, and then closes the provider.
+ * The actors' entry point: {@code RdmaExtension.get(system)} starts the actor tree on the
+ * system's {@link RdmaRuntime}: it opens the devices of {@code pekko-rdma.actors.devices} (a
+ * device actor each), starts the CM actor and gives out their actors. Terminating the system
+ * stops them, which frees every resource; the runtime then closes the provider.
  */
 public final class RdmaExtension implements Extension {
+  private final RdmaRuntime runtime;
   private final RdmaProvider provider;
   private final RdmaActorsSettings settings;
   private final Map<String, ActorRef<DeviceActor.Command>> devices;
@@ -29,44 +30,39 @@ public final class RdmaExtension implements Extension {
 
   private RdmaExtension(ActorSystem<?> system) {
     settings = RdmaActorsSettings.from(system.settings().config());
-    provider = RdmaProviders.load(system.settings().config());
-    try {
-      List<String> names = deviceNames(provider, settings.devices);
-      Map<String, ActorRef<DeviceActor.Command>> refs = new LinkedHashMap<>();
-      for (String name : names) {
-        ContextSource source = new ContextSource() {
-          @Override
-          public String name() {
-            return name;
-          }
+    runtime = RdmaRuntime.get(system);
+    provider = runtime.provider();
+    List<String> names = deviceNames(provider, settings.devices);
+    Map<String, ActorRef<DeviceActor.Command>> refs = new LinkedHashMap<>();
+    for (String name : names) {
+      ContextSource source = new ContextSource() {
+        @Override
+        public String name() {
+          return name;
+        }
 
-          @Override
-          public Opened open() {
-            var context = provider.open(name);
-            return new Opened(context, context::close);
-          }
-        };
-        refs.put(name, system.systemActorOf(DeviceActor.create(source, settings),
-            "pekko-rdma-device-" + name, Props.empty()));
-      }
-      devices = Collections.unmodifiableMap(refs);
-      cm = provider.supports(RdmaProvider.Feature.CONNECTION_MANAGER)
-          ? system.systemActorOf(CmActor.create(provider, settings, this::deviceRemoved),
-              "pekko-rdma-cm", Props.empty())
-          : null;
-    } catch (RuntimeException e) {
-      provider.close();
-      throw e;
+        @Override
+        public Opened open() {
+          var context = provider.open(name);
+          return new Opened(context, context::close);
+        }
+      };
+      refs.put(name, system.systemActorOf(DeviceActor.create(source, runtime, settings),
+          "pekko-rdma-device-" + name, Props.empty()));
     }
-    system.getWhenTerminated().whenComplete((done, failure) -> provider.close());
+    devices = Collections.unmodifiableMap(refs);
+    cm = provider.supports(RdmaProvider.Feature.CONNECTION_MANAGER)
+        ? system.systemActorOf(CmActor.create(runtime, settings), "pekko-rdma-cm-actor",
+            Props.empty())
+        : null;
+    runtime.onDeviceRemoved(this::deviceRemoved);
   }
 
   /**
-   * A CM saw the device go (DEVICE_REMOVAL): its actor fails, closing its context so that the
-   * kernel can remove the device, and reopens it when it is back. This extension's CM calls it;
-   * so must any other CM user of the system (the streams' own CM does).
+   * The runtime's CM saw the device go (DEVICE_REMOVAL): its actor fails, closing its context so
+   * that the kernel can remove the device, and reopens it when it is back.
    */
-  public void deviceRemoved(String name) {
+  private void deviceRemoved(String name) {
     ActorRef<DeviceActor.Command> device = devices.get(name);
     if (device != null) device.tell(new DeviceActor.Fail("DEVICE_REMOVAL"));
   }
@@ -86,6 +82,11 @@ public final class RdmaExtension implements Extension {
 
   public static RdmaExtension get(ActorSystem<?> system) {
     return Id.INSTANCE.apply(system);
+  }
+
+  /** The runtime the actors run on, shared with the streams of the same system. */
+  public RdmaRuntime runtime() {
+    return runtime;
   }
 
   public RdmaProvider provider() {

@@ -35,15 +35,6 @@ class ExtensionTest {
 
   @Test
   void settingsThatMakeNoSenseFailNamingTheirKey() {
-    String d = "pekko-rdma.actors.poller-dispatcher";
-    rejects(d + " = \"no.such.dispatcher\"", d, "names no dispatcher");
-    rejects(d + " = \"pekko.actor.default-dispatcher\"", d, "must be a PinnedDispatcher");
-    rejects("pekko-rdma.actors.pinned-dispatcher.thread-pool-executor.allow-core-timeout = on",
-        d, "allow-core-timeout");
-    rejects("pekko-rdma.actors.poller.block-timeout = 0s", "poller.block-timeout", "positive");
-    rejects("pekko-rdma.actors.poller.block-timeout = 1m", "poller.block-timeout", "at most");
-    rejects("pekko-rdma.actors.poller.max-spins = -1", "poller.max-spins", "at least 0");
-    rejects("pekko-rdma.actors.poller.batch-size = 0", "poller.batch-size", "at least 1");
     rejects("pekko-rdma.actors.device.reopen-backoff.max-backoff = 1ms",
         "device.reopen-backoff.max-backoff", "at least min-backoff");
     rejects("pekko-rdma.actors.qp.restart-backoff.random-factor = 2",
@@ -104,7 +95,7 @@ class ExtensionTest {
     // 108 ms of CPU under the Soft-RoCE VM's emulation)
     ActorTestKit kit = ActorTestKit.create("Idle", with("pekko-rdma.soft.devices = [idle]\n"
         + "pekko-rdma.actors.devices = [\"" + device + "\"]\n"
-        + "pekko-rdma.actors.poller.block-timeout = 100ms"));
+        + "pekko-rdma.runtime.poller.block-timeout = 100ms"));
     try {
       RdmaExtension rdma = RdmaExtension.get(kit.system());
       ActorRef<PdActor.Command> pd = allocatePd(kit, rdma.device(device));
@@ -127,7 +118,7 @@ class ExtensionTest {
     long total = 0;
     int threads = 0;
     for (ThreadInfo t : mx.dumpAllThreads(false, false)) {
-      if (t.getThreadName().startsWith("Idle-pekko-rdma.actors.pinned-dispatcher")) {
+      if (t.getThreadName().startsWith("Idle-pekko-rdma.runtime.pinned-dispatcher")) {
         total += mx.getThreadCpuTime(t.getThreadId());
         threads++;
       }

@@ -66,7 +66,7 @@ public final class TestRdma {
         ? "pekko-rdma.provider = native\npekko-rdma.actors.devices = [\"" + device + "\"]\n"
         : "pekko-rdma.provider = soft\n";
     return ConfigFactory.parseString(provider
-        + "pekko-rdma.actors.poller.block-timeout = 20ms\n"
+        + "pekko-rdma.runtime.poller.block-timeout = 20ms\n"
         + "pekko-rdma.actors.device.reopen-backoff { min-backoff = 50ms, max-backoff = 200ms }\n"
         + "pekko-rdma.actors.qp.restart-backoff { min-backoff = 50ms, max-backoff = 200ms }\n"
         + "pekko-rdma.actors.buffer-pool { buffer-size = 4KiB, slab-size = 64KiB, slabs = 1 }\n"

@@ -1,11 +1,13 @@
 package dev.pekkordma.cluster;
 
 import static dev.pekkordma.config.ConfigChecks.atLeast;
+import static dev.pekkordma.config.ConfigChecks.backoff;
 import static dev.pekkordma.config.ConfigChecks.positive;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigException;
 import dev.pekkordma.actors.RdmaActorsSettings;
+import dev.pekkordma.config.Backoff;
 import java.time.Duration;
 
 /**
@@ -35,7 +37,7 @@ public final class ClusterSettings {
   public final Duration connectWait;
   public final Duration endpointTimeout;
   public final Duration flushTimeout;
-  public final RdmaActorsSettings.Backoff reconnectBackoff;
+  public final Backoff reconnectBackoff;
   public final int maxRejections;
 
   private ClusterSettings(Config c) {
@@ -71,18 +73,7 @@ public final class ClusterSettings {
     connectWait = positive(c, p + "connect-wait");
     endpointTimeout = positive(c, p + "endpoint-timeout");
     flushTimeout = positive(c, p + "flush-timeout");
-    Duration min = positive(c, p + "reconnect-backoff.min-backoff");
-    Duration max = positive(c, p + "reconnect-backoff.max-backoff");
-    if (max.compareTo(min) < 0) {
-      throw new ConfigException.BadValue(p + "reconnect-backoff.max-backoff",
-          "must be at least min-backoff (" + min + "), was " + max);
-    }
-    double rf = c.getDouble(p + "reconnect-backoff.random-factor");
-    if (!(rf >= 0 && rf <= 1)) {
-      throw new ConfigException.BadValue(p + "reconnect-backoff.random-factor",
-          "must be in [0, 1], was " + rf);
-    }
-    reconnectBackoff = new RdmaActorsSettings.Backoff(min, max, rf);
+    reconnectBackoff = backoff(c, p + "reconnect-backoff");
     maxRejections = atLeast(c, p + "max-rejections", 1);
   }
 

@@ -41,7 +41,7 @@ final class MemberProcess implements AutoCloseable {
       "-Dpekko.cluster.shutdown-after-unsuccessful-join-seed-nodes=30s",
       "-Dpekko.coordinated-shutdown.run-by-jvm-shutdown-hook=off",
       "-Dpekko-rdma.cm.connect-timeout=1s",
-      "-Dpekko-rdma.actors.poller.block-timeout=20ms",
+      "-Dpekko-rdma.runtime.poller.block-timeout=20ms",
       "-Dpekko-rdma.actors.cm.connect-timeout=2s",
       "-Dpekko-rdma.actors.cm.disconnect-timeout=1s",
       "-Dpekko-rdma.actors.cm.device-idle-timeout=100ms",

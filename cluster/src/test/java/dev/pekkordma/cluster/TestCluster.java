@@ -49,7 +49,7 @@ final class TestCluster {
         + "pekko.coordinated-shutdown.run-by-jvm-shutdown-hook = off\n"
         + "pekko.loglevel = INFO\n"
         + "pekko-rdma.provider = soft\n"
-        + "pekko-rdma.actors.poller.block-timeout = 20ms\n"
+        + "pekko-rdma.runtime.poller.block-timeout = 20ms\n"
         + "pekko-rdma.actors.buffer-pool { buffer-size = 4KiB, slab-size = 256KiB, slabs = 1 }\n"
         + "pekko-rdma.cm.connect-timeout = 1s\n"
         + "pekko-rdma.actors.cm { connect-timeout = 2s, disconnect-timeout = 1s,"

@@ -31,6 +31,24 @@ public final class ConfigChecks {
   }
 
   /**
+   * The backoff under {@code path}: {@code min-backoff}, {@code max-backoff} (at least min) and
+   * {@code random-factor} (in [0, 1]).
+   */
+  public static Backoff backoff(Config c, String path) {
+    Duration min = positive(c, path + ".min-backoff");
+    Duration max = positive(c, path + ".max-backoff");
+    if (max.compareTo(min) < 0) {
+      throw new ConfigException.BadValue(path + ".max-backoff",
+          "must be at least min-backoff (" + min + "), was " + max);
+    }
+    double rf = c.getDouble(path + ".random-factor");
+    if (!(rf >= 0 && rf <= 1)) {
+      throw new ConfigException.BadValue(path + ".random-factor", "must be in [0, 1], was " + rf);
+    }
+    return new Backoff(min, max, rf);
+  }
+
+  /**
    * Loads the key store file named at {@code path} (the JDK's default type) with the password at
    * {@code passwordPath}; a missing, unreadable or unopenable file fails naming the setting and
    * the file, a wrong password naming the password's setting.

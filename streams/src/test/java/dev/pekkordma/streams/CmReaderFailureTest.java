@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.pekkordma.streams.impl.FailingCmChannel;
+import dev.pekkordma.testing.FailingCmChannel;
 import dev.pekkordma.streams.impl.StreamsRuntime;
 import dev.pekkordma.verbs.ResourceCounts;
 import java.util.concurrent.CompletionStage;
@@ -54,7 +54,7 @@ class CmReaderFailureTest {
 
       CompletionStage<Done> client = Source.single(ByteString.fromString("hello"))
           .via(rdma.outgoingConnection(HOST, serverPort)).runWith(Sink.ignore(), system);
-      assertFailsNaming(client, serverPort, "the streams' CM event reader has stopped");
+      assertFailsNaming(client, serverPort, "the CM event reader has stopped");
 
       awaitResources(rdma, start);
     } finally {

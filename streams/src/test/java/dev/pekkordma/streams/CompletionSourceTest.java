@@ -4,7 +4,7 @@ import static dev.pekkordma.streams.StreamsTestKit.await;
 import static dev.pekkordma.streams.StreamsTestKit.awaitResources;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import dev.pekkordma.actors.RdmaExtension;
+import dev.pekkordma.runtime.RdmaRuntime;
 import dev.pekkordma.memory.OffHeapBuffer;
 import dev.pekkordma.verbs.Access;
 import dev.pekkordma.verbs.AddressVector;
@@ -54,7 +54,7 @@ class CompletionSourceTest {
   @Test
   void completionsOfAQpArriveInOrderThroughASmallBuffer() throws Exception {
     ResourceCounts start = rdma.liveResources();
-    RdmaProvider provider = RdmaExtension.get(system).provider();
+    RdmaProvider provider = RdmaRuntime.get(system).provider();
     int access = Access.LOCAL_WRITE | Access.REMOTE_WRITE;
     int n = 300;
     try (DeviceContext ctx = provider.open(StreamsTestKit.VERBS_DEVICE);

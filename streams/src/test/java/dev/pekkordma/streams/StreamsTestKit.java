@@ -39,7 +39,7 @@ final class StreamsTestKit {
         ? "pekko-rdma.provider = native\npekko-rdma.actors.devices = [\"" + DEVICE + "\"]\n"
         : "pekko-rdma.provider = soft\n";
     return ConfigFactory.parseString(provider + extra + "\n"
-        + "pekko-rdma.actors.poller.block-timeout = 20ms\n"
+        + "pekko-rdma.runtime.poller.block-timeout = 20ms\n"
         + "pekko.loglevel = WARNING\n"
         + "pekko.stdout-loglevel = WARNING\n")
         .withFallback(ConfigFactory.load());

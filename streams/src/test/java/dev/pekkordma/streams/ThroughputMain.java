@@ -1,7 +1,7 @@
 package dev.pekkordma.streams;
 
 import com.typesafe.config.ConfigFactory;
-import dev.pekkordma.actors.RdmaExtension;
+import dev.pekkordma.runtime.RdmaRuntime;
 import dev.pekkordma.memory.OffHeapBuffer;
 import dev.pekkordma.verbs.Access;
 import dev.pekkordma.verbs.AddressVector;
@@ -92,7 +92,7 @@ public final class ThroughputMain {
 
   /** Writes with immediate into a 32-slot ring, 32 in flight, receives reposted at once. */
   static double raw(int size, long total) {
-    RdmaProvider provider = RdmaExtension.get(system).provider();
+    RdmaProvider provider = RdmaRuntime.get(system).provider();
     int slots = 32;
     int access = Access.LOCAL_WRITE | Access.REMOTE_WRITE;
     long n = total / size;

@@ -122,7 +122,7 @@ public final class BindStage
               "the CM event reader stopped: " + why.getMessage(), why)));
       unbind = createAsyncCallback(d -> completeStage());
       try {
-        listener = rt.cm.createId("listener " + address, events::invoke, stopped::invoke);
+        listener = rt.cm().createId("listener " + address, events::invoke, stopped::invoke);
         listener.bind(address);
         listener.listen(settings.backlog());
         bound = listener.localAddress();
@@ -145,7 +145,7 @@ public final class BindStage
         offered.values().removeIf(o -> o.claimed.get());
         offersHeld = offered.size();
         if (waiting.size() >= settings.backlog()) {
-          rt.cm.destroy(e.id(), true);
+          rt.cm().destroy(e.id(), true);
           return;
         }
         waiting.add(e);
@@ -155,7 +155,7 @@ public final class BindStage
       } else {
         // a request that went away before anyone took it
         Offer o = offered.remove(e.id());
-        if (o != null && o.claimed.compareAndSet(false, true)) rt.cm.destroy(o.id, false);
+        if (o != null && o.claimed.compareAndSet(false, true)) rt.cm().destroy(o.id, false);
         waiting.removeIf(w -> w.id() == e.id());
       }
     }
@@ -173,7 +173,7 @@ public final class BindStage
       // the offer outlives this stage (a take(1) downstream stops listening at once): its
       // timeout is the system's
       rt.system.scheduler().scheduleOnce(settings.acceptTimeout(), () -> {
-        if (offer.claimed.compareAndSet(false, true)) rt.cm.destroy(offer.id, true);
+        if (offer.claimed.compareAndSet(false, true)) rt.cm().destroy(offer.id, true);
       }, rt.system.executionContext());
       InetSocketAddress remote = e.id().remoteAddress();
       ConnectionStage.Passive passive = new ConnectionStage.Passive(e.id(), e.privateData(),
@@ -188,10 +188,10 @@ public final class BindStage
 
     @Override
     public void postStop() {
-      for (CmEvent e : waiting) rt.cm.destroy(e.id(), true);
+      for (CmEvent e : waiting) rt.cm().destroy(e.id(), true);
       waiting.clear();
       offered.clear(); // handed out: each is accepted, or rejected after its timeout
-      if (listener != null) rt.cm.destroy(listener, false);
+      if (listener != null) rt.cm().destroy(listener, false);
       unbound.complete(Done.getInstance());
       binding.completeExceptionally(new RdmaStreamException("binding to", address,
           "the stream stopped before it was bound"));

@@ -1,5 +1,7 @@
 package dev.pekkordma.streams.impl;
 
+import dev.pekkordma.runtime.AgentRunner;
+import dev.pekkordma.runtime.RuntimeSettings;
 import dev.pekkordma.streams.WorkCompletion;
 import dev.pekkordma.verbs.CompletionQueue;
 import java.util.concurrent.CompletableFuture;
@@ -7,10 +9,9 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.pekko.Done;
-import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.stream.javadsl.Source;
 
-/** Completion sources: a bounded queue, and a {@link CompletionPoller} feeding it. */
+/** Completion sources: a bounded queue, and a {@link CompletionFeed} feeding it. */
 public final class CompletionSources {
   private static final AtomicLong made = new AtomicLong();
 
@@ -26,10 +27,10 @@ public final class CompletionSources {
       AtomicBoolean cancelled = new AtomicBoolean();
       CompletableFuture<Done> stopped = new CompletableFuture<>();
       terminated.whenComplete((d, e) -> cancelled.set(true));
-      rt.system.systemActorOf(
-          CompletionPoller.create(cq, queue, bufferSize, cancelled, stopped, rt.actorsSettings),
-          "pekko-rdma-streams-completions-" + made.incrementAndGet(),
-          DispatcherSelector.fromConfig(rt.actorsSettings.pollerDispatcher));
+      RuntimeSettings s = rt.runtime.settings();
+      AgentRunner.start(rt.system, "pekko-rdma-streams-completions-" + made.incrementAndGet(),
+          s.pollerDispatcher, s.newIdleStrategy(),
+          new CompletionFeed(cq, queue, bufferSize, s.batchSize, cancelled, stopped));
       return stopped;
     });
   }

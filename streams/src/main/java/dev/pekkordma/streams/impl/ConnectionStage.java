@@ -3,6 +3,7 @@ package dev.pekkordma.streams.impl;
 import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
+import dev.pekkordma.runtime.CompletionHub;
 import dev.pekkordma.cm.ConnectionParameters;
 import dev.pekkordma.memory.NativeMemory;
 import dev.pekkordma.memory.OffHeapBuffer;
@@ -194,7 +195,7 @@ public final class ConnectionStage
         settings.path() + ".max-message-size");
     private Phase phase = Phase.RESOLVING_ADDRESS;
     private CmId id;
-    private DeviceHub hub;
+    private CompletionHub hub;
     private ProtectionDomain pd; // the connection's own: a peer's rkey reaches no other ring
     private CompletionQueue cq;
     private QueuePair qp;
@@ -360,7 +361,7 @@ public final class ConnectionStage
       try {
         if (listenAt != null) {
           phase = Phase.LISTENING;
-          listener = rt.cm.createId("listener " + listenAt, cmEvents::invoke, cmStopped::invoke);
+          listener = rt.cm().createId("listener " + listenAt, cmEvents::invoke, cmStopped::invoke);
           listener.bind(listenAt);
           listener.listen(1);
           bound = listener.localAddress();
@@ -375,7 +376,7 @@ public final class ConnectionStage
         }
         scheduleOnce("connect", settings.connectTimeout());
         if (passive == null) {
-          id = rt.cm.createId("stream to " + peerName(), cmEvents::invoke, cmStopped::invoke);
+          id = rt.cm().createId("stream to " + peerName(), cmEvents::invoke, cmStopped::invoke);
           id.resolveAddress(null, remote, settings.connectTimeout());
         } else {
           if (!passive.claimed().compareAndSet(false, true)) {
@@ -384,7 +385,7 @@ public final class ConnectionStage
             return;
           }
           id = passive.id();
-          rt.cm.own(id, cmEvents::invoke, cmStopped::invoke);
+          rt.cm().own(id, cmEvents::invoke, cmStopped::invoke);
           phase = Phase.CONNECTING;
           Wire.Ring peer = Wire.Ring.decode(passive.privateData());
           setUp();
@@ -403,7 +404,7 @@ public final class ConnectionStage
       try {
         if (e.type() == CmEventType.CONNECT_REQUEST) {
           if (phase != Phase.LISTENING) {
-            rt.cm.destroy(e.id(), true); // one client only
+            rt.cm().destroy(e.id(), true); // one client only
             return;
           }
           unlisten();
@@ -1025,7 +1026,7 @@ public final class ConnectionStage
 
     private void unlisten() {
       if (listener != null) {
-        rt.cm.destroy(listener, false);
+        rt.cm().destroy(listener, false);
         listener = null;
       }
       unbound.complete(Done.getInstance());
@@ -1067,7 +1068,7 @@ public final class ConnectionStage
       if (sendMemory != null) sendMemory.close();
       if (scratch != null) scratch.close();
       if (cq != null) hub.closeCq(cq);
-      if (id != null) rt.cm.destroy(id, (passive != null || listenAt != null) && !accepted);
+      if (id != null) rt.cm().destroy(id, (passive != null || listenAt != null) && !accepted);
       if (hub != null) rt.hubs.release(hub);
       if (sendWr != null) sendWr.close();
       if (recvWr != null) recvWr.close();

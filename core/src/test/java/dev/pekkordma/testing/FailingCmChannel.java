@@ -1,4 +1,4 @@
-package dev.pekkordma.streams.impl;
+package dev.pekkordma.testing;
 
 import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventChannel;

@@ -1,4 +1,4 @@
-package dev.pekkordma.streams.impl;
+package dev.pekkordma.runtime;
 
 import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventChannel;
@@ -8,82 +8,92 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
-import org.apache.pekko.actor.DeadLetterSuppression;
-import org.apache.pekko.actor.typed.ActorRef;
-import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.actor.typed.Behavior;
-import org.apache.pekko.actor.typed.DispatcherSelector;
-import org.apache.pekko.actor.typed.PostStop;
-import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The streams' connection manager: one CM event channel, read by an actor on the pinned poller
- * dispatcher (it blocks there, at most a block-timeout at a time), which hands each event to
- * the stage that owns its id through that stage's async callback. A CONNECT_REQUEST goes to the
- * listener's owner, and the new id is the listener's until a connection stage takes it.
+ * The system's connection manager: one CM event channel, read by an agent on a pinned thread,
+ * which hands each event to the owner of its id (a stage's async callback, an actor's tell). A
+ * CONNECT_REQUEST goes to the listener's owner, and the new id is the listener's until someone
+ * takes it with {@link #own}.
  *
- * <p>Only an id's owner destroys it, in its own thread: at the system's end the stages tear
- * down their connections while this reader stops, and a second hand in the same id (or its
- * QP) would free it under the owner's calls. The channel goes after the last owned id.
+ * <p>Only an id's owner destroys it, in its own thread: at the system's end the owners tear down
+ * their connections while this reader stops, and a second hand in the same id (or its QP) would
+ * free it under the owner's calls. The channel goes after the last owned id.
  *
- * <p>If reading events fails (not at the system's end), every owner hears why: no CM event
- * will reach it again, so what waits for one (a listener, a connect) must not wait on. New ids
- * are refused from then on, naming the same reason.
+ * <p>If reading events fails (not at the system's end), every owner hears why: no CM event will
+ * reach it again, so what waits for one (a listener, a connect) must not wait on. New ids are
+ * refused from then on, naming the same reason.
  */
-public final class CmService {
-  private static final Logger log = LoggerFactory.getLogger(CmService.class);
+public final class CmDispatcher implements Agent {
+  private static final Logger log = LoggerFactory.getLogger(CmDispatcher.class);
+  private static final int EVENTS_PER_ROUND = 64;
 
   private final CmEventChannel channel;
   private final Map<CmId, Owner> owners = new ConcurrentHashMap<>();
-  private final ActorRef<Spin> reader;
   private final Consumer<String> deviceRemoved;
   private volatile boolean readerStopped;
   private volatile RuntimeException readerFailure;
   private boolean channelClosed; // guarded by this
-
-  private enum Spin implements DeadLetterSuppression { INSTANCE }
+  private CmEvent waiting; // read by awaitWork, for the next round
 
   /** Where an id's events go, and where the news goes that they have stopped. */
   private record Owner(Consumer<CmEvent> events, Consumer<RuntimeException> readerFailed) {}
 
-  CmService(ActorSystem<?> system, CmEventChannel channel, String dispatcher,
-      Duration blockTimeout, Consumer<String> deviceRemoved) {
+  CmDispatcher(CmEventChannel channel, Consumer<String> deviceRemoved) {
     this.channel = channel;
     this.deviceRemoved = deviceRemoved;
-    this.reader = system.systemActorOf(reader(blockTimeout), "pekko-rdma-streams-cm",
-        DispatcherSelector.fromConfig(dispatcher));
   }
 
-  private Behavior<Spin> reader(Duration blockTimeout) {
-    return Behaviors.setup(ctx -> {
-      ctx.getSelf().tell(Spin.INSTANCE);
-      return Behaviors.receive(Spin.class)
-          .onMessageEquals(Spin.INSTANCE, () -> {
-            CmEvent e;
-            try {
-              e = channel.awaitEvent(blockTimeout);
-            } catch (RuntimeException ex) {
-              log.warn("reading CM events failed, no more will come: {}", ex.getMessage());
-              readerFailed(ex);
-              return Behaviors.stopped();
-            }
-            if (e != null) dispatch(e);
-            ctx.getSelf().tell(Spin.INSTANCE);
-            return Behaviors.same();
-          })
-          .onSignal(PostStop.class, s -> {
-            shutdown();
-            return Behaviors.same();
-          })
-          .build();
-    });
+  @Override
+  public String roleName() {
+    return "CM event dispatcher";
+  }
+
+  @Override
+  public int doWork() {
+    int n = 0;
+    try {
+      CmEvent e = waiting;
+      waiting = null;
+      if (e == null) e = channel.awaitEvent(Duration.ZERO);
+      while (e != null) {
+        dispatch(e);
+        if (++n == EVENTS_PER_ROUND) break;
+        e = channel.awaitEvent(Duration.ZERO);
+      }
+    } catch (RuntimeException ex) {
+      failed(ex);
+    }
+    return n;
+  }
+
+  @Override
+  public void awaitWork(Duration timeout) {
+    try {
+      waiting = channel.awaitEvent(timeout);
+    } catch (RuntimeException ex) {
+      failed(ex);
+    }
+  }
+
+  private void failed(RuntimeException ex) {
+    log.warn("reading CM events failed, no more will come: {}", ex.getMessage());
+    readerFailure = ex;
+    for (Owner owner : owners.values()) tellFailure(owner, ex);
+    throw new Terminated("the CM event channel failed: " + ex.getMessage());
+  }
+
+  /** The reader stopped: the channel goes now, or after its owners destroyed their last ids. */
+  @Override
+  public void onClose() {
+    readerStopped = true;
+    closeChannelWhenUnused();
   }
 
   private void dispatch(CmEvent e) {
     if (e.type() == CmEventType.DEVICE_REMOVAL && e.id() != null && e.id().verbs() != null) {
-      // the device's actor holds a context of it too: the kernel's removal waits for it
+      // whoever holds a context of the device must let go: the kernel's removal waits for it
       deviceRemoved.accept(e.id().verbs().device().name());
     }
     CmId key = e.type() == CmEventType.CONNECT_REQUEST ? e.listenId() : e.id();
@@ -103,11 +113,6 @@ public final class CmService {
     } catch (RuntimeException ex) {
       log.warn("delivering {} failed: {}", e, ex.getMessage());
     }
-  }
-
-  private void readerFailed(RuntimeException cause) {
-    readerFailure = cause;
-    for (Owner owner : owners.values()) tellFailure(owner, cause);
   }
 
   private static void tellFailure(Owner owner, RuntimeException cause) {
@@ -141,10 +146,15 @@ public final class CmService {
     checkReader(); // the caller destroys the id when it fails, as it would have anyway
   }
 
+  /** The id's events go nowhere from now on (they are logged); the caller destroys it later. */
+  public void disown(CmId id) {
+    owners.remove(id);
+  }
+
   private void checkReader() {
     RuntimeException failure = readerFailure;
     if (failure != null) {
-      throw new IllegalStateException("the streams' CM event reader has stopped: "
+      throw new IllegalStateException("the CM event reader has stopped: "
           + failure.getMessage(), failure);
     }
   }
@@ -154,6 +164,11 @@ public final class CmService {
     owners.remove(id);
     destroyQuietly(id, reject);
     if (readerStopped) closeChannelWhenUnused();
+  }
+
+  /** Ids with an owner: for tests and leak checks. */
+  public int ownedIds() {
+    return owners.size();
   }
 
   private static void destroyQuietly(CmId id, boolean reject) {
@@ -176,16 +191,6 @@ public final class CmService {
     }
   }
 
-  /**
-   * The reader stopped (at the system's end): the channel goes now, or after its owners have
-   * destroyed their last ids. What an owner never destroys goes with the provider, which the
-   * system's termination closes.
-   */
-  private void shutdown() {
-    readerStopped = true;
-    closeChannelWhenUnused();
-  }
-
   private synchronized void closeChannelWhenUnused() {
     if (channelClosed || !owners.isEmpty()) return;
     try {
@@ -194,7 +199,7 @@ public final class CmService {
     } catch (RuntimeException e) {
       // EBUSY while an owner is between forgetting its id and destroying it: its destroy() is
       // the next try
-      log.debug("closing the streams' CM event channel failed: {}", e.getMessage());
+      log.debug("closing the CM event channel failed: {}", e.getMessage());
     }
   }
 }

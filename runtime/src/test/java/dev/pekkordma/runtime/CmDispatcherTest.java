@@ -1,4 +1,4 @@
-package dev.pekkordma.streams.impl;
+package dev.pekkordma.runtime;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -6,9 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
-import dev.pekkordma.actors.RdmaActorsSettings;
 import dev.pekkordma.cm.CmEventChannel;
 import dev.pekkordma.cm.CmId;
+import dev.pekkordma.testing.FailingCmChannel;
 import dev.pekkordma.verbs.RdmaException;
 import dev.pekkordma.verbs.RdmaProvider;
 import dev.pekkordma.verbs.RdmaProviders;
@@ -22,18 +22,22 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * The streams' CM at the system's end: the ids its stages own are theirs to destroy (a second
- * hand would free them under the stages' own calls), and the channel goes after the last one.
+ * The runtime's CM at the system's end: the ids its owners hold are theirs to destroy (a second
+ * hand would free them under the owners' own calls), and the channel goes after the last one.
  * And when reading events fails before that: every owner hears why, new ids are refused.
  */
-class CmServiceTest {
+class CmDispatcherTest {
   final Config config = ConfigFactory.load(); // the run's provider: soft, or native in the VM
   final RdmaProvider provider = RdmaProviders.load(config);
   final CmEventChannel channel = provider.createCmEventChannel();
   final FailingCmChannel failing = new FailingCmChannel(channel);
-  final ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "CmServiceTest", config);
-  final CmService cm = new CmService(system, failing,
-      RdmaActorsSettings.from(config).pollerDispatcher, Duration.ofMillis(20), device -> { });
+  final ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "CmDispatcherTest", config);
+  final CmDispatcher cm = new CmDispatcher(failing, device -> { });
+
+  {
+    AgentRunner.start(system, "cm", RuntimeSettings.from(config).pollerDispatcher,
+        new BackoffIdleStrategy(0, 0, Duration.ofMillis(20)), cm);
+  }
 
   @AfterEach
   void closeEverything() throws Exception {
@@ -86,7 +90,7 @@ class CmServiceTest {
     }
     IllegalStateException refused = assertThrows(IllegalStateException.class,
         () -> cm.createId("too late", event -> { }, failed -> { }));
-    assertTrue(refused.getMessage().contains("the streams' CM event reader has stopped")
+    assertTrue(refused.getMessage().contains("the CM event reader has stopped")
         && refused.getMessage().contains("file descriptor went bad"), refused.getMessage());
     assertEquals(2, provider.liveResources().cmIds(), "the refused id was not left behind");
 

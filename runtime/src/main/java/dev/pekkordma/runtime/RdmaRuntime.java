@@ -1,0 +1,110 @@
+package dev.pekkordma.runtime;
+
+import dev.pekkordma.cm.CmEventChannel;
+import dev.pekkordma.verbs.RdmaProvider;
+import dev.pekkordma.verbs.RdmaProviders;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+import java.util.function.UnaryOperator;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Extension;
+import org.apache.pekko.actor.typed.ExtensionId;
+
+/**
+ * What the actors and streams of one actor system share: the provider named by {@code
+ * pekko-rdma.provider}, one CM event dispatcher and one completion hub per device context in use.
+ * Nothing runs until it is used: the CM's thread starts with the first CM id, a hub's with its
+ * first CQ that needs one. Terminating the system stops them and then closes the provider.
+ */
+public final class RdmaRuntime implements Extension {
+  private final ActorSystem<?> system;
+  private final RuntimeSettings settings;
+  private final RdmaProvider provider;
+  private final UnaryOperator<CmEventChannel> cmChannel;
+  private final CompletionHubs hubs = new CompletionHubs(this);
+  private final List<Consumer<String>> removalListeners = new CopyOnWriteArrayList<>();
+  private final AtomicLong names = new AtomicLong();
+  private CmDispatcher cm; // guarded by this
+
+  private RdmaRuntime(ActorSystem<?> system, UnaryOperator<CmEventChannel> cmChannel) {
+    this.system = system;
+    this.settings = RuntimeSettings.from(system.settings().config());
+    this.cmChannel = cmChannel;
+    this.provider = RdmaProviders.load(system.settings().config());
+    system.getWhenTerminated().whenComplete((done, failure) -> provider.close());
+  }
+
+  public static RdmaRuntime get(ActorSystem<?> system) {
+    return Id.INSTANCE.apply(system);
+  }
+
+  /**
+   * A runtime of its own beside the system's, with the CM's event channel handed through {@code
+   * cmChannel} first: tests wrap it to make reading fail. It closes its own provider at the
+   * system's end.
+   */
+  public static RdmaRuntime withCmChannel(ActorSystem<?> system,
+      UnaryOperator<CmEventChannel> cmChannel) {
+    return new RdmaRuntime(system, cmChannel);
+  }
+
+  public ActorSystem<?> system() {
+    return system;
+  }
+
+  public RuntimeSettings settings() {
+    return settings;
+  }
+
+  public RdmaProvider provider() {
+    return provider;
+  }
+
+  /** The completion hubs of the device contexts in use. */
+  public CompletionHubs hubs() {
+    return hubs;
+  }
+
+  /** The CM event dispatcher, started by the first call; fails if the provider has no CM. */
+  public synchronized CmDispatcher cm() {
+    if (cm == null) {
+      if (!provider.supports(RdmaProvider.Feature.CONNECTION_MANAGER)) {
+        throw new UnsupportedOperationException("the " + provider.name()
+            + " provider has no connection manager");
+      }
+      CmDispatcher d = new CmDispatcher(cmChannel.apply(provider.createCmEventChannel()),
+          this::deviceRemoved);
+      AgentRunner.start(system, uniqueName("pekko-rdma-cm"), settings.pollerDispatcher,
+          settings.newIdleStrategy(), d);
+      cm = d;
+    }
+    return cm;
+  }
+
+  /** Hears the name of each device a DEVICE_REMOVAL event announces. */
+  public void onDeviceRemoved(Consumer<String> listener) {
+    removalListeners.add(listener);
+  }
+
+  private void deviceRemoved(String device) {
+    for (Consumer<String> l : removalListeners) l.accept(device);
+  }
+
+  /** A system actor name no other runner of this system has. */
+  String uniqueName(String prefix) {
+    return prefix + "-" + names.incrementAndGet();
+  }
+
+  public static final class Id extends ExtensionId<RdmaRuntime> {
+    static final Id INSTANCE = new Id();
+
+    private Id() {}
+
+    @Override
+    public RdmaRuntime createExtension(ActorSystem<?> system) {
+      return new RdmaRuntime(system, UnaryOperator.identity());
+    }
+  }
+}

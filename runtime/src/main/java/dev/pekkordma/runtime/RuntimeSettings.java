@@ -1,0 +1,75 @@
+package dev.pekkordma.runtime;
+
+import static dev.pekkordma.config.ConfigChecks.atLeast;
+import static dev.pekkordma.config.ConfigChecks.positive;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigException;
+import java.time.Duration;
+
+/**
+ * The runtime's settings under {@code pekko-rdma.runtime}, checked when read: a wrong value fails
+ * with a {@link ConfigException} naming its full path.
+ */
+public final class RuntimeSettings {
+  public static final String ROOT = "pekko-rdma.runtime";
+  private static final Duration LONGEST_BLOCK = Duration.ofSeconds(10);
+
+  /** What a poller does after a round that found nothing to do. */
+  public enum Idle { BACKOFF, BUSY_SPIN }
+
+  public final String pollerDispatcher;
+  public final Idle idle;
+  public final int maxSpins;
+  public final int maxYields;
+  public final Duration blockTimeout;
+  public final int batchSize;
+
+  private RuntimeSettings(Config c) {
+    String p = ROOT + ".";
+    pollerDispatcher = c.getString(p + "poller-dispatcher");
+    checkDispatcher(c, p + "poller-dispatcher", pollerDispatcher);
+    String idleName = c.getString(p + "poller.idle-strategy");
+    idle = switch (idleName) {
+      case "backoff" -> Idle.BACKOFF;
+      case "busy-spin" -> Idle.BUSY_SPIN;
+      default -> throw new ConfigException.BadValue(p + "poller.idle-strategy",
+          "must be backoff or busy-spin, was '" + idleName + "'");
+    };
+    maxSpins = atLeast(c, p + "poller.max-spins", 0);
+    maxYields = atLeast(c, p + "poller.max-yields", 0);
+    blockTimeout = positive(c, p + "poller.block-timeout");
+    if (blockTimeout.compareTo(LONGEST_BLOCK) > 0) {
+      throw new ConfigException.BadValue(p + "poller.block-timeout", "must be at most "
+          + LONGEST_BLOCK + " (a poller answers a stop only between blocks), was " + blockTimeout);
+    }
+    batchSize = atLeast(c, p + "poller.batch-size", 1);
+  }
+
+  /** Reads and checks {@code pekko-rdma.runtime} from a full config (an actor system's). */
+  public static RuntimeSettings from(Config config) {
+    return new RuntimeSettings(config);
+  }
+
+  /** A new idle strategy as configured, for one poller. */
+  public IdleStrategy newIdleStrategy() {
+    return idle == Idle.BUSY_SPIN ? new BusySpinIdleStrategy()
+        : new BackoffIdleStrategy(maxSpins, maxYields, blockTimeout);
+  }
+
+  private static void checkDispatcher(Config c, String key, String path) {
+    if (path.isEmpty() || !c.hasPath(path) || !c.hasPath(path + ".type")) {
+      throw new ConfigException.BadValue(key, "'" + path + "' names no dispatcher configuration");
+    }
+    String type = c.getString(path + ".type");
+    if (!type.equals("PinnedDispatcher")) {
+      throw new ConfigException.BadValue(key, "'" + path + "' is a " + type
+          + "; pollers block their thread, so it must be a PinnedDispatcher");
+    }
+    String timeout = path + ".thread-pool-executor.allow-core-timeout";
+    if (c.hasPath(timeout) && c.getBoolean(timeout)) {
+      throw new ConfigException.BadValue(key, "'" + path + "' has allow-core-timeout on ("
+          + timeout + "); a poller's thread must stay while it is idle");
+    }
+  }
+}

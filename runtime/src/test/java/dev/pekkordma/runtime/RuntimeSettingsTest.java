@@ -1,0 +1,46 @@
+package dev.pekkordma.runtime;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.typesafe.config.ConfigException;
+import com.typesafe.config.ConfigFactory;
+import org.junit.jupiter.api.Test;
+
+class RuntimeSettingsTest {
+  private static RuntimeSettings with(String line) {
+    return RuntimeSettings.from(ConfigFactory.parseString(line)
+        .withFallback(ConfigFactory.load()).resolve());
+  }
+
+  private static void rejects(String line, String key, String words) {
+    ConfigException e = assertThrows(ConfigException.class, () -> with(line), line);
+    assertTrue(e.getMessage().contains(key), e.getMessage());
+    assertTrue(e.getMessage().contains(words), e.getMessage());
+  }
+
+  @Test
+  void settingsThatMakeNoSenseFailNamingTheirKey() {
+    String d = "pekko-rdma.runtime.poller-dispatcher";
+    rejects(d + " = \"no.such.dispatcher\"", d, "names no dispatcher");
+    rejects(d + " = \"pekko.actor.default-dispatcher\"", d, "must be a PinnedDispatcher");
+    rejects("pekko-rdma.runtime.pinned-dispatcher.thread-pool-executor.allow-core-timeout = on",
+        d, "allow-core-timeout");
+    rejects("pekko-rdma.runtime.poller.block-timeout = 0s", "poller.block-timeout", "positive");
+    rejects("pekko-rdma.runtime.poller.block-timeout = 1m", "poller.block-timeout", "at most");
+    rejects("pekko-rdma.runtime.poller.max-spins = -1", "poller.max-spins", "at least 0");
+    rejects("pekko-rdma.runtime.poller.batch-size = 0", "poller.batch-size", "at least 1");
+    rejects("pekko-rdma.runtime.poller.idle-strategy = sleepy", "poller.idle-strategy",
+        "backoff or busy-spin");
+  }
+
+  @Test
+  void theIdleStrategyIsTheOneConfigured() {
+    assertInstanceOf(BackoffIdleStrategy.class, with("").newIdleStrategy());
+    assertInstanceOf(BusySpinIdleStrategy.class,
+        with("pekko-rdma.runtime.poller.idle-strategy = busy-spin").newIdleStrategy());
+    assertEquals(64, with("").batchSize);
+  }
+}
