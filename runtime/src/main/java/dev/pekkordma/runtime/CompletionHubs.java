@@ -39,6 +39,11 @@ public final class CompletionHubs {
     return hub.stop();
   }
 
+  /** Hubs with a thread of their own. */
+  public synchronized int withThreads() {
+    return (int) hubs.values().stream().filter(CompletionHub::hasThread).count();
+  }
+
   /** Live hubs, for tests. */
   public synchronized int size() {
     return hubs.size();

@@ -83,6 +83,26 @@ public final class RdmaRuntime implements Extension {
     return cm;
   }
 
+  /**
+   * What the runtime has started: the CM dispatcher (a channel and a thread), the completion
+   * hubs (a channel each) and how many of those have a thread.
+   */
+  public record Footprint(boolean cm, int hubs, int hubThreads) {
+    /** Pinned threads: the CM's and the hubs'. */
+    public int threads() {
+      return (cm ? 1 : 0) + hubThreads;
+    }
+
+    /** Event channels: the CM's and the hubs' completion channels. */
+    public int channels() {
+      return (cm ? 1 : 0) + hubs;
+    }
+  }
+
+  public synchronized Footprint footprint() {
+    return new Footprint(cm != null, hubs.size(), hubs.withThreads());
+  }
+
   /** Hears the name of each device a DEVICE_REMOVAL event announces. */
   public void onDeviceRemoved(Consumer<String> listener) {
     removalListeners.add(listener);

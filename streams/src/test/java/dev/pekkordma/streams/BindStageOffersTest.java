@@ -34,7 +34,7 @@ class BindStageOffersTest {
         "pekko-rdma.provider = soft").withFallback(ConfigFactory.load()));
     try {
       StreamsRuntime rt = new StreamsRuntime(system);
-      StreamsTestKit.deviceOpened(new RdmaStreams(rt));
+      new RdmaStreams(rt);
       ResourceCounts start = rt.provider.liveResources();
       BindStage stage = new BindStage(rt, new InetSocketAddress(HOST, 0), rt.settings, false,
           true);

@@ -33,11 +33,10 @@ class CmReaderFailureTest {
     ActorSystem<Void> system = StreamsTestKit.system("CmReaderFailureTest", "");
     try {
       AtomicReference<FailingCmChannel> channel = new AtomicReference<>();
-      RdmaStreams rdma = StreamsTestKit.deviceOpened(new RdmaStreams(new StreamsRuntime(system,
-          c -> {
-            channel.set(new FailingCmChannel(c));
-            return channel.get();
-          })));
+      RdmaStreams rdma = new RdmaStreams(new StreamsRuntime(system, c -> {
+        channel.set(new FailingCmChannel(c));
+        return channel.get();
+      }));
       ResourceCounts start = rdma.liveResources();
 
       Pair<CompletionStage<ServerBinding>, CompletionStage<Done>> server =

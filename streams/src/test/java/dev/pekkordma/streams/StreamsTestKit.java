@@ -49,19 +49,8 @@ final class StreamsTestKit {
     return ActorSystem.create(Behaviors.empty(), name, config(extra));
   }
 
-  /**
-   * The system's RdmaStreams, once the actors' extension has opened its device (it does so
-   * in its own time, and a baseline of live resources taken before would be off by it).
-   */
-  static RdmaStreams streams(ActorSystem<?> system) throws InterruptedException {
-    return deviceOpened(RdmaStreams.get(system));
-  }
-
-  /** {@code rdma}, once the actors' extension has opened its device (see above). */
-  static RdmaStreams deviceOpened(RdmaStreams rdma) throws InterruptedException {
-    long deadline = System.nanoTime() + WAIT.toNanos();
-    while (rdma.liveResources().contexts() < 1 && System.nanoTime() < deadline) Thread.sleep(5);
-    return rdma;
+  static RdmaStreams streams(ActorSystem<?> system) {
+    return RdmaStreams.get(system);
   }
 
   static <T> T await(CompletionStage<T> stage) throws Exception {
