@@ -4,7 +4,7 @@
 # Inside the VM, offline, with the given local repository, on the native provider (plain verbs on
 # rxe_lo, GID index 1; CM at 192.0.2.1 on rxe0): native's tests (LayoutTest, the smoke tests and
 # core's whole conformance suite), samples' RealToolsInteropTest against ibv_rc_pingpong and
-# rping, the actors' lifecycle tests and echo sample, the streams' tests, then the actors' and
+# rping, the runtime's CM tests, the actors' lifecycle tests and echo sample, the streams' tests, then the actors' and
 # the streams' DeviceRemovalTest (rdma link delete rxe0, and add again) and port events (dummy0
 # down, up);
 # then a leak check: `rdma resource show` must read as it did before the tests.
@@ -47,7 +47,7 @@ if [[ ${#need[@]} -gt 0 ]]; then
 fi
 cd "$root"
 mvnflags=(-B -Dmaven.repo.local="$repo")
-modules=native,actors,streams
+modules=native,runtime,actors,streams
 
 # everything the VM's offline run needs: our modules (core's test-jar: the suite) in $repo, and
 # the test plugins resolved by a host run of the same goals that does nothing
@@ -55,7 +55,7 @@ say "host: mvn install -DskipTests ($modules and what they need) into $repo"
 mvn -q "${mvnflags[@]}" -pl $modules,samples -am install -DskipTests
 mvn -q "${mvnflags[@]}" -pl $modules,samples test -Dpekko-rdma.conformance=true -Dtest=NoSuchTest \
   -Dsurefire.failIfNoSpecifiedTests=false
-reports=(samples/target/surefire-reports native/target/surefire-reports
+reports=(samples/target/surefire-reports native/target/surefire-reports runtime/target/surefire-reports
   actors/target/surefire-reports streams/target/surefire-reports)
 rm -rf "${reports[@]}"
 props=(-Dpekko-rdma.provider=native -Dpekko-rdma.conformance=true
