@@ -1,0 +1,17 @@
+/**
+ * The verbs API and, found through ServiceLoader, the embedded software provider: its packages
+ * are not exported.
+ */
+module dev.pekkordma.core {
+  requires transitive typesafe.config;
+  requires org.slf4j;
+  requires jdk.unsupported; // sun.misc.Unsafe: off-heap reads and writes without bounds checks
+
+  exports dev.pekkordma.verbs;
+  exports dev.pekkordma.cm;
+  exports dev.pekkordma.memory;
+  exports dev.pekkordma.config;
+
+  uses dev.pekkordma.verbs.RdmaProviderFactory;
+  provides dev.pekkordma.verbs.RdmaProviderFactory with dev.pekkordma.soft.SoftProviderFactory;
+}

@@ -1,0 +1,10 @@
+/** Pekko Streams over RDMA, shaped like Pekko's Tcp. */
+module dev.pekkordma.streams {
+  requires transitive dev.pekkordma.runtime;
+  requires transitive pekko.stream;
+  requires pekko.actor;
+  requires scala.library;
+  requires org.slf4j;
+
+  exports dev.pekkordma.streams;
+}
