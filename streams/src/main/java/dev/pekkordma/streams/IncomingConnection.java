@@ -16,7 +16,7 @@ public final class IncomingConnection {
   private final InetSocketAddress remoteAddress;
   private final Flow<ByteString, ByteString, NotUsed> flow;
 
-  public IncomingConnection(InetSocketAddress localAddress, InetSocketAddress remoteAddress,
+  IncomingConnection(InetSocketAddress localAddress, InetSocketAddress remoteAddress,
       Flow<ByteString, ByteString, NotUsed> flow) {
     this.localAddress = localAddress;
     this.remoteAddress = remoteAddress;

@@ -7,7 +7,7 @@ public final class OutgoingConnection {
   private final InetSocketAddress remoteAddress;
   private final InetSocketAddress localAddress;
 
-  public OutgoingConnection(InetSocketAddress remoteAddress, InetSocketAddress localAddress) {
+  OutgoingConnection(InetSocketAddress remoteAddress, InetSocketAddress localAddress) {
     this.remoteAddress = remoteAddress;
     this.localAddress = localAddress;
   }

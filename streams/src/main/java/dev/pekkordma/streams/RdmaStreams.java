@@ -3,12 +3,15 @@ package dev.pekkordma.streams;
 import dev.pekkordma.streams.impl.BindStage;
 import dev.pekkordma.streams.impl.CompletionSources;
 import dev.pekkordma.streams.impl.ConnectionStage;
+import dev.pekkordma.streams.impl.Handles;
 import dev.pekkordma.streams.impl.StreamsRuntime;
 import dev.pekkordma.verbs.CompletionQueue;
 import dev.pekkordma.verbs.ResourceCounts;
 import java.net.InetSocketAddress;
 import java.util.concurrent.CompletionStage;
+import java.util.function.Supplier;
 import org.apache.pekko.Done;
+import org.apache.pekko.NotUsed;
 import org.apache.pekko.actor.ClassicActorSystemProvider;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Extension;
@@ -43,6 +46,27 @@ import org.apache.pekko.util.ByteString;
  * source.
  */
 public final class RdmaStreams implements Extension {
+  static {
+    Handles.register(new Handles() {
+      @Override
+      public IncomingConnection incoming(InetSocketAddress local, InetSocketAddress remote,
+          Flow<ByteString, ByteString, NotUsed> flow) {
+        return new IncomingConnection(local, remote, flow);
+      }
+
+      @Override
+      public OutgoingConnection outgoing(InetSocketAddress remote, InetSocketAddress local) {
+        return new OutgoingConnection(remote, local);
+      }
+
+      @Override
+      public ServerBinding binding(InetSocketAddress local,
+          Supplier<CompletionStage<Done>> unbind, CompletionStage<Done> whenUnbound) {
+        return new ServerBinding(local, unbind, whenUnbound);
+      }
+    });
+  }
+
   private final StreamsRuntime rt;
 
   private RdmaStreams(ActorSystem<?> system) {

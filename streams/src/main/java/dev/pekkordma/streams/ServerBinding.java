@@ -11,7 +11,7 @@ public final class ServerBinding {
   private final Supplier<CompletionStage<Done>> unbind;
   private final CompletionStage<Done> whenUnbound;
 
-  public ServerBinding(InetSocketAddress localAddress, Supplier<CompletionStage<Done>> unbind,
+  ServerBinding(InetSocketAddress localAddress, Supplier<CompletionStage<Done>> unbind,
       CompletionStage<Done> whenUnbound) {
     this.localAddress = localAddress;
     this.unbind = unbind;

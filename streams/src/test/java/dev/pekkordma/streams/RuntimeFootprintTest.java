@@ -9,8 +9,14 @@ import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadInfo;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.japi.Pair;
 import org.apache.pekko.stream.javadsl.Flow;
+import org.apache.pekko.stream.javadsl.Keep;
 import org.apache.pekko.stream.javadsl.Sink;
 import org.apache.pekko.stream.javadsl.Source;
 import org.apache.pekko.util.ByteString;
@@ -33,10 +39,13 @@ class RuntimeFootprintTest {
 
       ServerBinding binding =
           await(rdma.bindAndHandle(Flow.of(ByteString.class), HOST, 0));
-      ByteString echoed = await(Source.single(ByteString.fromString("hello"))
-          .via(rdma.outgoingConnection(HOST, binding.localAddress().getPort()))
-          .runWith(Sink.head(), system));
-      assertEquals("hello", echoed.utf8String());
+      // a connection that stays open until the end is given
+      CompletableFuture<ByteString> echoed = new CompletableFuture<>();
+      Pair<CompletableFuture<Optional<ByteString>>, CompletionStage<Done>> client =
+          Source.<ByteString>maybe().prepend(Source.single(ByteString.fromString("hello")))
+              .via(rdma.outgoingConnection(HOST, binding.localAddress().getPort()))
+              .toMat(Sink.foreach(echoed::complete), Keep.both()).run(system);
+      assertEquals("hello", await(echoed).utf8String());
 
       RdmaRuntime.Footprint used = runtime.footprint();
       assertEquals(true, used.cm(), "the CM dispatcher started");
@@ -45,6 +54,8 @@ class RuntimeFootprintTest {
           "a hub needs a thread only for the kernel's events");
       assertEquals(used.threads(), pollerThreads(system).size(),
           "pinned threads: " + pollerThreads(system));
+      client.first().complete(Optional.empty());
+      await(client.second());
       await(binding.unbind());
     } finally {
       system.terminate();

@@ -132,7 +132,7 @@ public final class BindStage
         failStage(ex);
         return;
       }
-      binding.complete(new ServerBinding(bound, () -> {
+      binding.complete(Handles.get().binding(bound, () -> {
         unbind.invoke(Done.getInstance());
         return unbound;
       }, unbound));
@@ -183,7 +183,7 @@ public final class BindStage
           .mapMaterializedValue(m -> NotUsed.getInstance());
       offers++;
       offersHeld = offered.size();
-      return new IncomingConnection(bound, remote, once);
+      return Handles.get().incoming(bound, remote, once);
     }
 
     @Override

@@ -368,7 +368,7 @@ public final class ConnectionStage
           AsyncCallback<Done> unbind = createAsyncCallback(d -> {
             if (phase == Phase.LISTENING) completeStage();
           });
-          mat.binding().complete(new ServerBinding(bound, () -> {
+          mat.binding().complete(Handles.get().binding(bound, () -> {
             unbind.invoke(Done.getInstance());
             return unbound;
           }, unbound));
@@ -540,7 +540,7 @@ public final class ConnectionStage
         scheduleWithFixedDelay("idle", Duration.ofMillis(every), Duration.ofMillis(every));
       });
       lastActivity = System.nanoTime();
-      mat.connected().complete(new OutgoingConnection(remote, id.localAddress()));
+      mat.connected().complete(Handles.get().outgoing(remote, id.localAddress()));
       if (!isClosed(in) && !upstreamDone) pull(in);
       drainCq();
     }
