@@ -10,16 +10,10 @@ import dev.pekkordma.verbs.QpState;
 import dev.pekkordma.verbs.QpStateMachine;
 import dev.pekkordma.verbs.QpType;
 import dev.pekkordma.verbs.QueuePair;
-import dev.pekkordma.verbs.RecvRequests;
-import dev.pekkordma.verbs.SendRequests;
 import dev.pekkordma.verbs.WcOpcode;
 import dev.pekkordma.verbs.WcStatus;
-import dev.pekkordma.verbs.WrOpcode;
 import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import org.apache.pekko.actor.DeadLetterSuppression;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
@@ -231,35 +225,12 @@ public final class QpActor {
     private final QueuePair qp;
     private final CqEntry cq;
     private final int qpNum;
-    private final SendRequests sendBatch;
-    private final RecvRequests recvBatch;
+    private final PostedWork posted;
     private static final int ERROR_SYNC_TRIES = 20;
     private static final java.time.Duration ERROR_SYNC_PAUSE = java.time.Duration.ofMillis(10);
-    private final Map<Long, Pending> outstanding = new HashMap<>();
     private QpState state;
-    private long nextWrId = 1;
-    private int sendsOutstanding;
-    private int recvsOutstanding;
     private boolean cqBroken;
     private boolean destroyed;
-
-    private static final class Pending {
-      final long id;
-      final ActorRef<WorkResult> requester;
-      final Work work;
-      boolean counted = true;
-      boolean reported;
-
-      Pending(long id, ActorRef<WorkResult> requester, Work work) {
-        this.id = id;
-        this.requester = requester;
-        this.work = work;
-      }
-
-      boolean isSend() {
-        return !(work instanceof Receive);
-      }
-    }
 
     private Incarnation(ActorContext<Command> ctx, DeviceSession session, QpSpec spec,
         ActorRef<Event> owner, QpMaker maker, QueuePair qp, CqEntry cq) {
@@ -272,8 +243,7 @@ public final class QpActor {
       this.cq = cq;
       this.qpNum = qp.qpNum();
       this.state = qp.state();
-      this.sendBatch = new SendRequests(qp.capabilities().maxSendWr(), 1);
-      this.recvBatch = new RecvRequests(Math.max(1, qp.capabilities().maxRecvWr()), 1);
+      this.posted = new PostedWork(qp, ctx.getLog());
     }
 
     static Behavior<Command> start(ActorContext<Command> ctx, DeviceSession session,
@@ -452,39 +422,19 @@ public final class QpActor {
       owner.tell(new StateChanged(qpNum, from, to, cause));
       switch (to) {
         case ERR:
-          reportFlushed(false);
+          posted.reportFlushed(false);
           break;
         case SQE:
-          reportFlushed(true);
+          posted.reportFlushed(true);
           break;
         case RESET:
           // RESET drops the queues without completions: the buffers are free now
-          reportFlushed(false);
-          releaseAll();
+          posted.reportFlushed(false);
+          posted.releaseAll();
           break;
         default:
           break;
       }
-    }
-
-    /** Every outstanding request (or every send) is reported flushed; buffers wait for the CQE. */
-    private void reportFlushed(boolean sendsOnly) {
-      Map<ActorRef<WorkResult>, List<Completion>> out = new LinkedHashMap<>();
-      for (Pending p : outstanding.values()) {
-        if (p.reported || (sendsOnly && !p.isSend())) continue;
-        p.reported = true;
-        out.computeIfAbsent(p.requester, r -> new ArrayList<>())
-            .add(new Completion(p.work.id(), WcStatus.WR_FLUSH_ERR, opcodeOf(p.work), 0, null,
-                null));
-      }
-      out.forEach((r, list) -> r.tell(new Completed(qpNum, list)));
-    }
-
-    private void releaseAll() {
-      for (Pending p : outstanding.values()) release(p);
-      outstanding.clear();
-      sendsOutstanding = 0;
-      recvsOutstanding = 0;
     }
 
     // -------------------------------------------------------------- events
@@ -517,9 +467,9 @@ public final class QpActor {
         }
       }
       if (qp.state() != state) enter(qp.state(), reason);
-      reportFlushed(false);
+      posted.reportFlushed(false);
       // no completion will come through a failed CQ; in ERR the QP touches no buffer
-      releaseAll();
+      posted.releaseAll();
       fatal(reason);
       return next(before);
     }
@@ -537,12 +487,13 @@ public final class QpActor {
     }
 
     private Behavior<Command> flushAtOnce(Post p) {
-      String invalid = validate(p.work());
+      String invalid = PostedWork.validate(p.work());
       if (invalid != null) return reject(p, invalid);
       List<Completion> flushed = new ArrayList<>();
       for (Work w : p.work()) {
         w.buffer().release();
-        flushed.add(new Completion(w.id(), WcStatus.WR_FLUSH_ERR, opcodeOf(w), 0, null, null));
+        flushed.add(new Completion(w.id(), WcStatus.WR_FLUSH_ERR, PostedWork.opcodeOf(w), 0,
+            null, null));
       }
       p.replyTo().tell(new Completed(qpNum, flushed));
       return Behaviors.same();
@@ -550,7 +501,7 @@ public final class QpActor {
 
     private Behavior<Command> post(Post p, boolean sendsAllowed, String whyNoSends) {
       List<Work> work = p.work();
-      String invalid = validate(work);
+      String invalid = PostedWork.validate(work);
       if (invalid != null) return reject(p, invalid);
       int sends = 0;
       int recvs = 0;
@@ -562,139 +513,19 @@ public final class QpActor {
         return reject(p, "UD sends need an address handle, which this actor does not post");
       }
       if (cqBroken) return reject(p, "the QP's CQ failed");
-      int maxSend = qp.capabilities().maxSendWr();
-      int maxRecv = qp.capabilities().maxRecvWr();
-      if (sendsOutstanding + sends > maxSend) {
-        return reject(p, "the send queue is full: " + sendsOutstanding + " outstanding + " + sends
-            + " new > " + maxSend);
-      }
-      if (recvsOutstanding + recvs > maxRecv) {
-        return reject(p, "the receive queue is full: " + recvsOutstanding + " outstanding + "
-            + recvs + " new > " + maxRecv);
-      }
+      String full = posted.noRoomFor(sends, recvs);
+      if (full != null) return reject(p, full);
       QpState before = state;
-      if (recvs > 0) postRecvs(work, p.replyTo());
-      if (sends > 0) postSends(work, p.replyTo());
+      if (recvs > 0 && !posted.postRecvs(work, p.replyTo())) followAfterFailedPost();
+      if (sends > 0 && !posted.postSends(work, p.replyTo())) followAfterFailedPost();
       return next(before);
-    }
-
-    /** Null when every request is well formed, else why not. */
-    private String validate(List<Work> work) {
-      if (work.isEmpty()) return "no work requests";
-      for (Work w : work) {
-        if (w == null) return "a work request is null";
-        Buffer b = w.buffer();
-        if (b == null) return "work request " + w.id() + " has no buffer";
-        if (b.pool().isClosed()) return "work request " + w.id() + ": its buffer's pool is closed";
-        if (!b.pool().isLeased(b)) return "work request " + w.id() + ": " + b + " is not leased";
-        int len = w instanceof Send s ? s.length() : w instanceof Write x ? x.length()
-            : w instanceof Read r ? r.length() : b.capacity();
-        if (len < 0 || len > b.capacity()) {
-          return "work request " + w.id() + ": length " + len + " outside [0, " + b.capacity()
-              + "]";
-        }
-      }
-      return null;
-    }
-
-    private void postRecvs(List<Work> work, ActorRef<WorkResult> requester) {
-      recvBatch.clear();
-      List<Pending> posted = new ArrayList<>();
-      for (Work w : work) {
-        if (!(w instanceof Receive)) continue;
-        Pending p = track(w, requester);
-        recvBatch.add(p.id).sge(w.buffer().address(), w.buffer().capacity(), w.buffer().lkey());
-        posted.add(p);
-      }
-      recvsOutstanding += posted.size();
-      try {
-        qp.postRecv(recvBatch);
-      } catch (RuntimeException e) {
-        failed(posted, requester, e);
-      }
-    }
-
-    private void postSends(List<Work> work, ActorRef<WorkResult> requester) {
-      sendBatch.clear();
-      List<Pending> posted = new ArrayList<>();
-      for (Work w : work) {
-        if (w instanceof Receive) continue;
-        Pending p = track(w, requester);
-        Buffer b = w.buffer();
-        if (w instanceof Send s) {
-          sendBatch.add(p.id, s.immediate() == null ? WrOpcode.SEND : WrOpcode.SEND_WITH_IMM,
-              SendRequests.SIGNALED).sge(b.address(), s.length(), b.lkey());
-          if (s.immediate() != null) sendBatch.immediate(s.immediate());
-        } else if (w instanceof Write x) {
-          sendBatch.add(p.id, x.immediate() == null ? WrOpcode.RDMA_WRITE
-              : WrOpcode.RDMA_WRITE_WITH_IMM, SendRequests.SIGNALED)
-              .sge(b.address(), x.length(), b.lkey()).rdma(x.remoteAddress(), x.rkey());
-          if (x.immediate() != null) sendBatch.immediate(x.immediate());
-        } else if (w instanceof Read r) {
-          sendBatch.add(p.id, WrOpcode.RDMA_READ, SendRequests.SIGNALED)
-              .sge(b.address(), r.length(), b.lkey()).rdma(r.remoteAddress(), r.rkey());
-        }
-        posted.add(p);
-      }
-      sendsOutstanding += posted.size();
-      try {
-        qp.postSend(sendBatch);
-      } catch (RuntimeException e) {
-        failed(posted, requester, e);
-      }
-    }
-
-    private Pending track(Work w, ActorRef<WorkResult> requester) {
-      Pending p = new Pending(nextWrId++, requester, w);
-      outstanding.put(p.id, p);
-      return p;
-    }
-
-    /**
-     * Verbs refused the batch. Requests before the bad one may be posted, and which they are is
-     * not known, so the buffers stay with the actor until a completion or the QP's end; none of
-     * them counts against the queue any more.
-     */
-    private void failed(List<Pending> posted, ActorRef<WorkResult> requester, RuntimeException e) {
-      List<Long> ids = new ArrayList<>();
-      for (Pending p : posted) {
-        p.reported = true;
-        p.counted = false;
-        if (p.isSend()) sendsOutstanding--; else recvsOutstanding--;
-        ids.add(p.work.id());
-      }
-      requester.tell(new PostRejected(qpNum, qp.state(), ids, e.getMessage()));
-      if (qp.state() != state) enter(qp.state(), "post failed: " + e.getMessage());
     }
 
     // -------------------------------------------------------------- completions
 
     private Behavior<Command> completions(CompletionBatch b) {
       QpState before = state;
-      Map<ActorRef<WorkResult>, List<Completion>> out = new LinkedHashMap<>();
-      WcStatus firstError = null;
-      for (int i = 0; i < b.size; i++) {
-        Pending p = outstanding.remove(b.wrIds[i]);
-        if (p == null) continue; // from before a reset, or reported when the QP went away
-        if (p.counted) {
-          if (p.isSend()) sendsOutstanding--; else recvsOutstanding--;
-        }
-        WcStatus status = WcStatus.of(b.status[i]);
-        if (status != WcStatus.SUCCESS && firstError == null) firstError = status;
-        if (p.reported) {
-          release(p);
-          continue;
-        }
-        boolean handBack = status == WcStatus.SUCCESS
-            && (p.work instanceof Receive || p.work instanceof Read);
-        if (!handBack) release(p);
-        WcOpcode opcode = b.opcodes[i] >= 0 && status == WcStatus.SUCCESS
-            ? WcOpcode.of(b.opcodes[i]) : null;
-        out.computeIfAbsent(p.requester, r -> new ArrayList<>())
-            .add(new Completion(p.work.id(), status, opcode, b.byteLengths[i],
-                b.withImmediate[i] ? b.immediates[i] : null, handBack ? p.work.buffer() : null));
-      }
-      out.forEach((r, list) -> r.tell(new Completed(qpNum, list)));
+      WcStatus firstError = posted.completed(b);
       if (firstError != null) errorSync(new ErrorSync(firstError, 0));
       return next(before);
     }
@@ -717,20 +548,8 @@ public final class QpActor {
       return next(before);
     }
 
-    private void release(Pending p) {
-      try {
-        p.work.buffer().release();
-      } catch (RuntimeException e) {
-        ctx.getLog().warn("QP {}: returning {} failed: {}", qpNum, p.work.buffer(),
-            e.getMessage());
-      }
-    }
-
-    private static WcOpcode opcodeOf(Work w) {
-      if (w instanceof Receive) return WcOpcode.RECV;
-      if (w instanceof Write) return WcOpcode.RDMA_WRITE;
-      if (w instanceof Read) return WcOpcode.RDMA_READ;
-      return WcOpcode.SEND;
+    private void followAfterFailedPost() {
+      if (qp.state() != state) enter(qp.state(), "post failed");
     }
 
     private static List<Long> ids(List<Work> work) {
@@ -751,11 +570,8 @@ public final class QpActor {
       } catch (RuntimeException e) {
         ctx.getLog().error("QP {}: destroying it failed: {}", qpNum, e.getMessage());
       }
-      reportFlushed(false);
-      releaseAll();
+      posted.close();
       session.releaseCq(cq);
-      sendBatch.close();
-      recvBatch.close();
       ctx.getLog().debug("QP {} destroyed: {}", qpNum, why);
     }
   }

@@ -46,7 +46,9 @@ public final class CompletionHub implements Agent {
   private final Queue<CompletionQueue> toClose = new ConcurrentLinkedQueue<>();
   private final WorkCompletions wcs;
   private AgentRunner runner; // guarded by this
-  private boolean closed; // guarded by this
+  private boolean closed; // guarded by this: the runner has stopped
+  private boolean released; // guarded by this: the last user has let go
+  private boolean channelClosed; // guarded by this
   private boolean armed; // hub thread only
   private CompletionQueue waiting; // read by awaitWork, for the next round
   int references; // guarded by CompletionHubs
@@ -108,8 +110,9 @@ public final class CompletionHub implements Agent {
         return;
       }
     }
-    // no thread serves the hub: events were handed over, none is left unacknowledged
+    // no thread serves the hub (any more): its events must be acknowledged here
     polled.remove(cq);
+    acknowledgePending();
     closeQuietly(cq);
   }
 
@@ -235,22 +238,40 @@ public final class CompletionHub implements Agent {
     }
   }
 
-  /** The runner stopped: CQs whose closes it had not reached yet, left ones, then the channel. */
+  /**
+   * The runner stopped: the CQs whose closes it had not reached yet go now; the rest and the
+   * channel go too if the last user has let go, else with that user's release (the system's
+   * end can stop the runner before the owners of its CQs).
+   */
   @Override
   public void onClose() {
+    boolean last;
     synchronized (this) {
       closed = true;
+      last = released;
     }
-    closeAll();
+    acknowledgePending();
+    CompletionQueue cq;
+    while ((cq = toClose.poll()) != null) closeQuietly(cq);
+    if (last) closeAll();
   }
 
-  private void closeAll() {
+  /** Acknowledges the events waiting, without waking anyone: their CQs are closing. */
+  private void acknowledgePending() {
+    if (direct) return; // handed over already acknowledged
     try {
-      drainEvents();
+      CompletionQueue fired;
+      while ((fired = channel.awaitEvent(Duration.ZERO)) != null) channel.ackEvents(fired, 1);
     } catch (RuntimeException e) {
       log.warn("{}: draining the completion channel failed: {}", context.device().name(),
           e.getMessage());
     }
+  }
+
+  private synchronized void closeAll() {
+    if (channelClosed) return;
+    channelClosed = true;
+    acknowledgePending();
     CompletionQueue cq;
     while ((cq = toClose.poll()) != null) closeQuietly(cq);
     for (CompletionQueue left : new ArrayList<>(wakers.keySet())) closeQuietly(left);
@@ -266,14 +287,17 @@ public final class CompletionHub implements Agent {
     }
   }
 
-  /** After the last owner: completes once the CQs left and the channel are closed. */
+  /** After the last user: completes once the CQs left and the channel are closed. */
   CompletionStage<Done> stop() {
     AgentRunner r;
+    boolean here;
     synchronized (this) {
+      released = true;
       r = runner;
+      here = r == null || closed;
       if (r == null) closed = true;
     }
-    if (r != null) return r.stop();
+    if (!here) return r.stop(); // its onClose closes them
     closeAll();
     return CompletableFuture.completedFuture(Done.getInstance());
   }
