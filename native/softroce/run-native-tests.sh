@@ -4,9 +4,9 @@
 # Inside the VM, offline, with the given local repository, on the native provider (plain verbs on
 # rxe_lo, GID index 1; CM at 192.0.2.1 on rxe0): native's tests (LayoutTest, the smoke tests and
 # core's whole conformance suite), samples' RealToolsInteropTest against ibv_rc_pingpong and
-# rping, the runtime's CM tests, the actors' lifecycle tests and echo sample, the streams' tests, then the actors' and
-# the streams' DeviceRemovalTest (rdma link delete rxe0, and add again) and port events (dummy0
-# down, up);
+# rping, the echo sample, the runtime's CM tests, the actors' lifecycle tests, the streams' tests,
+# then the actors' and the streams' DeviceRemovalTest (rdma link delete rxe0, and add again) and
+# port events (dummy0 down, up);
 # then a leak check: `rdma resource show` must read as it did before the tests.
 #
 #   native/softroce/run-native-tests.sh [--timeout SECONDS] [--repo LOCAL_REPO] [extra mvn args]
@@ -101,6 +101,11 @@ mkdir -p "${inner%/*}"
   printf 'run mvn -o -q -DargLine="$jvm"'
   printf ' %q' "${mvnflags[@]}" -pl samples test -Dtest=RealToolsInteropTest \
     -Dpekko-rdma.interop=true "${props[@]}" -Dpekko-rdma.test.cm-source=192.0.2.2 "$@"
+  echo ' || rc=1'
+  # the actors' echo sample
+  printf 'run mvn -o -q -DargLine="$jvm"'
+  printf ' %q' "${mvnflags[@]}" -pl samples test -Dtest='Echo*Test' \
+    -Dsurefire.reportNameSuffix=echo "${props[@]}" "$@"
   echo ' || rc=1'
   for m in ${modules//,/ }; do
     printf 'run mvn -o -q -DargLine="$jvm"'

@@ -1,4 +1,4 @@
-package dev.pekkordma.actors.samples;
+package dev.pekkordma.samples.echo;
 
 import java.net.InetSocketAddress;
 import org.apache.pekko.actor.typed.ActorSystem;

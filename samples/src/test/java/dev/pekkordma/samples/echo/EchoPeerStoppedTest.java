@@ -1,4 +1,4 @@
-package dev.pekkordma.actors.samples;
+package dev.pekkordma.samples.echo;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -1,6 +1,5 @@
-package dev.pekkordma.cluster;
+package dev.pekkordma.samples.cluster;
 
-import dev.pekkordma.cluster.samples.ClusterTransfer;
 import java.io.BufferedReader;
 import java.io.File;
 import java.io.IOException;
@@ -147,10 +146,19 @@ final class MemberProcess implements AutoCloseable {
     long deadline = System.nanoTime() + timeout.toNanos();
     String now = resources(timeout);
     while (!now.equals(expected) && System.nanoTime() < deadline) {
-      TestCluster.sleep(200);
+      pause(200);
       now = resources(timeout);
     }
     return now;
+  }
+
+  private static void pause(long millis) {
+    try {
+      Thread.sleep(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new AssertionError(e);
+    }
   }
 
   /** Sends a Unix signal by name (STOP, CONT) with kill(1). */

@@ -1,4 +1,4 @@
-package dev.pekkordma.actors.samples;
+package dev.pekkordma.samples.echo;
 
 import dev.pekkordma.actors.Buffer;
 import dev.pekkordma.actors.BufferPool;

@@ -1,4 +1,4 @@
-package dev.pekkordma.cluster;
+package dev.pekkordma.samples.cluster;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 

@@ -1,4 +1,4 @@
-package dev.pekkordma.cluster.samples;
+package dev.pekkordma.samples.cluster;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;

@@ -1,4 +1,4 @@
-package dev.pekkordma.actors.samples;
+package dev.pekkordma.samples.echo;
 
 import dev.pekkordma.actors.BufferPool;
 import dev.pekkordma.actors.CmActor;
