@@ -87,10 +87,10 @@ public final class BulkClient {
     return run(CmLink.connector(provider), server, progressKind);
   }
 
-  Result run(Link.Connector connector, InetSocketAddress server, Progress.Kind progressKind) {
+  Result run(BulkLink.Connector connector, InetSocketAddress server, Progress.Kind progressKind) {
     Settings s = settings;
     try (Resources res = new Resources()) {
-      Link.Outgoing link = res.add(connector.open(server));
+      BulkLink.Outgoing link = res.add(connector.open(server));
       DeviceContext ctx = link.context();
       long maxMsg = ctx.queryPort(link.port()).maxMsgSize();
       if (s.chunkSize() > maxMsg) {
@@ -114,7 +114,8 @@ public final class BulkClient {
       OffHeapBuffer src = res.add(OffHeapBuffer.allocate((long) srcSlots * s.chunkSize()));
       MemoryRegion srcMr = res.add(pd.registerMemory(src, Access.LOCAL_WRITE));
       // control: one receive buffer per receive, then the FIN
-      OffHeapBuffer ctrl = res.add(OffHeapBuffer.allocate((long) (rqDepth + 1) * Wire.CONTROL_SIZE));
+      OffHeapBuffer ctrl =
+          res.add(OffHeapBuffer.allocate((long) (rqDepth + 1) * BulkWire.CONTROL_SIZE));
       MemoryRegion ctrlMr = res.add(pd.registerMemory(ctrl, Access.LOCAL_WRITE));
       RecvRequests recvs = res.add(new RecvRequests(rqDepth, 1));
       SendRequests sends = res.add(new SendRequests(s.depth() + 1, 1));
@@ -122,11 +123,11 @@ public final class BulkClient {
           .maxSendWr(sqDepth).maxRecvWr(rqDepth).maxSendSge(1).maxRecvSge(1));
       res.onClose(link::destroyQp);
 
-      Wire.Hello hello = new Wire.Hello(s.mode(), s.totalBytes(), s.chunkSize(), s.depth(),
+      BulkWire.Hello hello = new BulkWire.Hello(s.mode(), s.totalBytes(), s.chunkSize(), s.depth(),
           s.seed());
-      Wire.RingInfo ring = link.connect(hello);
+      BulkWire.RingInfo ring = link.connect(hello);
       try {
-        if (ring.slotSize() < Math.max(s.chunkSize(), Wire.Fin.LENGTH)) {
+        if (ring.slotSize() < Math.max(s.chunkSize(), BulkWire.Fin.LENGTH)) {
           throw new TransferFailure("the server's slots have " + ring.slotSize()
               + " bytes, too few for a chunk or the FIN");
         }
@@ -140,7 +141,7 @@ public final class BulkClient {
               link.peer(), ring.slots(), ring.address(), ring.rkey(), window);
         }
         for (int r = 0; r < rqDepth; r++) {
-          recvs.add(r).sge(ctrlMr, (long) r * Wire.CONTROL_SIZE, Wire.CONTROL_SIZE);
+          recvs.add(r).sge(ctrlMr, (long) r * BulkWire.CONTROL_SIZE, BulkWire.CONTROL_SIZE);
         }
         qp.postRecv(recvs);
         Result result;
@@ -169,7 +170,7 @@ public final class BulkClient {
     return new TransferFailure(side + ": work completion failed: " + wcs.describe(i));
   }
 
-  private Result transfer(Wire.Hello hello, Wire.RingInfo ring, int window, QueuePair qp,
+  private Result transfer(BulkWire.Hello hello, BulkWire.RingInfo ring, int window, QueuePair qp,
       CompletionPoller poller, OffHeapBuffer src, MemoryRegion srcMr, OffHeapBuffer ctrl,
       MemoryRegion ctrlMr, RecvRequests recvs, SendRequests sends, int rqDepth, Progress progress) {
     Settings s = settings;
@@ -178,9 +179,9 @@ public final class BulkClient {
     for (int i = 0; i < window; i++) srcViews[i] = src.view(i * chunk, chunk);
     ByteBuffer[] ctrlViews = new ByteBuffer[rqDepth + 1];
     for (int i = 0; i <= rqDepth; i++) {
-      ctrlViews[i] = ctrl.view(i * Wire.CONTROL_SIZE, Wire.CONTROL_SIZE);
+      ctrlViews[i] = ctrl.view(i * BulkWire.CONTROL_SIZE, BulkWire.CONTROL_SIZE);
     }
-    long finOffset = (long) rqDepth * Wire.CONTROL_SIZE;
+    long finOffset = (long) rqDepth * BulkWire.CONTROL_SIZE;
     long srcBase = src.address();
     int lkey = srcMr.lkey();
     long ringAddr = ring.address();
@@ -199,7 +200,7 @@ public final class BulkClient {
     long credited = 0; // chunks the server consumed: their ring slot is free
     boolean finPosted = false;
     boolean finDone = false;
-    Wire.Verdict verdict = null;
+    BulkWire.Verdict verdict = null;
     long start = System.nanoTime();
     long allocatedBefore = Allocations.currentThread();
     while (verdict == null || !finDone) {
@@ -218,17 +219,17 @@ public final class BulkClient {
           NativeMemory.putByte(addr + corrupt, (byte) ~NativeMemory.getByte(addr + corrupt));
         }
         sends.add(posted, opcode, SendRequests.SIGNALED).sge(addr, len, lkey)
-            .immediate((int) (posted & Wire.SEQ_MASK));
+            .immediate((int) (posted & BulkWire.SEQ_MASK));
         if (opcode == WrOpcode.RDMA_WRITE_WITH_IMM) {
           sends.rdma(ringAddr + (posted % slots) * slotSize, rkey);
         }
         posted++;
       }
       if (!finPosted && posted == chunks && posted - credited < slots) {
-        new Wire.Fin(s.totalBytes(), chunks, (int) crc.getValue())
+        new BulkWire.Fin(s.totalBytes(), chunks, (int) crc.getValue())
             .encode(ctrlViews[rqDepth]);
         sends.add(FIN_WRID, WrOpcode.SEND_WITH_IMM, SendRequests.SIGNALED)
-            .sge(ctrlMr, finOffset, Wire.Fin.LENGTH).immediate(Wire.FIN_IMM);
+            .sge(ctrlMr, finOffset, BulkWire.Fin.LENGTH).immediate(BulkWire.FIN_IMM);
         finPosted = true;
       }
       if (sends.size() > 0) qp.postSend(sends);
@@ -253,9 +254,9 @@ public final class BulkClient {
             }
             credited = consumed;
           } else {
-            verdict = Wire.Verdict.decode(ctrlViews[r], wcs.byteLength(i));
+            verdict = BulkWire.Verdict.decode(ctrlViews[r], wcs.byteLength(i));
           }
-          recvs.add(r).sge(ctrlMr, (long) r * Wire.CONTROL_SIZE, Wire.CONTROL_SIZE);
+          recvs.add(r).sge(ctrlMr, (long) r * BulkWire.CONTROL_SIZE, BulkWire.CONTROL_SIZE);
         } else if (wcs.wrId(i) == FIN_WRID) {
           finDone = true;
         } else {

@@ -37,13 +37,13 @@ public final class BulkServer implements AutoCloseable {
   }
 
   /** What the server received and how it judged it. */
-  public record Result(Wire.Hello hello, int slots, long bytes, long chunks, int crc,
+  public record Result(BulkWire.Hello hello, int slots, long bytes, long chunks, int crc,
       int clientCrc, ChecksumVerifier.Result check, double seconds, long loopAllocatedBytes) {}
 
   private static final long CREDIT_WRID = -1L;
   private static final long VERDICT_WRID = -2L;
 
-  private final Link.Listener listener;
+  private final BulkLink.Listener listener;
   private final Options options;
   private final PrintStream log;
   private final boolean verbose;
@@ -51,7 +51,7 @@ public final class BulkServer implements AutoCloseable {
   private volatile boolean clientSeen;
 
   /** Serves the clients that come to {@code listener} (which it closes at the end). */
-  public BulkServer(Link.Listener listener, Options options, PrintStream log, boolean verbose) {
+  public BulkServer(BulkLink.Listener listener, Options options, PrintStream log, boolean verbose) {
     this.listener = listener;
     this.options = options;
     this.log = log;
@@ -80,13 +80,13 @@ public final class BulkServer implements AutoCloseable {
 
   /** Serves one client, waiting at most {@code acceptTimeout} for it. */
   public Result serveOne(Duration acceptTimeout, Progress.Kind progressKind) {
-    Link.Incoming in = listener.next(acceptTimeout, () -> stopping);
+    BulkLink.Incoming in = listener.next(acceptTimeout, () -> stopping);
     if (in == null) {
       throw new TransferFailure(stopping ? "server stopped before a client connected"
           : "no client connected within " + acceptTimeout.toSeconds() + " s");
     }
     clientSeen = true;
-    Wire.Hello hello = in.hello();
+    BulkWire.Hello hello = in.hello();
     DeviceContext ctx = in.context();
     long maxMsg = ctx.queryPort(in.port()).maxMsgSize();
     if (hello.chunkSize() > maxMsg) {
@@ -97,7 +97,7 @@ public final class BulkServer implements AutoCloseable {
     }
     DeviceAttributes dev = ctx.queryDevice();
     // a slot takes a chunk, and the FIN that lands in one like a chunk does
-    int slotSize = Math.max(hello.chunkSize(), Wire.CONTROL_SIZE);
+    int slotSize = Math.max(hello.chunkSize(), BulkWire.CONTROL_SIZE);
     int slots = (int) Math.min(hello.depth(), Math.max(1, options.ringLimit() / slotSize));
     slots = Math.min(slots, Integer.MAX_VALUE / slotSize);
     slots = Math.min(slots, Math.min(dev.maxQpWr() - 4, dev.maxCqe() / 2 - 8));
@@ -111,7 +111,7 @@ public final class BulkServer implements AutoCloseable {
     }
   }
 
-  private Result serve(Link.Incoming in, DeviceContext ctx, Wire.Hello hello, int slots,
+  private Result serve(BulkLink.Incoming in, DeviceContext ctx, BulkWire.Hello hello, int slots,
       int slotSize, Resources res, Progress.Kind progressKind) {
     ProtectionDomain pd = res.add(ctx.allocPd());
     int sqDepth = slots + 4;
@@ -120,7 +120,7 @@ public final class BulkServer implements AutoCloseable {
         new CompletionPoller(ctx, sqDepth + rqDepth + 8, Math.max(16, rqDepth), options.spins()));
     OffHeapBuffer ring = res.add(OffHeapBuffer.allocate((long) slots * slotSize));
     MemoryRegion ringMr = res.add(pd.registerMemory(ring, Access.LOCAL_WRITE | Access.REMOTE_WRITE));
-    OffHeapBuffer ctrl = res.add(OffHeapBuffer.allocate(Wire.CONTROL_SIZE));
+    OffHeapBuffer ctrl = res.add(OffHeapBuffer.allocate(BulkWire.CONTROL_SIZE));
     MemoryRegion ctrlMr = res.add(pd.registerMemory(ctrl, Access.LOCAL_WRITE));
     RecvRequests recvs = res.add(new RecvRequests(rqDepth, 1));
     SendRequests sends = res.add(new SendRequests(2, 1));
@@ -137,7 +137,8 @@ public final class BulkServer implements AutoCloseable {
       recvs.add(s).sge(ringMr, (long) s * slotSize, slotSize);
     }
     qp.postRecv(recvs);
-    Wire.RingInfo ringInfo = new Wire.RingInfo(ringMr.address(), ringMr.rkey(), slots, slotSize);
+    BulkWire.RingInfo ringInfo =
+        new BulkWire.RingInfo(ringMr.address(), ringMr.rkey(), slots, slotSize);
     in.accept(ringInfo);
     if (verbose) {
       log.printf("server: connected to %s; %s in %d-byte chunks by %s, ring of %d slots%n",
@@ -154,7 +155,7 @@ public final class BulkServer implements AutoCloseable {
       long credited = 0; // chunks the client has been told are consumed
       int sendsOutstanding = 0;
       long bytes = 0;
-      Wire.Fin fin = null;
+      BulkWire.Fin fin = null;
       long idleNanos = options.idleTimeout().toNanos();
       long allocatedBefore = Allocations.currentThread();
       WcOpcode dataOpcode =
@@ -180,8 +181,8 @@ public final class BulkServer implements AutoCloseable {
                 + wcs.describe(i));
           }
           int imm = wcs.immediate(i);
-          if (imm == Wire.FIN_IMM && op == WcOpcode.RECV) {
-            fin = Wire.Fin.decode(slotViews[slot], wcs.byteLength(i));
+          if (imm == BulkWire.FIN_IMM && op == WcOpcode.RECV) {
+            fin = BulkWire.Fin.decode(slotViews[slot], wcs.byteLength(i));
             continue;
           }
           if (fin != null || expected >= chunks) {
@@ -189,9 +190,9 @@ public final class BulkServer implements AutoCloseable {
                 + wcs.describe(i));
           }
           int dataSlot = (int) (expected % slots);
-          if (op != dataOpcode || imm != (int) (expected & Wire.SEQ_MASK) || slot != dataSlot) {
+          if (op != dataOpcode || imm != (int) (expected & BulkWire.SEQ_MASK) || slot != dataSlot) {
             throw new TransferFailure("server: protocol error: expected chunk " + expected
-                + " (immediate " + (expected & Wire.SEQ_MASK) + ", " + dataOpcode + ") in slot "
+                + " (immediate " + (expected & BulkWire.SEQ_MASK) + ", " + dataOpcode + ") in slot "
                 + dataSlot + ", got " + wcs.describe(i) + " on the receive of slot " + slot);
           }
           int len = hello.chunkLength(expected);
@@ -230,13 +231,14 @@ public final class BulkServer implements AutoCloseable {
       }
 
       // the verdict; wait for its completion so the client surely has it before we go
-      new Wire.Verdict(check.ok(), bytes, expected, ourCrc).encode(ctrl.view(0, Wire.CONTROL_SIZE));
+      new BulkWire.Verdict(check.ok(), bytes, expected, ourCrc)
+          .encode(ctrl.view(0, BulkWire.CONTROL_SIZE));
       while (sendsOutstanding >= sqDepth) {
         sendsOutstanding -= countSends(poller, idleNanos);
       }
       sends.clear();
       sends.add(VERDICT_WRID, WrOpcode.SEND, SendRequests.SIGNALED)
-          .sge(ctrlMr, 0, Wire.Verdict.LENGTH);
+          .sge(ctrlMr, 0, BulkWire.Verdict.LENGTH);
       qp.postSend(sends);
       sendsOutstanding++;
       // Wait for the verdict's completion. The client disconnects as soon as it has the verdict,

@@ -43,7 +43,7 @@ public final class CmEvents {
 
   public static String describe(CmEvent ev) {
     if (ev.type() == CmEventType.REJECTED) {
-      String reason = Wire.decodeReject(ev.privateData());
+      String reason = BulkWire.decodeReject(ev.privateData());
       if (reason != null) return "REJECTED by the server: " + reason;
       if (ev.status() == CmEvent.REJECT_NO_LISTENER) return "REJECTED: nobody listens there";
     }

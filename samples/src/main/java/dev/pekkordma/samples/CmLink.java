@@ -26,12 +26,12 @@ final class CmLink {
 
   private CmLink() {}
 
-  static Link.Listener listen(RdmaProvider provider, InetSocketAddress bind, PrintStream log,
+  static BulkLink.Listener listen(RdmaProvider provider, InetSocketAddress bind, PrintStream log,
       boolean verbose) {
     return new Listener(provider, bind, log, verbose);
   }
 
-  static Link.Connector connector(RdmaProvider provider) {
+  static BulkLink.Connector connector(RdmaProvider provider) {
     return server -> {
       CmEventChannel channel = provider.createCmEventChannel();
       CmId id = null;
@@ -55,7 +55,7 @@ final class CmLink {
     };
   }
 
-  private static final class Listener implements Link.Listener {
+  private static final class Listener implements BulkLink.Listener {
     private final CmEventChannel channel;
     private final CmId listenId;
     private final PrintStream log;
@@ -84,15 +84,15 @@ final class CmLink {
     }
 
     @Override
-    public Link.Incoming next(Duration timeout, BooleanSupplier stop) {
+    public BulkLink.Incoming next(Duration timeout, BooleanSupplier stop) {
       while (true) {
         CmEvent ev = CmEvents.next(channel, timeout, stop);
         if (ev == null) return null;
         if (ev.type() == CmEventType.CONNECT_REQUEST) {
           Incoming in = new Incoming(channel, ev.id());
           try {
-            in.hello = Wire.Hello.decode(ev.privateData());
-          } catch (Wire.ProtocolException e) {
+            in.hello = BulkWire.Hello.decode(ev.privateData());
+          } catch (BulkWire.ProtocolException e) {
             in.reject(e.getMessage());
             throw new TransferFailure("rejected a client: " + e.getMessage());
           }
@@ -113,7 +113,7 @@ final class CmLink {
   }
 
   /** What both sides of a CM connection share. */
-  private abstract static class Side implements Link.Connection {
+  private abstract static class Side implements BulkLink.Connection {
     final CmEventChannel channel;
     final CmId id;
     private boolean hasQp;
@@ -191,29 +191,29 @@ final class CmLink {
     abstract void closeRest();
   }
 
-  private static final class Incoming extends Side implements Link.Incoming {
-    Wire.Hello hello;
+  private static final class Incoming extends Side implements BulkLink.Incoming {
+    BulkWire.Hello hello;
 
     Incoming(CmEventChannel listenerChannel, CmId id) {
       super(listenerChannel, id);
     }
 
     @Override
-    public Wire.Hello hello() {
+    public BulkWire.Hello hello() {
       return hello;
     }
 
     @Override
     public void reject(String reason) {
       try {
-        id.reject(Wire.encodeReject(reason));
+        id.reject(BulkWire.encodeReject(reason));
       } finally {
         close();
       }
     }
 
     @Override
-    public void accept(Wire.RingInfo ring) {
+    public void accept(BulkWire.RingInfo ring) {
       id.accept(ConnectionParameters.withPrivateData(ring.encode()));
       CmEvents.expect(channel, CmEventType.ESTABLISHED, EVENT_TIMEOUT, "accepting " + peer());
       connected = true;
@@ -225,7 +225,7 @@ final class CmLink {
     }
   }
 
-  private static final class Outgoing extends Side implements Link.Outgoing {
+  private static final class Outgoing extends Side implements BulkLink.Outgoing {
     private final InetSocketAddress server;
 
     Outgoing(CmEventChannel channel, CmId id, InetSocketAddress server) {
@@ -234,12 +234,12 @@ final class CmLink {
     }
 
     @Override
-    public Wire.RingInfo connect(Wire.Hello hello) {
+    public BulkWire.RingInfo connect(BulkWire.Hello hello) {
       id.connect(ConnectionParameters.withPrivateData(hello.encode()));
       CmEvent ev = CmEvents.expect(channel, CmEventType.ESTABLISHED, EVENT_TIMEOUT,
           "connecting to " + BulkTransfer.format(server));
       connected = true;
-      return Wire.RingInfo.decode(ev.privateData());
+      return BulkWire.RingInfo.decode(ev.privateData());
     }
 
     @Override

@@ -25,7 +25,7 @@ import java.util.function.BooleanSupplier;
  * QP number, and the hello and ring info are handed over in memory. Server and client of the
  * demo share one instance.
  */
-final class HandLink implements Link.Listener, Link.Connector {
+final class HandLink implements BulkLink.Listener, BulkLink.Connector {
   private static final int PORT = 1;
   private static final int QP_ACCESS = Access.LOCAL_WRITE | Access.REMOTE_WRITE;
   private static final Duration ANSWER_TIMEOUT = Duration.ofSeconds(10);
@@ -38,12 +38,12 @@ final class HandLink implements Link.Listener, Link.Connector {
   }
 
   /** What the client hands the server: its hello and its QP's address. */
-  private record Offer(Wire.Hello hello, Gid gid, int qpNum, int psn,
+  private record Offer(BulkWire.Hello hello, Gid gid, int qpNum, int psn,
       CompletableFuture<Answer> answer,
       CompletableFuture<Void> clientGone, CompletableFuture<Void> serverGone) {}
 
   /** The server's answer: its ring and QP address, or why not. */
-  private record Answer(Wire.RingInfo ring, Gid gid, int qpNum, int psn, String rejection) {}
+  private record Answer(BulkWire.RingInfo ring, Gid gid, int qpNum, int psn, String rejection) {}
 
   @Override
   public InetSocketAddress localAddress() {
@@ -51,7 +51,7 @@ final class HandLink implements Link.Listener, Link.Connector {
   }
 
   @Override
-  public Link.Incoming next(Duration timeout, BooleanSupplier stop) {
+  public BulkLink.Incoming next(Duration timeout, BooleanSupplier stop) {
     long deadline = System.nanoTime() + timeout.toNanos();
     try {
       while (!stop.getAsBoolean() && System.nanoTime() < deadline) {
@@ -65,7 +65,7 @@ final class HandLink implements Link.Listener, Link.Connector {
   }
 
   @Override
-  public Link.Outgoing open(InetSocketAddress server) {
+  public BulkLink.Outgoing open(InetSocketAddress server) {
     return new Outgoing();
   }
 
@@ -85,7 +85,7 @@ final class HandLink implements Link.Listener, Link.Connector {
     }
   }
 
-  private abstract class Side implements Link.Connection {
+  private abstract class Side implements BulkLink.Connection {
     final DeviceContext context = provider.open(provider.devices().get(0));
     /** This side's first PSN: random, so that a stray packet cannot pass for the next one. */
     final int psn = java.util.concurrent.ThreadLocalRandom.current().nextInt(1 << 24);
@@ -148,7 +148,7 @@ final class HandLink implements Link.Listener, Link.Connector {
     }
   }
 
-  private final class Incoming extends Side implements Link.Incoming {
+  private final class Incoming extends Side implements BulkLink.Incoming {
     private final Offer offer;
 
     Incoming(Offer offer) {
@@ -156,7 +156,7 @@ final class HandLink implements Link.Listener, Link.Connector {
     }
 
     @Override
-    public Wire.Hello hello() {
+    public BulkWire.Hello hello() {
       return offer.hello();
     }
 
@@ -170,7 +170,7 @@ final class HandLink implements Link.Listener, Link.Connector {
     }
 
     @Override
-    public void accept(Wire.RingInfo ring) {
+    public void accept(BulkWire.RingInfo ring) {
       connectTo(offer.gid(), offer.qpNum(), offer.psn());
       offer.answer().complete(new Answer(ring, gid(), qp.qpNum(), psn, null));
     }
@@ -197,11 +197,11 @@ final class HandLink implements Link.Listener, Link.Connector {
     }
   }
 
-  private final class Outgoing extends Side implements Link.Outgoing {
+  private final class Outgoing extends Side implements BulkLink.Outgoing {
     private Offer offer;
 
     @Override
-    public Wire.RingInfo connect(Wire.Hello hello) {
+    public BulkWire.RingInfo connect(BulkWire.Hello hello) {
       offer = new Offer(hello, gid(), qp.qpNum(), psn, new CompletableFuture<>(),
           new CompletableFuture<>(), new CompletableFuture<>());
       offers.add(offer);

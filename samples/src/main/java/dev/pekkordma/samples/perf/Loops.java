@@ -12,7 +12,7 @@ import dev.pekkordma.verbs.WrOpcode;
 import java.lang.invoke.VarHandle;
 
 /**
- * What the measuring side ({@link Initiator}) and the answering side ({@link Responder}) share:
+ * What the measuring side ({@link Initiator}) and the answering side ({@link PerfResponder}) share:
  * signaled-send accounting with CQ moderation, receive re-arming in batches, and the sequence
  * byte that ends each write-latency message. Every request goes through the side's reusable
  * batches; nothing here allocates on the way (failures excepted).

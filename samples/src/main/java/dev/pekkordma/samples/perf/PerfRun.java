@@ -8,7 +8,7 @@ import dev.pekkordma.cm.ConnectionParameters;
 import dev.pekkordma.samples.BadOption;
 import dev.pekkordma.samples.CmEvents;
 import dev.pekkordma.samples.TransferFailure;
-import dev.pekkordma.samples.Wire;
+import dev.pekkordma.samples.BulkWire;
 import dev.pekkordma.verbs.Access;
 import dev.pekkordma.verbs.AddressVector;
 import dev.pekkordma.verbs.DeviceAttributes;
@@ -91,7 +91,7 @@ public final class PerfRun {
         AtomicReference<Throwable> clientFailure = new AtomicReference<>();
         Thread serverThread = new Thread(() -> {
           try {
-            Responder r = new Responder(server,
+            PerfResponder r = new PerfResponder(server,
                 new Idle(s.timeout().toNanos(), () -> clientFailure.get() != null));
             r.run();
             serverAllocated[0] = r.loopAllocatedBytes();
@@ -258,7 +258,7 @@ public final class PerfRun {
       spec = PerfSpec.decode(rest);
       clientBuffer = new PerfSide.RemoteBuffer(address, rkey, 0);
     } catch (PerfFailure e) {
-      id.reject(Wire.encodeReject(e.getMessage()));
+      id.reject(BulkWire.encodeReject(e.getMessage()));
       throw new PerfFailure("rejected a client: " + e.getMessage(), e);
     }
     DeviceContext ctx = id.verbs();
@@ -266,7 +266,7 @@ public final class PerfRun {
     try {
       side = new PerfSide(ctx, id.portNum(), spec);
     } catch (RuntimeException e) {
-      id.reject(Wire.encodeReject(e.getMessage()));
+      id.reject(BulkWire.encodeReject(e.getMessage()));
       throw e;
     }
     String peer = String.valueOf(id.remoteAddress());
@@ -280,7 +280,7 @@ public final class PerfRun {
       connected = true;
       out.println("server: " + spec.test().label() + " for " + peer + ": " + spec);
       DisconnectWatch watch = new DisconnectWatch(channel);
-      Responder r = new Responder(side, new Idle(timeout.toNanos(), watch));
+      PerfResponder r = new PerfResponder(side, new Idle(timeout.toNanos(), watch));
       r.run();
       if (!watch.seen() && !watch.await(timeout)) {
         throw new PerfFailure("the client did not disconnect within " + timeout.toSeconds() + " s");

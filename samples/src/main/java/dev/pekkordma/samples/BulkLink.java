@@ -10,10 +10,11 @@ import java.util.function.BooleanSupplier;
 
 /**
  * How one side's QP gets connected to the other's, and what the two say while connecting: the
- * client's {@link Wire.Hello} and the server's {@link Wire.RingInfo}. {@link CmLink} does it with
- * the connection manager; {@link HandLink} by hand within one JVM, for a provider without one.
+ * client's {@link BulkWire.Hello} and the server's {@link BulkWire.RingInfo}. {@link CmLink} does
+ * it with the connection manager; {@link HandLink} by hand within one JVM, for a provider without
+ * one.
  */
-interface Link {
+interface BulkLink {
   /** One side of one connection. Closing it destroys the QP and whatever it opened. */
   interface Connection extends AutoCloseable {
     /** The device the connection goes through. */
@@ -41,19 +42,19 @@ interface Link {
 
   /** A client that asked to connect, not yet answered. */
   interface Incoming extends Connection {
-    Wire.Hello hello();
+    BulkWire.Hello hello();
 
     /** Refuses it with a reason the client will print, and closes it. */
     void reject(String reason);
 
     /** Accepts, telling the client where the ring is; returns once connected. */
-    void accept(Wire.RingInfo ring);
+    void accept(BulkWire.RingInfo ring);
   }
 
   /** The client's side before and after connecting. */
   interface Outgoing extends Connection {
     /** Connects, announcing {@code hello}; returns the server's ring once connected. */
-    Wire.RingInfo connect(Wire.Hello hello);
+    BulkWire.RingInfo connect(BulkWire.Hello hello);
   }
 
   /** Where clients come to a server. */

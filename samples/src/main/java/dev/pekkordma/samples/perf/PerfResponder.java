@@ -9,12 +9,12 @@ import dev.pekkordma.verbs.WrOpcode;
  * message came; for send and write latency it answers each message with one of the same size;
  * for write and read bandwidth and read latency its NIC does the work and it only waits.
  */
-final class Responder extends Loops {
+final class PerfResponder extends Loops {
   private static final long PARK_NANOS = 20_000;
   private long loopAllocatedBytes = -1;
   private long requests;
 
-  Responder(PerfSide side, Idle idle) {
+  PerfResponder(PerfSide side, Idle idle) {
     super(side, idle);
   }
 

@@ -23,7 +23,7 @@ import java.nio.charset.StandardCharsets;
  *   <li>{@link Verdict}: a SEND from the server with its count, CRC32C and judgement.
  * </ul>
  */
-public final class Wire {
+public final class BulkWire {
   public static final int MAGIC = 0x50524254; // "PRBT"
   public static final byte VERSION = 1;
   /** The immediate of the FIN message; data immediates are below 2^31. */
@@ -32,7 +32,7 @@ public final class Wire {
   /** Bytes every control message (FIN, verdict) fits in. */
   public static final int CONTROL_SIZE = 64;
 
-  private Wire() {}
+  private BulkWire() {}
 
   private static ByteBuffer read(byte[] data, int minLength, String what) {
     if (data == null || data.length < minLength) {
