@@ -178,7 +178,7 @@ final class CmListener {
       c.close();
       return;
     }
-    id.readLoop(c);
+    new CmConversation(id).readLoop(c);
   }
 
   @Override

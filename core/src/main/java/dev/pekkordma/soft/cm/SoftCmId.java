@@ -1,7 +1,9 @@
 package dev.pekkordma.soft.cm;
 
+import static dev.pekkordma.soft.cm.CmChecks.ECONNRESET;
+import static dev.pekkordma.soft.cm.CmChecks.ENETUNREACH;
+import static dev.pekkordma.soft.cm.CmChecks.ETIMEDOUT;
 import static dev.pekkordma.soft.cm.CmChecks.errnoOf;
-import static dev.pekkordma.soft.cm.CmChecks.millis;
 import static dev.pekkordma.soft.cm.CmChecks.newPsn;
 import static dev.pekkordma.soft.cm.CmChecks.requireAddress;
 import static dev.pekkordma.soft.cm.CmChecks.requireTimeout;
@@ -14,30 +16,19 @@ import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
 import dev.pekkordma.cm.ConnectionParameters;
 import dev.pekkordma.soft.SoftCmSupport;
-import dev.pekkordma.verbs.Access;
-import dev.pekkordma.verbs.AddressVector;
 import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.Mtu;
 import dev.pekkordma.verbs.ProtectionDomain;
-import dev.pekkordma.verbs.QpAttributes;
 import dev.pekkordma.verbs.QpInitAttributes;
-import dev.pekkordma.verbs.QpState;
-import dev.pekkordma.verbs.QpType;
 import dev.pekkordma.verbs.QueuePair;
 import dev.pekkordma.verbs.RdmaException;
 import java.io.IOException;
-import java.net.ConnectException;
-import java.net.DatagramSocket;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ProtocolException;
 import java.net.ServerSocket;
 import java.net.Socket;
-import java.net.SocketTimeoutException;
-import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.Arrays;
-import javax.net.ssl.SSLException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -48,80 +39,45 @@ import org.slf4j.LoggerFactory;
  * the provider's fabric. The TCP connection also stands for the peer being alive: when it breaks,
  * the peer is gone.
  *
- * <p>State lives under the id's monitor. Each connection has one thread reading its messages,
+ * <p>CmState lives under the id's monitor. Each connection has one thread reading its messages,
  * from the provider's bounded pool ({@link CmResources}), a listener one thread accepting
  * ({@link CmListener}); deadlines and short steps run on the channel's thread. Every frame a
  * peer sends is checked before it is acted on; one out of place ends the connection, logged.
  */
 public final class SoftCmId implements CmId {
-  /** rdma_cm's id states, with the steps of a connection spelled out. */
-  enum State {
-    IDLE, ADDR_QUERY, ADDR_BOUND, ADDR_RESOLVED, ROUTE_QUERY, ROUTE_RESOLVED, LISTEN,
-    /** Active side: REQ sent (or the TCP connect under way), waiting for REP or REJ. */
-    CONNECTING,
-    /** Passive side: REQ received, waiting for the application's accept or reject. */
-    CONNECT_REQUEST,
-    /** Passive side: REP sent, waiting for RTU. */
-    ACCEPTING,
-    ESTABLISHED,
-    /** DREQ sent, waiting for DREP. */
-    DISCONNECTING,
-    DISCONNECTED,
-    /** How a connection attempt ended. */
-    REJECTED, UNREACHABLE, CONNECT_ERROR,
-    DEVICE_REMOVAL,
-    DESTROYED
-  }
-
-  /**
-   * The local ACK timeout the CM gives a connected QP, as the kernel's CM derives it for RoCE
-   * (packet lifetime 16, plus one): 4.096 us * 2^17, about 0.54 s a try, so a peer that stops
-   * answering fails the connection within (retryCount + 1) tries of it.
-   */
-  static final int ACK_TIMEOUT = 17;
-
-  /** The access rdma_create_qp gives a QP on its way to INIT. */
-  static final int QP_ACCESS =
-      Access.LOCAL_WRITE | Access.REMOTE_READ | Access.REMOTE_WRITE | Access.REMOTE_ATOMIC;
   /**
    * The pause between DISCONNECTED and TIMEWAIT_EXIT. The IB CM waits for stray packets to die
    * out; the fabric here does not reorder across a closed connection, so a short one will do.
    */
   static final Duration TIMEWAIT = Duration.ofMillis(100);
 
-  // errnos that event statuses carry, negated, as librdmacm reports them
-  private static final int EPROTO = 71;
-  private static final int ENETUNREACH = 101;
-  private static final int ECONNRESET = 104;
-  private static final int ETIMEDOUT = 110;
-  private static final int EHOSTUNREACH = 113;
   private static final Logger log = LoggerFactory.getLogger(SoftCmId.class);
 
   final SoftCmEventChannel channel;
-  private final SoftCmSupport support;
-  private final CmResources resources;
+  final SoftCmSupport support;
+  final CmResources resources;
   private final Object context;
 
   // guarded by this
-  private State state = State.IDLE;
+  CmState state = CmState.IDLE;
   /** Counts state changes: a deadline fires only if the id is still in the state that set it. */
   private long phase;
-  private State beforeQuery;
-  private DeviceContext verbs;
+  private CmState beforeQuery;
+  DeviceContext verbs;
   private AutoCloseable removalWatch;
   private InetSocketAddress portHeld;
-  private InetSocketAddress local;
+  InetSocketAddress local;
   private InetSocketAddress remote;
   /** The bound socket: it holds the port, then carries the active side's connection. */
   private Socket socket;
   /** The connection (over TLS when it is on), once it is up. */
-  private CmSocket conn;
+  CmSocket conn;
   private CmListener listener;
   /** A DREQ after the disconnection is answered once; more are out of protocol. */
-  private boolean answeredLateDreq;
-  private QueuePair qp;
-  private int psn;
-  private ConnectionParameters ours;
+  boolean answeredLateDreq;
+  QueuePair qp;
+  int psn;
+  ConnectionParameters ours;
   private CmMessage request;
 
   SoftCmId(SoftCmEventChannel channel, Object context) {
@@ -166,7 +122,7 @@ public final class SoftCmId implements CmId {
     return qp;
   }
 
-  synchronized State state() {
+  synchronized CmState state() {
     return state;
   }
 
@@ -181,7 +137,7 @@ public final class SoftCmId implements CmId {
   public synchronized void bind(InetSocketAddress address) {
     String verb = "rdma_bind_addr";
     requireAddress(verb, "address", address);
-    expect(verb, "IDLE", State.IDLE);
+    expect(verb, "IDLE", CmState.IDLE);
     if (!CmChecks.isLocal(address.getAddress())) {
       throw new RdmaException(verb, RdmaException.ENODEV, "no local interface has address "
           + address.getAddress().getHostAddress());
@@ -195,7 +151,7 @@ public final class SoftCmId implements CmId {
     }
     socket = s;
     local = portHeld;
-    setState(State.ADDR_BOUND);
+    setState(CmState.ADDR_BOUND);
   }
 
   @Override
@@ -204,7 +160,7 @@ public final class SoftCmId implements CmId {
     if (backlog < 0) {
       throw new RdmaException(verb, RdmaException.EINVAL, "backlog = " + backlog + " is negative");
     }
-    expect(verb, "ADDR_BOUND (bind first)", State.ADDR_BOUND);
+    expect(verb, "ADDR_BOUND (bind first)", CmState.ADDR_BOUND);
     ServerSocket ss = null;
     try {
       ss = new ServerSocket();
@@ -218,7 +174,7 @@ public final class SoftCmId implements CmId {
     // the server socket holds the port now
     closeQuietly(socket);
     socket = null;
-    setState(State.LISTEN);
+    setState(CmState.LISTEN);
     resources.warnIfInTheClear(portHeld.getAddress(), "listening on "
         + CmSocket.describe(portHeld));
     listener = new CmListener(this, ss, resources);
@@ -238,9 +194,9 @@ public final class SoftCmId implements CmId {
     }
     if (source != null) requireAddress(verb, "source", source);
     requireTimeout(verb, timeout);
-    expect(verb, "IDLE or ADDR_BOUND", State.IDLE, State.ADDR_BOUND);
+    expect(verb, "IDLE or ADDR_BOUND", CmState.IDLE, CmState.ADDR_BOUND);
     beforeQuery = state;
-    setState(State.ADDR_QUERY);
+    setState(CmState.ADDR_QUERY);
     long query = phase;
     CmChecks.daemon("soft-cm-resolve-" + destination.getPort(),
         () -> resolve(query, source, destination)).start();
@@ -252,32 +208,21 @@ public final class SoftCmId implements CmId {
     InetAddress from;
     synchronized (this) {
       if (phase != query) return;
-      from = beforeQuery == State.ADDR_BOUND ? portHeld.getAddress()
+      from = beforeQuery == CmState.ADDR_BOUND ? portHeld.getAddress()
           : source != null ? source.getAddress() : null;
     }
-    InetSocketAddress target;
+    CmRoute route;
     try {
-      target = destination.isUnresolved()
-          ? new InetSocketAddress(InetAddress.getByName(destination.getHostString()),
-              destination.getPort())
-          : destination;
-    } catch (UnknownHostException e) {
-      addressError(query, -EHOSTUNREACH);
+      route = CmRoute.find(from, destination);
+    } catch (CmRoute.Unreachable e) {
+      addressError(query, -e.errno);
       return;
     }
-    InetAddress via;
-    // connecting a datagram socket picks the route and source address; it sends nothing
-    try (DatagramSocket probe = from == null || from.isAnyLocalAddress() ? new DatagramSocket()
-        : new DatagramSocket(new InetSocketAddress(from, 0))) {
-      probe.connect(target);
-      via = probe.getLocalAddress();
-    } catch (IOException | RuntimeException e) {
-      addressError(query, -ENETUNREACH);
-      return;
-    }
+    InetSocketAddress target = route.target();
+    InetAddress via = route.source();
     synchronized (this) {
       if (phase != query) return;
-      if (beforeQuery == State.IDLE) {
+      if (beforeQuery == CmState.IDLE) {
         InetAddress ip = from == null || from.isAnyLocalAddress() ? via : from;
         Socket s;
         try {
@@ -300,7 +245,7 @@ public final class SoftCmId implements CmId {
         local = new InetSocketAddress(via, portHeld.getPort());
       }
       remote = target;
-      setState(State.ADDR_RESOLVED);
+      setState(CmState.ADDR_RESOLVED);
       post(CmEventType.ADDR_RESOLVED, 0, null, null);
     }
   }
@@ -315,8 +260,8 @@ public final class SoftCmId implements CmId {
   public synchronized void resolveRoute(Duration timeout) {
     String verb = "rdma_resolve_route";
     requireTimeout(verb, timeout);
-    expect(verb, "ADDR_RESOLVED (resolve the address first)", State.ADDR_RESOLVED);
-    setState(State.ROUTE_QUERY);
+    expect(verb, "ADDR_RESOLVED (resolve the address first)", CmState.ADDR_RESOLVED);
+    setState(CmState.ROUTE_QUERY);
     long query = phase;
     channel.schedule(() -> route(query), Duration.ZERO);
   }
@@ -330,11 +275,11 @@ public final class SoftCmId implements CmId {
       up = false;
     }
     if (up) {
-      setState(State.ROUTE_RESOLVED);
+      setState(CmState.ROUTE_RESOLVED);
       post(CmEventType.ROUTE_RESOLVED, 0, null, null);
     } else {
       // as in rdma_cm, the id falls back to ADDR_RESOLVED and may try again
-      setState(State.ADDR_RESOLVED);
+      setState(CmState.ADDR_RESOLVED);
       post(CmEventType.ROUTE_ERROR, -ENETUNREACH, null, null);
     }
   }
@@ -344,32 +289,10 @@ public final class SoftCmId implements CmId {
   @Override
   public synchronized QueuePair createQp(ProtectionDomain pd, QpInitAttributes attributes) {
     String verb = "rdma_create_qp";
-    expect(verb, "ADDR_BOUND, ADDR_RESOLVED, ROUTE_RESOLVED or CONNECT_REQUEST", State.ADDR_BOUND,
-        State.ADDR_RESOLVED, State.ROUTE_QUERY, State.ROUTE_RESOLVED, State.CONNECT_REQUEST);
-    if (pd == null || attributes == null) {
-      throw new RdmaException(verb, RdmaException.EINVAL,
-          (pd == null ? "pd" : "attributes") + " is null");
-    }
-    if (pd.context() != verbs) {
-      throw new RdmaException(verb, RdmaException.EINVAL, "the PD is on device context "
-          + pd.context() + ", the id on " + verbs + "; allocate the PD from verbs()");
-    }
-    if (qp != null) {
-      throw new RdmaException(verb, RdmaException.EINVAL, "the id already has QP " + qp.qpNum());
-    }
-    if (attributes.type() != QpType.RC) {
-      throw new RdmaException(verb, RdmaException.EINVAL,
-          "RDMA_PS_TCP ids connect RC QPs, not " + attributes.type());
-    }
-    QueuePair q = pd.createQp(attributes);
-    try {
-      q.modify(QpAttributes.toInit(1, QP_ACCESS));
-    } catch (RuntimeException e) {
-      q.close();
-      throw e;
-    }
-    qp = q;
-    return q;
+    expect(verb, "ADDR_BOUND, ADDR_RESOLVED, ROUTE_RESOLVED or CONNECT_REQUEST", CmState.ADDR_BOUND,
+        CmState.ADDR_RESOLVED, CmState.ROUTE_QUERY, CmState.ROUTE_RESOLVED, CmState.CONNECT_REQUEST);
+    qp = CmQpSteps.create(verb, pd, attributes, verbs, qp);
+    return qp;
   }
 
   @Override
@@ -387,96 +310,45 @@ public final class SoftCmId implements CmId {
   @Override
   public synchronized void connect(ConnectionParameters parameters) {
     String verb = "rdma_connect";
-    expect(verb, "ROUTE_RESOLVED (resolve address and route first)", State.ROUTE_RESOLVED);
+    expect(verb, "ROUTE_RESOLVED (resolve address and route first)", CmState.ROUTE_RESOLVED);
     ours = CmChecks.checked(verb, parameters, ConnectionParameters.MAX_CONNECT_PRIVATE_DATA,
         verbs);
-    requireQpInInit(verb);
+    CmQpSteps.requireInit(verb, qp);
     Socket s = socket;
     InetSocketAddress to = remote;
     // the thread takes this monitor before it looks at the state, so it sees CONNECTING
     if (!resources.start("soft-cm-conn-" + local.getPort() + "-" + to.getPort(),
-        () -> runActive(s, to))) {
+        () -> new CmConversation(this).runActive(s, to))) {
       throw new RdmaException(verb, RdmaException.EAGAIN, "cannot connect to "
           + CmSocket.describe(to) + ": " + resources.refusal());
     }
     psn = newPsn();
-    setState(State.CONNECTING);
+    setState(CmState.CONNECTING);
     resources.warnIfInTheClear(to.getAddress(), "connecting to " + CmSocket.describe(to));
     long attempt = phase;
     channel.schedule(() -> deadline(attempt), support.connectTimeout());
   }
 
-  private void runActive(Socket s, InetSocketAddress to) {
-    try {
-      s.connect(to, millis(support.connectTimeout()));
-      s.setTcpNoDelay(true);
-    } catch (IOException e) {
-      synchronized (this) {
-        if (state != State.CONNECTING) return; // closed or timed out meanwhile
-        if (e instanceof SocketTimeoutException) {
-          end(State.UNREACHABLE, -ETIMEDOUT, null, null);
-        } else if (e instanceof ConnectException && !String.valueOf(e.getMessage())
-            .contains("timed out")) {
-          // a TCP reset: nothing listens on the port, which the IB CM reports as this reason
-          end(State.REJECTED, CmEvent.REJECT_NO_LISTENER, null, null);
-        } else {
-          end(State.UNREACHABLE, -EHOSTUNREACH, null, null);
-        }
-      }
-      return;
-    }
-    String peer = CmSocket.describe(to);
-    CmSocket c;
-    try {
-      c = CmSocket.over(resources.tls.client(s, "CM peer " + peer));
-    } catch (IOException e) {
-      synchronized (this) {
-        if (state != State.CONNECTING) return; // the deadline or a close broke the handshake
-        log.warn("soft CM: connecting to {} failed: {}", peer, e.getMessage());
-        end(State.CONNECT_ERROR, e instanceof SSLException ? -EPROTO : -ECONNRESET, null, null);
-      }
-      return;
-    }
-    synchronized (this) {
-      if (state != State.CONNECTING) {
-        c.close();
-        return;
-      }
-      conn = c;
-      try {
-        c.send(CmMessage.req(qp == null ? 0 : qp.qpNum(), psn, support.gid(verbs), activeMtu(),
-            ours));
-      } catch (IOException e) {
-        end(State.CONNECT_ERROR, -ECONNRESET, null, null);
-        return;
-      }
-    }
-    readLoop(c);
-  }
-
   /** The active side's REP: the QP goes to RTR and RTS, RTU goes back, and we are connected. */
-  private boolean replied(CmMessage rep) {
+  boolean replied(CmMessage rep) {
     if (qp != null) {
       try {
-        Mtu mtu = smaller(rep.mtu(), activeMtu());
-        qp.modify(QpAttributes.toRtr(AddressVector.global(rep.gid(), 0, 1), rep.qpn(), rep.psn(),
-            mtu).maxDestRdAtomic(ours.responderResources()));
-        qp.modify(QpAttributes.toRts(psn).timeout(ACK_TIMEOUT).retryCount(ours.retryCount())
-            .rnrRetry(rep.rnrRetryCount()).maxRdAtomic(ours.initiatorDepth()));
+        CmQpSteps.toRtr(qp, rep, smaller(rep.mtu(), activeMtu()), ours.responderResources());
+        CmQpSteps.toRts(qp, psn, ours.retryCount(), rep.rnrRetryCount(), ours.initiatorDepth());
       } catch (RuntimeException e) {
         // librdmacm rejects the connection and reports CONNECT_ERROR with the modify's error
         trySend(CmMessage.rej(CmEvent.REJECT_CONSUMER_DEFINED, null));
-        end(State.CONNECT_ERROR, -errnoOf(e), null, null);
+        end(CmState.CONNECT_ERROR, -errnoOf(e), null, null);
         return false;
       }
     }
     try {
       conn.send(CmMessage.bare(CmMessage.Kind.RTU));
     } catch (IOException e) {
-      end(State.CONNECT_ERROR, -ECONNRESET, null, null);
+      end(CmState.CONNECT_ERROR, -ECONNRESET, null, null);
       return false;
     }
-    setState(State.ESTABLISHED);
+    setState(CmState.ESTABLISHED);
     post(CmEventType.ESTABLISHED, 0, rep.privateData(), rep.asSeenByReceiver());
     return true;
   }
@@ -485,7 +357,7 @@ public final class SoftCmId implements CmId {
 
   /** The new id for a request, posted as CONNECT_REQUEST; null when no longer listening. */
   synchronized SoftCmId offer(CmSocket c, CmMessage req) {
-    if (state != State.LISTEN) return null;
+    if (state != CmState.LISTEN) return null;
     SoftCmId id;
     try {
       id = channel.newId(context, "rdma_listen");
@@ -510,22 +382,21 @@ public final class SoftCmId implements CmId {
     remote = (InetSocketAddress) c.socket.getRemoteSocketAddress();
     request = req;
     attach(c.socket.getLocalAddress());
-    setState(State.CONNECT_REQUEST);
+    setState(CmState.CONNECT_REQUEST);
   }
 
   @Override
   public synchronized void accept(ConnectionParameters parameters) {
     String verb = "rdma_accept";
     expect(verb, "CONNECT_REQUEST (only a connection request's id can be accepted)",
-        State.CONNECT_REQUEST);
+        CmState.CONNECT_REQUEST);
     ConnectionParameters p = CmChecks.checked(verb, parameters,
         ConnectionParameters.MAX_ACCEPT_PRIVATE_DATA, verbs);
-    requireQpInInit(verb);
+    CmQpSteps.requireInit(verb, qp);
     Mtu mtu = smaller(request.mtu(), activeMtu());
     if (qp != null) {
       try {
-        qp.modify(QpAttributes.toRtr(AddressVector.global(request.gid(), 0, 1), request.qpn(),
-            request.psn(), mtu).maxDestRdAtomic(p.responderResources()));
+        CmQpSteps.toRtr(qp, request, mtu, p.responderResources());
       } catch (RuntimeException e) {
         throw new RdmaException(verb, errnoOf(e),
             "moving QP " + qp.qpNum() + " to RTR failed: " + e.getMessage(), e);
@@ -536,26 +407,26 @@ public final class SoftCmId implements CmId {
     try {
       conn.send(CmMessage.rep(qp == null ? 0 : qp.qpNum(), psn, support.gid(verbs), mtu, p));
     } catch (IOException e) {
-      end(State.CONNECT_ERROR, -ECONNRESET, null, null);
+      end(CmState.CONNECT_ERROR, -ECONNRESET, null, null);
       return;
     }
-    setState(State.ACCEPTING);
+    setState(CmState.ACCEPTING);
     long attempt = phase;
     channel.schedule(() -> deadline(attempt), support.connectTimeout());
   }
 
   /** The passive side's RTU: the QP goes to RTS and we are connected. */
-  private boolean readyToUse() {
+  boolean readyToUse() {
     if (qp != null) {
       try {
-        qp.modify(QpAttributes.toRts(psn).timeout(ACK_TIMEOUT).retryCount(request.retryCount())
-            .rnrRetry(request.rnrRetryCount()).maxRdAtomic(ours.initiatorDepth()));
+        CmQpSteps.toRts(qp, psn, request.retryCount(), request.rnrRetryCount(),
+            ours.initiatorDepth());
       } catch (RuntimeException e) {
-        end(State.CONNECT_ERROR, -errnoOf(e), null, null);
+        end(CmState.CONNECT_ERROR, -errnoOf(e), null, null);
         return false;
       }
     }
-    setState(State.ESTABLISHED);
+    setState(CmState.ESTABLISHED);
     post(CmEventType.ESTABLISHED, 0, null, null);
     return true;
   }
@@ -564,14 +435,14 @@ public final class SoftCmId implements CmId {
   public synchronized void reject(byte[] privateData) {
     String verb = "rdma_reject";
     expect(verb, "CONNECT_REQUEST (only a connection request's id can be rejected)",
-        State.CONNECT_REQUEST);
+        CmState.CONNECT_REQUEST);
     byte[] data = privateData == null ? new byte[0] : privateData.clone();
     if (data.length > ConnectionParameters.MAX_REJECT_PRIVATE_DATA) {
       throw new RdmaException(verb, RdmaException.EINVAL, data.length
           + " bytes of private data; a reject carries at most "
           + ConnectionParameters.MAX_REJECT_PRIVATE_DATA);
     }
-    setState(State.REJECTED);
+    setState(CmState.REJECTED);
     try {
       conn.send(CmMessage.rej(CmEvent.REJECT_CONSUMER_DEFINED, data));
       // the requester closes on REJ; closing first could reset the REJ away
@@ -586,15 +457,15 @@ public final class SoftCmId implements CmId {
   @Override
   public synchronized void disconnect() {
     String verb = "rdma_disconnect";
-    if (state == State.DISCONNECTING || state == State.DISCONNECTED) {
+    if (state == CmState.DISCONNECTING || state == CmState.DISCONNECTED) {
       // the kernel's rdma_disconnect ignores a DREQ/DREP it cannot send: a second call, or one
       // after the peer left, succeeds, so applications may call it unconditionally at teardown
-      flushQp();
+      CmQpSteps.flush(qp);
       return;
     }
-    expect(verb, "ESTABLISHED", State.ESTABLISHED);
-    flushQp(); // as rdma_disconnect does, before it sends DREQ
-    setState(State.DISCONNECTING);
+    expect(verb, "ESTABLISHED", CmState.ESTABLISHED);
+    CmQpSteps.flush(qp); // as rdma_disconnect does, before it sends DREQ
+    setState(CmState.DISCONNECTING);
     try {
       conn.send(CmMessage.bare(CmMessage.Kind.DREQ));
     } catch (IOException e) {
@@ -605,9 +476,9 @@ public final class SoftCmId implements CmId {
     channel.schedule(() -> deadline(attempt), support.connectTimeout());
   }
 
-  private void disconnected() {
-    setState(State.DISCONNECTED);
-    flushQp();
+  void disconnected() {
+    setState(CmState.DISCONNECTED);
+    CmQpSteps.flush(qp);
     post(CmEventType.DISCONNECTED, 0, null, null);
     long after = phase;
     channel.schedule(() -> {
@@ -617,123 +488,7 @@ public final class SoftCmId implements CmId {
     }, TIMEWAIT);
   }
 
-  /** Moves the QP to ERR, which flushes its outstanding work requests. */
-  private void flushQp() {
-    if (qp == null) return;
-    try {
-      qp.modify(new QpAttributes().state(QpState.ERR));
-    } catch (RuntimeException e) {
-      // a QP whose device died is in ERR already
-    }
-  }
-
   // ---- the connection's messages
-
-  /** Reads the connection's frames until it ends; the connection's thread runs it. */
-  void readLoop(CmSocket c) {
-    try {
-      while (received(c.read())) {
-        // next message
-      }
-    } catch (IOException e) {
-      lost(c, e);
-    } catch (RuntimeException e) {
-      // a fault of ours; the application still hears that the connection is gone
-      log.error("soft CM {}: reading the connection from {} failed", CmSocket.describe(local),
-          c.peer, e);
-      lost(c, new IOException(e.toString(), e));
-    } finally {
-      c.close();
-    }
-  }
-
-  /**
-   * Handles one message; false when the conversation is over. A message the state does not
-   * expect is a ProtocolException: the peer broke the protocol.
-   */
-  private synchronized boolean received(CmMessage m) throws ProtocolException {
-    CmMessage.Kind k = m.kind();
-    switch (state) {
-      case CONNECTING:
-        if (k == CmMessage.Kind.REP) return replied(m);
-        if (k == CmMessage.Kind.REJ) {
-          end(State.REJECTED, m.reason(), m.privateData(), null);
-          return false;
-        }
-        break;
-      case CONNECT_REQUEST:
-      case ACCEPTING:
-        if (k == CmMessage.Kind.RTU && state == State.ACCEPTING) return readyToUse();
-        if (k == CmMessage.Kind.REJ) { // the requester gave up or could not use our REP
-          end(State.REJECTED, m.reason(), m.privateData(), null);
-          return false;
-        }
-        break;
-      case ESTABLISHED:
-        if (k == CmMessage.Kind.DREQ) {
-          trySend(CmMessage.bare(CmMessage.Kind.DREP));
-          disconnected();
-          return true; // the requester closes on DREP
-        }
-        break;
-      case DISCONNECTING:
-        if (k == CmMessage.Kind.DREQ) { // both sides disconnected at once
-          trySend(CmMessage.bare(CmMessage.Kind.DREP));
-          disconnected();
-          return true;
-        }
-        if (k == CmMessage.Kind.DREP) {
-          disconnected();
-          return false;
-        }
-        break;
-      case DISCONNECTED:
-        if (k == CmMessage.Kind.DREP) return false; // both sides disconnected at once
-        if (k == CmMessage.Kind.DREQ && !answeredLateDreq) {
-          // one more DREQ is answered, as the IB CM answers a repeated one; an endless stream
-          // of them would have us write to a peer that need not read
-          answeredLateDreq = true;
-          trySend(CmMessage.bare(CmMessage.Kind.DREP));
-          return true;
-        }
-        break;
-      default:
-        return false; // the connection is over for this id
-    }
-    throw new ProtocolException("unexpected " + k + " in state " + state);
-  }
-
-  /**
-   * The TCP connection broke or the peer broke the protocol (or TLS): the peer is gone. What
-   * the peer did wrong is logged; a connection that simply ends is an event, not a warning.
-   */
-  private synchronized void lost(CmSocket c, IOException e) {
-    boolean live = state == State.CONNECTING || state == State.CONNECT_REQUEST
-        || state == State.ACCEPTING || state == State.ESTABLISHED
-        || state == State.DISCONNECTING;
-    if (e instanceof ProtocolException && state != State.DESTROYED) {
-      log.warn("soft CM {}: refused a frame from {}: {}; the connection ends",
-          CmSocket.describe(local), c.peer, e.getMessage());
-    } else if (e instanceof SSLException && live) {
-      log.warn("soft CM {}: TLS with {} failed: {}; the connection ends",
-          CmSocket.describe(local), c.peer, e.getMessage());
-    }
-    switch (state) {
-      case CONNECTING:
-      case CONNECT_REQUEST:
-      case ACCEPTING:
-        end(State.CONNECT_ERROR, e instanceof ProtocolException || e instanceof SSLException
-            ? -EPROTO : -ECONNRESET, null, null);
-        break;
-      case ESTABLISHED:
-      case DISCONNECTING:
-        closeSocket();
-        disconnected();
-        break;
-      default:
-        break;
-    }
-  }
 
   /** A deadline set in an earlier phase: fires only if the id never left that phase. */
   private synchronized void deadline(long setInPhase) {
@@ -745,10 +500,10 @@ public final class SoftCmId implements CmId {
         break;
       case CONNECTING:
         trySend(CmMessage.rej(CmMessage.REJECT_TIMEOUT, null));
-        end(State.UNREACHABLE, -ETIMEDOUT, null, null);
+        end(CmState.UNREACHABLE, -ETIMEDOUT, null, null);
         break;
       case ACCEPTING:
-        end(State.UNREACHABLE, -ETIMEDOUT, null, null);
+        end(CmState.UNREACHABLE, -ETIMEDOUT, null, null);
         break;
       case DISCONNECTING: // no DREP: the peer is as good as gone
         closeSocket();
@@ -760,11 +515,11 @@ public final class SoftCmId implements CmId {
   }
 
   /** Ends a connection attempt in {@code how}, with its event. */
-  private void end(State how, int status, byte[] privateData, ConnectionParameters p) {
+  void end(CmState how, int status, byte[] privateData, ConnectionParameters p) {
     setState(how);
     closeSocket();
-    CmEventType type = how == State.REJECTED ? CmEventType.REJECTED
-        : how == State.UNREACHABLE ? CmEventType.UNREACHABLE : CmEventType.CONNECT_ERROR;
+    CmEventType type = how == CmState.REJECTED ? CmEventType.REJECTED
+        : how == CmState.UNREACHABLE ? CmEventType.UNREACHABLE : CmEventType.CONNECT_ERROR;
     post(type, status, privateData, p);
   }
 
@@ -773,7 +528,7 @@ public final class SoftCmId implements CmId {
    * id reports nothing more about it. For tests that need a vanishing peer.
    */
   synchronized void drop() {
-    setState(State.DISCONNECTED);
+    setState(CmState.DISCONNECTED);
     if (conn != null) conn.reset();
     closeSocket();
   }
@@ -782,8 +537,8 @@ public final class SoftCmId implements CmId {
 
   private void deviceRemoved() {
     synchronized (this) {
-      if (state == State.DESTROYED || state == State.DEVICE_REMOVAL) return;
-      setState(State.DEVICE_REMOVAL);
+      if (state == CmState.DESTROYED || state == CmState.DEVICE_REMOVAL) return;
+      setState(CmState.DEVICE_REMOVAL);
       // a listener stops answering; a connection stays until the application destroys the id,
       // as it must on DEVICE_REMOVAL, and the peer hears of it then (as with rdma_cm)
       stopListening();
@@ -794,14 +549,8 @@ public final class SoftCmId implements CmId {
   /** Destroys the id and its QP, swallowing errors: the provider is closing. */
   void destroyForShutdown() {
     synchronized (this) {
-      if (qp != null) {
-        try {
-          qp.close();
-        } catch (RuntimeException e) {
-          // going away regardless
-        }
-        qp = null;
-      }
+      CmQpSteps.closeQuietly(qp);
+      qp = null;
     }
     try {
       close();
@@ -815,7 +564,7 @@ public final class SoftCmId implements CmId {
     DeviceContext context;
     AutoCloseable watch;
     synchronized (this) {
-      if (state == State.DESTROYED) return;
+      if (state == CmState.DESTROYED) return;
       if (qp != null) {
         throw new RdmaException("rdma_destroy_id", RdmaException.EBUSY, "the id in state " + state
             + " still has QP " + qp.qpNum() + "; destroy it first (destroyQp)");
@@ -835,7 +584,7 @@ public final class SoftCmId implements CmId {
         default:
           break;
       }
-      setState(State.DESTROYED);
+      setState(CmState.DESTROYED);
       closeSocket();
       stopListening();
       if (portHeld != null) PortSpace.release(portHeld);
@@ -872,7 +621,7 @@ public final class SoftCmId implements CmId {
 
   // ---- helpers (callers hold the monitor where state is touched)
 
-  private void setState(State s) {
+  private void setState(CmState s) {
     state = s;
     phase++;
   }
@@ -883,20 +632,13 @@ public final class SoftCmId implements CmId {
         privateData == null ? new byte[0] : privateData.clone(), parameters));
   }
 
-  private void expect(String verb, String needed, State... allowed) {
-    if (state == State.DESTROYED) {
+  private void expect(String verb, String needed, CmState... allowed) {
+    if (state == CmState.DESTROYED) {
       throw new RdmaException(verb, RdmaException.EINVAL, "the id is destroyed (state DESTROYED)");
     }
     if (Arrays.asList(allowed).contains(state)) return;
     throw new RdmaException(verb, RdmaException.EINVAL,
         "the id is in state " + state + "; " + verb + " needs " + needed);
-  }
-
-  private void requireQpInInit(String verb) {
-    if (qp != null && qp.state() != QpState.INIT) {
-      throw new RdmaException(verb, RdmaException.EINVAL, "QP " + qp.qpNum() + " is in "
-          + qp.state() + "; the CM moves it on from INIT (leave it as rdma_create_qp made it)");
-    }
   }
 
   /** Binds a socket for the id's port and takes the port in the CM's port space. */
@@ -926,15 +668,15 @@ public final class SoftCmId implements CmId {
     verbs = ctx;
   }
 
-  private Mtu activeMtu() {
+  Mtu activeMtu() {
     return verbs.queryPort(1).activeMtu();
   }
 
-  private void trySend(CmMessage m) {
+  void trySend(CmMessage m) {
     if (conn != null) conn.trySend(m); // a peer that is gone shows when the connection is read
   }
 
-  private void closeSocket() {
+  void closeSocket() {
     closeQuietly(conn);
     closeQuietly(socket);
   }

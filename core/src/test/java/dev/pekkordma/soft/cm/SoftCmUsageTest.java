@@ -202,7 +202,7 @@ class SoftCmUsageTest extends CmFixture {
     QueuePair qp = id.createQp(pd, QpInitAttributes.of(QpType.RC, cq, cq));
     assertSame(qp, id.qp());
     assertEquals(QpState.INIT, qp.state());
-    assertEquals(SoftCmId.QP_ACCESS, qp.query().accessFlags());
+    assertEquals(CmQpSteps.QP_ACCESS, qp.query().accessFlags());
     fails("rdma_create_qp", EINVAL, "already has QP " + qp.qpNum(),
         () -> id.createQp(pd, QpInitAttributes.of(QpType.RC, cq, cq)));
     fails("rdma_destroy_id", RdmaException.EBUSY, "still has QP " + qp.qpNum(), id::close);
