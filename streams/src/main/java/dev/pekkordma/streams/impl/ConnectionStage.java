@@ -3,10 +3,8 @@ package dev.pekkordma.streams.impl;
 import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
-import dev.pekkordma.runtime.CompletionHub;
 import dev.pekkordma.cm.ConnectionParameters;
 import dev.pekkordma.memory.NativeMemory;
-import dev.pekkordma.memory.OffHeapBuffer;
 import dev.pekkordma.streams.BulkChunk;
 import dev.pekkordma.streams.OutgoingConnection;
 import dev.pekkordma.streams.RdmaIdleTimeoutException;
@@ -15,18 +13,8 @@ import dev.pekkordma.streams.RdmaStreamSettings;
 import dev.pekkordma.streams.ReceivedBuffer;
 import dev.pekkordma.streams.ServerBinding;
 import dev.pekkordma.streams.TransferResult;
-import dev.pekkordma.verbs.Access;
-import dev.pekkordma.verbs.CompletionQueue;
-import dev.pekkordma.verbs.MemoryRegion;
-import dev.pekkordma.verbs.ProtectionDomain;
-import dev.pekkordma.verbs.QpInitAttributes;
-import dev.pekkordma.verbs.QpType;
-import dev.pekkordma.verbs.QueuePair;
-import dev.pekkordma.verbs.RecvRequests;
-import dev.pekkordma.verbs.SendRequests;
 import dev.pekkordma.verbs.WcStatus;
 import dev.pekkordma.verbs.WorkCompletions;
-import dev.pekkordma.verbs.WrOpcode;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.time.Duration;
@@ -48,7 +36,6 @@ import org.apache.pekko.stream.stage.GraphStageLogic;
 import org.apache.pekko.stream.stage.GraphStageWithMaterializedValue;
 import org.apache.pekko.stream.stage.TimerGraphStageLogic;
 import org.apache.pekko.util.ByteString;
-import org.apache.pekko.util.ByteStringBuilder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import scala.Tuple2;
@@ -88,11 +75,6 @@ public final class ConnectionStage
   }
 
   private static final Logger log = LoggerFactory.getLogger(ConnectionStage.class);
-  private static final long RECV_WR_ID = -1L;
-  private static final byte ENTRY_END = 0;
-  private static final byte ENTRY_MORE = 1;
-  private static final byte ENTRY_FIN = 2;
-  private static final int SQ_CONTROL_RESERVE = 2;
   private static final Duration FLUSH_GRACE = Duration.ofMillis(300);
 
   private final Inlet<Object> in = Inlet.create("RdmaConnection.in");
@@ -195,42 +177,15 @@ public final class ConnectionStage
         settings.path() + ".max-message-size");
     private Phase phase = Phase.RESOLVING_ADDRESS;
     private CmId id;
-    private CompletionHub hub;
-    private ProtectionDomain pd; // the connection's own: a peer's rkey reaches no other ring
-    private CompletionQueue cq;
-    private QueuePair qp;
-    private OffHeapBuffer ringMemory;
-    private OffHeapBuffer sendMemory;
-    private OffHeapBuffer scratch;
-    private MemoryRegion ringMr;
-    private LeasedRing ring; // when lending: owns ringMemory from setUp on
-    private MemoryRegion sendMr;
-    private SendRequests sendWr;
-    private RecvRequests recvWr;
-    private WorkCompletions wcs;
+    private ConnectionResources res; // with the id; opened by setUp
+    private Sender sender;
+    private Receiver receiver;
     private ByteBuffer[] sendViews;
     private boolean established;
     private boolean disconnected;
     private boolean tornDown;
 
-    // the peer's ring, and what we may write into it
-    private long peerRing;
-    private int peerRkey;
-    private int peerSlots;
-    private int peerSlotSize;
-    private int writeMax;
-    private int inlineMax;
-    private int credits;
-    private long writes; // data writes posted: the next goes to slot writes % peerSlots
-
-    // send queue
-    private int[] freeSend;
-    private int freeSendCount;
-    private int[] sqBuffer; // by wr_id % sqDepth: the send buffer the request reads, or -1
-    private long nextWrId;
-    private long oldestWrId;
-    private int sqOutstanding;
-    private int unsignaled;
+    private int writeMax; // the most one write carries: our slots and the peer's
 
     // the element being sent
     private Object current;
@@ -241,17 +196,7 @@ public final class ConnectionStage
     private boolean finSent;
     private boolean finAcked;
 
-    // receive side: completed messages (and the FIN) in order, until downstream takes them
-    private int[] entryLength;
-    private byte[] entryKind;
-    private int entryHead;
-    private int entryCount;
-    private long consumed; // data messages taken: the next is in slot consumed % slots
-    private int creditsToReturn;
-    private int receivesToRepost;
-    private ByteStringBuilder pieces;
-    private int pieceWrites; // the writes in pieces
-    private boolean discarding;
+    // receive side
     private boolean outDone;
     private boolean peerFin;
     private boolean finAckDue;
@@ -265,8 +210,6 @@ public final class ConnectionStage
 
     private long bytesSent;
     private long messagesSent;
-    private long bytesReceived;
-    private long messagesReceived;
     private long lastActivity = System.nanoTime();
     private final boolean idleTimed = settings.idleTimeout().isPresent(); // nanoTime costs
     private String flushReason;
@@ -314,10 +257,11 @@ public final class ConnectionStage
             fail(cause);
             return;
           }
-          discarding = true;
-          if (!finAckSent && (!peerFin || entryCount > 1 || pieces != null)) {
+          if (receiver != null) receiver.discarding = true;
+          if (!finAckSent && (!peerFin || receiver == null || receiver.arrivals.size() > 1
+              || receiver.partial())) {
             cancelDue = true;
-            takenAtCancel = consumed - pieceWrites;
+            takenAtCancel = receiver == null ? 0 : receiver.takenWhole();
           }
           if (!halfClose || upstreamDone) {
             // a full close: nothing more is sent either
@@ -376,7 +320,7 @@ public final class ConnectionStage
         }
         scheduleOnce("connect", settings.connectTimeout());
         if (passive == null) {
-          id = rt.cm().createId("stream to " + peerName(), cmEvents::invoke, cmStopped::invoke);
+          take(rt.cm().createId("stream to " + peerName(), cmEvents::invoke, cmStopped::invoke));
           id.resolveAddress(null, remote, settings.connectTimeout());
         } else {
           if (!passive.claimed().compareAndSet(false, true)) {
@@ -384,7 +328,7 @@ public final class ConnectionStage
                 + passive.acceptTimeoutSetting() + ", or the client withdrew it"));
             return;
           }
-          id = passive.id();
+          take(passive.id());
           rt.cm().own(id, cmEvents::invoke, cmStopped::invoke);
           phase = Phase.CONNECTING;
           Wire.Ring peer = Wire.Ring.decode(passive.privateData());
@@ -409,7 +353,7 @@ public final class ConnectionStage
           }
           unlisten();
           remote = e.id().remoteAddress();
-          id = e.id();
+          take(e.id());
           phase = Phase.CONNECTING;
           scheduleOnce("connect", settings.connectTimeout());
           Wire.Ring peer = Wire.Ring.decode(e.privateData()); // checked before we set up
@@ -483,51 +427,36 @@ public final class ConnectionStage
       fail(failure(doing + "the CM event reader stopped: " + why.getMessage()));
     }
 
+    /** The connection's id: what it opens goes with it. */
+    private void take(CmId cmId) {
+      id = cmId;
+      res = new ConnectionResources(rt, cmId, slots, slotSize, settings.sendBuffers(), sqDepth,
+          rqDepth, settings.inlineThreshold());
+    }
+
     private Wire.Ring ourRing() {
-      return new Wire.Ring(ringMr.address(), ringMr.rkey(), slots, slotSize);
+      return new Wire.Ring(res.ringMr.address(), res.ringMr.rkey(), slots, slotSize);
     }
 
     private void usePeerRing(Wire.Ring peer) {
       rules.peerRing(peer);
-      peerRing = peer.address();
-      peerRkey = peer.rkey();
-      peerSlots = peer.slots();
-      peerSlotSize = peer.slotSize();
-      writeMax = Math.min(slotSize, peerSlotSize);
-      credits = peerSlots;
+      sender.peerRing(peer);
+      writeMax = Math.min(slotSize, peer.slotSize());
     }
 
     /** The QP and everything it uses, registered once for the connection's life. */
     private void setUp() {
-      hub = rt.hubs.acquire(id.verbs());
-      int deviceInline = id.verbs().queryDevice().maxInlineData();
-      inlineMax = Math.min(settings.inlineThreshold(), deviceInline);
-      ringMemory = OffHeapBuffer.allocate((long) slots * slotSize);
-      pd = id.verbs().allocPd();
-      ringMr = pd.registerMemory(ringMemory, Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+      res.open(() -> wake.invoke(Boolean.TRUE));
       int sendCount = settings.sendBuffers();
-      sendMemory = OffHeapBuffer.allocate((long) sendCount * slotSize);
-      sendMr = pd.registerMemory(sendMemory, Access.LOCAL_WRITE);
-      scratch = OffHeapBuffer.allocate(Math.max(1, inlineMax));
-      freeSend = new int[sendCount];
       sendViews = new ByteBuffer[sendCount];
       for (int i = 0; i < sendCount; i++) {
-        freeSend[i] = sendCount - 1 - i;
-        sendViews[i] = sendMemory.view(i * slotSize, slotSize);
+        sendViews[i] = res.sendMemory.view(i * slotSize, slotSize);
       }
-      freeSendCount = sendCount;
-      sqBuffer = new int[sqDepth];
-      entryLength = new int[rqDepth];
-      entryKind = new byte[rqDepth];
-      sendWr = new SendRequests(1, 1);
-      recvWr = new RecvRequests(rqDepth, 1);
-      wcs = new WorkCompletions(64);
-      cq = hub.createCq(sqDepth + rqDepth, () -> wake.invoke(Boolean.TRUE));
-      qp = id.createQp(pd, QpInitAttributes.of(QpType.RC, cq, cq)
-          .maxSendWr(sqDepth).maxRecvWr(rqDepth).maxInlineData(inlineMax));
-      receivesToRepost = rqDepth;
+      sender = new Sender(res.qp, res.sendWr, sqDepth, settings.signalEvery(), sendCount);
+      receiver = new Receiver(res.ringMemory, slots, slotSize, rqDepth, keepBoundaries);
+      if (downstreamCancelled) receiver.discarding = true;
       repost();
-      cq.requestNotify(false);
+      res.cq.requestNotify(false);
       if (lend) lendRing();
     }
 
@@ -594,7 +523,7 @@ public final class ConnectionStage
 
     /** Writes as much of the current element as credits, buffers and the send queue allow. */
     private void trySend() {
-      while (current != null && credits > 0 && sqOutstanding < sqDepth - SQ_CONTROL_RESERVE) {
+      while (current != null && sender.mayWrite()) {
         int n;
         boolean last;
         int buffer = -1;
@@ -602,44 +531,44 @@ public final class ConnectionStage
         int lkey;
         boolean inline;
         if (current instanceof BulkChunk chunk) {
-          if (freeSendCount == 0) return;
-          buffer = freeSend[--freeSendCount];
+          buffer = sender.takeBuffer();
+          if (buffer < 0) return;
           ByteBuffer view = sendViews[buffer];
           view.clear().limit(writeMax);
           try {
             chunk.writeTo(view);
           } catch (RuntimeException e) {
-            freeSend[freeSendCount++] = buffer;
+            sender.giveBack(buffer);
             fail(e);
             return;
           }
           n = view.position();
           last = true;
           inline = false;
-          address = sendMr.address() + (long) buffer * slotSize;
-          lkey = sendMr.lkey();
+          address = res.sendMr.address() + (long) buffer * slotSize;
+          lkey = res.sendMr.lkey();
         } else {
           n = Math.min(currentLength - currentOffset, writeMax);
           last = currentOffset + n == currentLength;
-          inline = n <= inlineMax;
+          inline = n <= res.inlineMax;
           if (inline) {
-            address = scratch.address();
+            address = res.scratch.address();
             lkey = 0;
           } else {
-            if (freeSendCount == 0) return;
-            buffer = freeSend[--freeSendCount];
-            address = sendMr.address() + (long) buffer * slotSize;
-            lkey = sendMr.lkey();
+            buffer = sender.takeBuffer();
+            if (buffer < 0) return;
+            address = res.sendMr.address() + (long) buffer * slotSize;
+            lkey = res.sendMr.lkey();
           }
           if (n > 0) NativeMemory.copyFromArray(currentBytes, currentOffset, address, n);
         }
-        long slot = writes % peerSlots;
-        int imm = Wire.data(last ? Wire.END : Wire.MORE, takeCredits());
-        post(WrOpcode.RDMA_WRITE_WITH_IMM, address, n, lkey, peerRing + slot * peerSlotSize,
-            imm, buffer, inline, false);
-        if (stopped()) return;
-        writes++;
-        credits--;
+        try {
+          sender.write(address, n, lkey, Wire.data(last ? Wire.END : Wire.MORE, takeCredits()),
+              buffer, inline);
+        } catch (Sender.PostFailed e) {
+          fail(failure(e.getMessage()));
+          return;
+        }
         bytesSent += n;
         if (idleTimed) lastActivity = System.nanoTime();
         currentOffset += n;
@@ -653,35 +582,9 @@ public final class ConnectionStage
     }
 
     private int takeCredits() {
-      int c = creditsToReturn;
-      creditsToReturn = 0;
+      int c = receiver.takeCredits();
       rules.sentCredits(c);
       return c;
-    }
-
-    private void post(WrOpcode opcode, long address, int length, int lkey, long remoteAddress,
-        int imm, int buffer, boolean inline, boolean control) {
-      boolean signal = control || ++unsignaled >= settings.signalEvery()
-          || sqOutstanding + 1 >= sqDepth - SQ_CONTROL_RESERVE
-          || (buffer >= 0 && freeSendCount == 0);
-      if (signal) unsignaled = 0;
-      long wrId = nextWrId;
-      sendWr.clear();
-      sendWr.add(wrId, opcode, (signal ? SendRequests.SIGNALED : 0)
-          | (inline ? SendRequests.INLINE : 0));
-      if (length > 0 || !control) sendWr.sge(address, length, lkey);
-      if (opcode == WrOpcode.RDMA_WRITE_WITH_IMM) sendWr.rdma(remoteAddress, peerRkey);
-      sendWr.immediate(imm);
-      try {
-        qp.postSend(sendWr);
-      } catch (RuntimeException e) {
-        if (buffer >= 0) freeSend[freeSendCount++] = buffer;
-        fail(failure("posting a " + opcode + " failed: " + e.getMessage()));
-        return;
-      }
-      sqBuffer[(int) (wrId % sqDepth)] = buffer;
-      nextWrId++;
-      sqOutstanding++;
     }
 
     private void postControl(int code) {
@@ -689,30 +592,34 @@ public final class ConnectionStage
     }
 
     private void postControl(int code, int field) {
-      post(WrOpcode.SEND_WITH_IMM, 0, 0, 0, 0, Wire.control(code, field), -1, false, true);
+      try {
+        sender.control(Wire.control(code, field));
+      } catch (Sender.PostFailed e) {
+        fail(failure(e.getMessage()));
+      }
     }
 
     /** CANCEL, credits, FIN_ACK and FIN, when the send queue has room for them. */
     private void sendControl() {
       if (stopped() || phase != Phase.RUNNING) return;
       if (cancelDue && !cancelSent) {
-        if (sqOutstanding >= sqDepth) return; // the FIN_ACK must not overtake it
+        if (!sender.mayControl()) return; // the FIN_ACK must not overtake it
         postControl(Wire.CANCEL, (int) (takenAtCancel & Wire.CREDIT_MASK));
         cancelSent = true;
       }
       // a lent ring's buffers count as taken once released
-      if (finAckDue && !finAckSent && sqOutstanding < sqDepth
-          && (ring == null || ring.allReturned())) {
+      if (finAckDue && !finAckSent && sender.mayControl()
+          && (receiver.lent() == null || receiver.lent().allReturned())) {
         postControl(Wire.FIN_ACK);
         finAckSent = true;
       }
-      if (upstreamDone && current == null && !finSent && sqOutstanding < sqDepth) {
+      if (upstreamDone && current == null && !finSent && sender.mayControl()) {
         postControl(Wire.FIN);
         finSent = true;
         rules.sentFin();
       }
-      if (creditsToReturn >= creditThreshold && !finAckSent && !cancelSent
-          && sqOutstanding < sqDepth) {
+      if (receiver.creditsOwed() >= creditThreshold && !finAckSent && !cancelSent
+          && sender.mayControl()) {
         postControl(Wire.CREDIT);
       }
     }
@@ -720,13 +627,13 @@ public final class ConnectionStage
     // ------------------------------------------------------------ completions
 
     private void drainCq() {
-      if (stopped() || cq == null) return;
+      if (stopped() || res == null || res.cq == null) return;
       try {
         while (true) {
-          int n = cq.poll(wcs);
+          int n = res.cq.poll(res.wcs);
           if (n == 0) {
-            cq.requestNotify(false);
-            n = cq.poll(wcs); // what came before the arming raised no event
+            res.cq.requestNotify(false);
+            n = res.cq.poll(res.wcs); // what came before the arming raised no event
             if (n == 0) break;
           }
           for (int i = 0; i < n && !stopped(); i++) completion(i);
@@ -741,17 +648,18 @@ public final class ConnectionStage
     }
 
     private void completion(int i) {
+      WorkCompletions wcs = res.wcs;
       long wrId = wcs.wrId(i);
       int status = wcs.statusCode(i);
-      if (wrId == RECV_WR_ID) {
-        receivesToRepost++;
+      if (wrId == ConnectionResources.RECV_WR_ID) {
+        receiver.received();
         if (status != 0) {
           broken(status, "a receive");
           return;
         }
         int imm = wcs.immediate(i);
         String wrong = rules.receive(wcs.opcode(i), wcs.hasImmediate(i), wcs.byteLength(i), imm,
-            writes);
+            sender.writes());
         if (wrong != null) {
           fail(failure("protocol error: " + wrong));
           return;
@@ -761,28 +669,23 @@ public final class ConnectionStage
           peerStoppedReading(Wire.credits(imm));
           return;
         }
-        credits += Wire.credits(imm);
+        sender.credited(Wire.credits(imm));
         if (kind == Wire.CONTROL) {
           int code = Wire.code(imm);
           if (code == Wire.FIN) {
             peerFin = true;
-            enqueue(0, ENTRY_FIN);
+            enqueue(0, Arrivals.FIN);
           } else if (code == Wire.FIN_ACK) {
             finAcked = true;
           }
         } else {
           int length = wcs.byteLength(i);
-          enqueue(length, kind == Wire.MORE ? ENTRY_MORE : ENTRY_END);
+          enqueue(length, kind == Wire.MORE ? Arrivals.MORE : Arrivals.END);
           if (idleTimed) lastActivity = System.nanoTime();
         }
         return;
       }
-      for (long k = oldestWrId; k <= wrId; k++) {
-        int buffer = sqBuffer[(int) (k % sqDepth)];
-        if (buffer >= 0) freeSend[freeSendCount++] = buffer;
-        sqOutstanding--;
-      }
-      if (wrId >= oldestWrId) oldestWrId = wrId + 1;
+      sender.completed(wrId);
       if (status != 0) broken(status, "a send");
     }
 
@@ -793,7 +696,7 @@ public final class ConnectionStage
      */
     private void peerStoppedReading(int taken) {
       peerCancelled = true;
-      long dropped = (writes - taken) & Wire.CREDIT_MASK;
+      long dropped = (sender.writes() - taken) & Wire.CREDIT_MASK;
       if (dropped != 0 || current != null) {
         fail(failure("the peer stopped reading (its stream was cancelled) with " + dropped
             + " of our writes not taken" + (current != null ? " and an element still to send"
@@ -807,14 +710,9 @@ public final class ConnectionStage
     }
 
     private void enqueue(int length, byte kind) {
-      if (entryCount == entryLength.length) {
+      if (!receiver.arrivals.add(length, kind)) {
         fail(failure("protocol error: the peer wrote more messages than it had credits"));
-        return;
       }
-      int at = (entryHead + entryCount) % entryLength.length;
-      entryLength[at] = length;
-      entryKind[at] = kind;
-      entryCount++;
     }
 
     private void broken(int status, String what) {
@@ -822,14 +720,14 @@ public final class ConnectionStage
       if (s == WcStatus.WR_FLUSH_ERR) {
         // the QP went to the error state: the CM's DISCONNECTED usually says why, shortly
         if (flushReason == null) {
-          String cause = qp != null ? qp.errorCause().orElse(null) : null;
+          String cause = res.qp != null ? res.qp.errorCause().orElse(null) : null;
           flushReason = "the QP went to the error state (" + what + " completed with "
               + s.description + ", " + s + ")" + (cause != null ? ": " + cause : "");
           scheduleOnce("flushed", FLUSH_GRACE);
         }
         return;
       }
-      String cause = qp != null ? qp.errorCause().orElse(null) : null;
+      String cause = res.qp != null ? res.qp.errorCause().orElse(null) : null;
       fail(failure(what + " completed with " + s.description + " (" + s + ")"
           + (cause != null ? ": " + cause
               : s == WcStatus.RETRY_EXC_ERR ? ": the peer is unreachable" : "")
@@ -838,30 +736,28 @@ public final class ConnectionStage
     }
 
     private void repost() {
-      if (receivesToRepost == 0 || tornDown || disconnected || flushReason != null) return;
-      recvWr.clear();
-      for (int i = 0; i < receivesToRepost; i++) recvWr.add(RECV_WR_ID);
+      if (tornDown || disconnected || flushReason != null) return;
+      int n = receiver.takeReceivesToPost();
+      if (n == 0) return;
       try {
-        qp.postRecv(recvWr);
+        res.postReceives(n);
       } catch (RuntimeException e) {
         fail(failure("posting receives failed: " + e.getMessage()));
-        return;
       }
-      receivesToRepost = 0;
     }
 
     // ------------------------------------------------------------ delivering
 
     /** Gives downstream what it asked for, freeing each slot as its message is taken. */
     private void deliver() {
-      if (ring != null) creditsToReturn += ring.reclaim(); // released since: no need to wait
-      while (entryCount > 0) {
-        byte kind = entryKind[entryHead];
+      receiver.reclaim(); // released since: no need to wait
+      Arrivals arrivals = receiver.arrivals;
+      while (arrivals.size() > 0) {
         // the FIN too waits for demand: downstream asking again is what says it has taken the
         // last message, and only then may the FIN_ACK say so
-        if (!discarding && !outDone && !isAvailable(out)) return;
-        if (kind == ENTRY_FIN) {
-          pop();
+        if (!receiver.discarding && !outDone && !isAvailable(out)) return;
+        if (arrivals.nextKind() == Arrivals.FIN) {
+          arrivals.pop();
           finAckDue = true;
           if (!outDone) {
             outDone = true;
@@ -869,74 +765,28 @@ public final class ConnectionStage
           }
           return;
         }
-        int length = entryLength[entryHead];
-        pop();
-        int slot = (int) (consumed % slots);
-        consumed++;
-        bytesReceived += length;
-        if (ring != null) {
-          lendOrSkip(length, kind);
-          continue;
+        Object element;
+        try {
+          element = receiver.take();
+        } catch (IllegalStateException e) {
+          fail(failure(e.getMessage()));
+          return;
         }
-        creditsToReturn++;
-        if (discarding) continue;
-        byte[] bytes = new byte[length];
-        if (length > 0) {
-          NativeMemory.copyToArray(ringMemory.address() + (long) slot * slotSize, bytes, 0,
-              length);
-        }
-        // pieces are copied into the builder's one growing array: a message of many small
-        // writes holds no object per write
-        if (kind == ENTRY_MORE && keepBoundaries) {
-          if (pieces == null) pieces = new ByteStringBuilder();
-          pieces.putBytes(bytes);
-          pieceWrites++;
-          continue;
-        }
-        ByteString piece;
-        if (pieces != null && keepBoundaries) {
-          pieces.putBytes(bytes);
-          piece = pieces.result();
-          pieces = null;
-          pieceWrites = 0;
-        } else {
-          piece = ByteString.fromArrayUnsafe(bytes);
-        }
-        messagesReceived++;
-        push(out, piece);
+        if (element != null) push(out, element);
       }
-    }
-
-    /** The lending stage's delivery: the slot itself goes downstream, credited on release. */
-    private void lendOrSkip(int length, byte kind) {
-      if (!ring.nextSlotReclaimed()) {
-        fail(failure("protocol error: the peer wrote into ring slot " + ring.nextSlot()
-            + " before it was released and credited"));
-        return;
-      }
-      if (discarding) {
-        ring.skip();
-        creditsToReturn += ring.reclaim();
-        return;
-      }
-      messagesReceived++;
-      push(out, ring.lend(length, kind == ENTRY_END));
     }
 
     /** From setUp: the ring goes to a {@link LeasedRing}, which wakes us on releases. */
     private void lendRing() {
       AsyncCallback<Boolean> released = createAsyncCallback(x -> {
         if (tornDown) return;
-        creditsToReturn += ring.woken();
+        receiver.woken();
         progress();
       });
-      ring = new LeasedRing(ringMemory, slots, slotSize, peerName(),
+      LeasedRing ring = new LeasedRing(res.ringMemory, slots, slotSize, peerName(),
           () -> released.invoke(Boolean.TRUE));
-    }
-
-    private void pop() {
-      entryHead = (entryHead + 1) % entryLength.length;
-      entryCount--;
+      receiver.lend(ring);
+      res.lentRing = ring;
     }
 
     /** After anything happened: deliver, send, say what is due, and see if we are done. */
@@ -952,7 +802,7 @@ public final class ConnectionStage
     }
 
     private void checkDone() {
-      if (!finSent || !finAcked || sqOutstanding != 0) return;
+      if (!finSent || !finAcked || sender.outstanding() != 0) return;
       boolean received = peerFin && finAckSent;
       // after a CANCEL, the peer's FIN or its going says it has stopped writing
       if (received || (!halfClose || downstreamCancelled) && !cancelSent) finish();
@@ -960,9 +810,9 @@ public final class ConnectionStage
 
     private void finish() {
       log.debug("{} connection with {} closed: {} messages sent, {} received",
-          active() ? "client" : "server", peerName(), messagesSent, messagesReceived);
-      mat.closed().complete(new TransferResult(bytesSent, messagesSent, bytesReceived,
-          messagesReceived));
+          active() ? "client" : "server", peerName(), messagesSent, receiver.messagesReceived);
+      mat.closed().complete(new TransferResult(bytesSent, messagesSent, receiver.bytesReceived,
+          receiver.messagesReceived));
       completeStage();
     }
 
@@ -976,8 +826,8 @@ public final class ConnectionStage
       drainCq();
       if (stopped()) return;
       log.debug("{}: {}; peerFin={} entries={} finAckSent={} finSent={} finAcked={} sq={}"
-          + " cancelSent={}", peerName(), reason, peerFin, entryCount, finAckSent, finSent,
-          finAcked, sqOutstanding, cancelSent);
+          + " cancelSent={}", peerName(), reason, peerFin, receiver.arrivals.size(), finAckSent, finSent,
+          finAcked, sender.outstanding(), cancelSent);
       if (cancelSent) {
         // we stopped reading and said so: the peer ending is expected; lost is only ours
         if (current == null && (messagesSent == 0 || finSent && finAcked)) {
@@ -987,7 +837,7 @@ public final class ConnectionStage
         }
         return;
       }
-      if (peerFin && entryCount == 0 && finAckSent) {
+      if (peerFin && receiver.arrivals.size() == 0 && finAckSent) {
         if (!finSent || finAcked) {
           finish();
         } else {
@@ -1037,50 +887,9 @@ public final class ConnectionStage
       if (tornDown) return;
       tornDown = true;
       unlisten();
-      if (id != null && established && !disconnected) {
-        try {
-          id.disconnect();
-        } catch (RuntimeException e) {
-          // gone already
-        }
-      }
-      if (id != null && qp != null) {
-        try {
-          id.destroyQp();
-        } catch (RuntimeException e) {
-          // reported by the id's destruction below if it matters
-        }
-      }
-      closeQuietly(ringMr);
-      closeQuietly(sendMr);
-      if (pd != null) {
-        try {
-          pd.close();
-        } catch (RuntimeException e) {
-          log.warn("{}: deallocating the connection's PD failed: {}", peerName(), e.getMessage());
-        }
-      }
-      if (ring != null) {
-        ring.close(); // the memory stays until the application has released every buffer
-      } else if (ringMemory != null) {
-        ringMemory.close();
-      }
-      if (sendMemory != null) sendMemory.close();
-      if (scratch != null) scratch.close();
-      if (cq != null) hub.closeCq(cq);
-      if (id != null) rt.cm().destroy(id, (passive != null || listenAt != null) && !accepted);
-      if (hub != null) rt.hubs.release(hub);
-      if (sendWr != null) sendWr.close();
-      if (recvWr != null) recvWr.close();
-      if (wcs != null) wcs.close();
-    }
-
-    private void closeQuietly(MemoryRegion mr) {
-      if (mr == null) return;
-      try {
-        mr.close();
-      } catch (RuntimeException e) {
-        // the PD's deallocation reports what is left
+      if (res != null) {
+        res.close(established && !disconnected, (passive != null || listenAt != null) && !accepted,
+            peerName());
       }
     }
   }

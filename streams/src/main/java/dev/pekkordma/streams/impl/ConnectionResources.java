@@ -1,0 +1,154 @@
+package dev.pekkordma.streams.impl;
+
+import dev.pekkordma.cm.CmId;
+import dev.pekkordma.memory.OffHeapBuffer;
+import dev.pekkordma.runtime.CompletionHub;
+import dev.pekkordma.verbs.Access;
+import dev.pekkordma.verbs.CompletionQueue;
+import dev.pekkordma.verbs.DeviceContext;
+import dev.pekkordma.verbs.MemoryRegion;
+import dev.pekkordma.verbs.ProtectionDomain;
+import dev.pekkordma.verbs.QpInitAttributes;
+import dev.pekkordma.verbs.QpType;
+import dev.pekkordma.verbs.QueuePair;
+import dev.pekkordma.verbs.RecvRequests;
+import dev.pekkordma.verbs.SendRequests;
+import dev.pekkordma.verbs.WorkCompletions;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What one connection registers and creates, once for its life, and frees once, in order: the
+ * CM disconnect, the QP, the registrations and the PD (its own, so that no peer's rkey reaches
+ * another connection's ring), the memory, the CQ through its hub, the CM id, the hub.
+ */
+final class ConnectionResources implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(ConnectionResources.class);
+  static final long RECV_WR_ID = -1L;
+
+  private final StreamsRuntime rt;
+  final CmId id;
+  final int slots;
+  final int slotSize;
+  final int sqDepth;
+  final int rqDepth;
+  private final int sendBuffers;
+  private final int inlineThreshold;
+  int inlineMax;
+  CompletionHub hub;
+  ProtectionDomain pd;
+  OffHeapBuffer ringMemory;
+  MemoryRegion ringMr;
+  OffHeapBuffer sendMemory;
+  MemoryRegion sendMr;
+  OffHeapBuffer scratch;
+  CompletionQueue cq;
+  QueuePair qp;
+  SendRequests sendWr;
+  RecvRequests recvWr;
+  WorkCompletions wcs;
+  /** When lending, the ring's memory goes to a LeasedRing, which frees it after the last lease. */
+  LeasedRing lentRing;
+  private boolean closed;
+
+  /** The id's resources, none opened yet: {@link #open} opens them, {@link #close} frees them. */
+  ConnectionResources(StreamsRuntime rt, CmId id, int slots, int slotSize, int sendBuffers,
+      int sqDepth, int rqDepth, int inlineThreshold) {
+    this.rt = rt;
+    this.id = id;
+    this.slots = slots;
+    this.slotSize = slotSize;
+    this.sendBuffers = sendBuffers;
+    this.sqDepth = sqDepth;
+    this.rqDepth = rqDepth;
+    this.inlineThreshold = inlineThreshold;
+  }
+
+  /**
+   * Opens everything on the id's device, one by one: after a failure {@link #close} frees what
+   * was opened. {@code wake} runs when the CQ's completion event fires.
+   */
+  void open(Runnable wake) {
+    DeviceContext device = id.verbs();
+    hub = rt.hubs.acquire(device);
+    inlineMax = Math.min(inlineThreshold, device.queryDevice().maxInlineData());
+    ringMemory = OffHeapBuffer.allocate((long) slots * slotSize);
+    pd = device.allocPd();
+    ringMr = pd.registerMemory(ringMemory, Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+    sendMemory = OffHeapBuffer.allocate((long) sendBuffers * slotSize);
+    sendMr = pd.registerMemory(sendMemory, Access.LOCAL_WRITE);
+    scratch = OffHeapBuffer.allocate(Math.max(1, inlineMax));
+    sendWr = new SendRequests(1, 1);
+    recvWr = new RecvRequests(rqDepth, 1);
+    wcs = new WorkCompletions(64);
+    cq = hub.createCq(sqDepth + rqDepth, wake);
+    qp = id.createQp(pd, QpInitAttributes.of(QpType.RC, cq, cq)
+        .maxSendWr(sqDepth).maxRecvWr(rqDepth).maxInlineData(inlineMax));
+  }
+
+  /** Posts {@code count} receives (they take no data: every message is a write or is empty). */
+  void postReceives(int count) {
+    recvWr.clear();
+    for (int i = 0; i < count; i++) recvWr.add(RECV_WR_ID);
+    qp.postRecv(recvWr);
+  }
+
+  /**
+   * Frees everything, once; {@code disconnect} first when the connection was established and
+   * the peer has not disconnected, {@code reject} the id when it was a request nobody accepted.
+   */
+  void close(boolean disconnect, boolean reject, String peer) {
+    if (closed) return;
+    closed = true;
+    if (disconnect) {
+      try {
+        id.disconnect();
+      } catch (RuntimeException e) {
+        // gone already
+      }
+    }
+    if (qp != null) {
+      try {
+        id.destroyQp();
+      } catch (RuntimeException e) {
+        // reported by the id's destruction below if it matters
+      }
+    }
+    closeQuietly(ringMr);
+    closeQuietly(sendMr);
+    if (pd != null) {
+      try {
+        pd.close();
+      } catch (RuntimeException e) {
+        log.warn("{}: deallocating the connection's PD failed: {}", peer, e.getMessage());
+      }
+    }
+    if (lentRing != null) {
+      lentRing.close(); // the memory stays until the application has released every buffer
+    } else if (ringMemory != null) {
+      ringMemory.close();
+    }
+    if (sendMemory != null) sendMemory.close();
+    if (scratch != null) scratch.close();
+    if (cq != null) hub.closeCq(cq);
+    rt.cm().destroy(id, reject);
+    if (hub != null) rt.hubs.release(hub);
+    if (sendWr != null) sendWr.close();
+    if (recvWr != null) recvWr.close();
+    if (wcs != null) wcs.close();
+  }
+
+  @Override
+  public void close() {
+    close(false, false, String.valueOf(id));
+  }
+
+  private static void closeQuietly(MemoryRegion mr) {
+    if (mr == null) return;
+    try {
+      mr.close();
+    } catch (RuntimeException e) {
+      // the PD's deallocation reports what is left
+    }
+  }
+}

@@ -1,0 +1,159 @@
+package dev.pekkordma.streams.impl;
+
+import dev.pekkordma.verbs.QueuePair;
+import dev.pekkordma.verbs.SendRequests;
+import dev.pekkordma.verbs.WrOpcode;
+
+/**
+ * The sending half of a connection's bookkeeping: the peer's ring and the credits for its free
+ * slots, the registered send buffers, and the send queue. A data write takes a credit and goes
+ * to slot {@code writes % peerSlots}; a control message (a zero-length SEND WITH IMM) takes
+ * neither, and the last {@link #CONTROL_RESERVE} send-queue entries are kept for them, so that
+ * data can never block a FIN or a credit return. Every {@code signalEvery}-th send asks for a
+ * completion, which retires it and every unsignalled one before it.
+ */
+final class Sender {
+  /** Send-queue entries data may not take. */
+  static final int CONTROL_RESERVE = 2;
+
+  private final QueuePair qp;
+  private final SendRequests wr;
+  private final int sqDepth;
+  private final int signalEvery;
+  private final int[] freeBuffers;
+  private int freeCount;
+  private final int[] bufferOf; // by wr_id % sqDepth: the send buffer the request reads, or -1
+  private long nextWrId;
+  private long oldestWrId;
+  private int outstanding;
+  private int unsignaled;
+
+  private long peerRing;
+  private int peerRkey;
+  private int peerSlots;
+  private int peerSlotSize;
+  private int credits;
+  private long writes;
+
+  Sender(QueuePair qp, SendRequests wr, int sqDepth, int signalEvery, int sendBuffers) {
+    this.qp = qp;
+    this.wr = wr;
+    this.sqDepth = sqDepth;
+    this.signalEvery = signalEvery;
+    this.freeBuffers = new int[sendBuffers];
+    for (int i = 0; i < sendBuffers; i++) freeBuffers[i] = sendBuffers - 1 - i;
+    this.freeCount = sendBuffers;
+    this.bufferOf = new int[sqDepth];
+  }
+
+  /** The peer's ring, checked already: its slots are the credits we start with. */
+  void peerRing(Wire.Ring peer) {
+    peerRing = peer.address();
+    peerRkey = peer.rkey();
+    peerSlots = peer.slots();
+    peerSlotSize = peer.slotSize();
+    credits = peerSlots;
+  }
+
+  int peerSlotSize() {
+    return peerSlotSize;
+  }
+
+  /** Data writes posted so far. */
+  long writes() {
+    return writes;
+  }
+
+  /** Send-queue entries not yet retired by a completion. */
+  int outstanding() {
+    return outstanding;
+  }
+
+  /** Whether a data write may go now: a credit and a send-queue entry outside the reserve. */
+  boolean mayWrite() {
+    return credits > 0 && outstanding < sqDepth - CONTROL_RESERVE;
+  }
+
+  /** Whether a control message fits in the send queue now. */
+  boolean mayControl() {
+    return outstanding < sqDepth;
+  }
+
+  /** Slots the peer freed, returned in one of its messages. */
+  void credited(int slots) {
+    credits += slots;
+  }
+
+  int credits() {
+    return credits;
+  }
+
+  /** A free send buffer's index, or -1 when all are in flight. */
+  int takeBuffer() {
+    return freeCount == 0 ? -1 : freeBuffers[--freeCount];
+  }
+
+  /** A buffer taken but not posted. */
+  void giveBack(int buffer) {
+    freeBuffers[freeCount++] = buffer;
+  }
+
+  /**
+   * Posts an RDMA WRITE WITH IMM of {@code length} bytes at {@code address} (a send buffer's,
+   * {@code buffer}, or inline from scratch memory with buffer -1) into the peer's next slot,
+   * taking a credit. A failed post gives the buffer back and throws.
+   */
+  void write(long address, int length, int lkey, int imm, int buffer, boolean inline) {
+    long slot = writes % peerSlots;
+    post(WrOpcode.RDMA_WRITE_WITH_IMM, address, length, lkey, peerRing + slot * peerSlotSize,
+        imm, buffer, inline, false);
+    writes++;
+    credits--;
+  }
+
+  /** Posts a control message, signalled. */
+  void control(int imm) {
+    post(WrOpcode.SEND_WITH_IMM, 0, 0, 0, 0, imm, -1, false, true);
+  }
+
+  private void post(WrOpcode opcode, long address, int length, int lkey, long remoteAddress,
+      int imm, int buffer, boolean inline, boolean control) {
+    boolean signal = control || ++unsignaled >= signalEvery
+        || outstanding + 1 >= sqDepth - CONTROL_RESERVE
+        || (buffer >= 0 && freeCount == 0);
+    if (signal) unsignaled = 0;
+    long wrId = nextWrId;
+    wr.clear();
+    wr.add(wrId, opcode, (signal ? SendRequests.SIGNALED : 0)
+        | (inline ? SendRequests.INLINE : 0));
+    if (length > 0 || !control) wr.sge(address, length, lkey);
+    if (opcode == WrOpcode.RDMA_WRITE_WITH_IMM) wr.rdma(remoteAddress, peerRkey);
+    wr.immediate(imm);
+    try {
+      qp.postSend(wr);
+    } catch (RuntimeException e) {
+      if (buffer >= 0) giveBack(buffer);
+      throw new PostFailed(opcode, e);
+    }
+    bufferOf[(int) (wrId % sqDepth)] = buffer;
+    nextWrId++;
+    outstanding++;
+  }
+
+  /** A send's completion: it and every unsignalled send before it are done with their buffers. */
+  void completed(long wrId) {
+    for (long k = oldestWrId; k <= wrId; k++) {
+      int buffer = bufferOf[(int) (k % sqDepth)];
+      if (buffer >= 0) freeBuffers[freeCount++] = buffer;
+      outstanding--;
+    }
+    if (wrId >= oldestWrId) oldestWrId = wrId + 1;
+  }
+
+  /** Posting refused by verbs. */
+  static final class PostFailed extends RuntimeException {
+    PostFailed(WrOpcode opcode, RuntimeException cause) {
+      super("posting a " + opcode + " failed: " + cause.getMessage(), cause);
+    }
+  }
+}
