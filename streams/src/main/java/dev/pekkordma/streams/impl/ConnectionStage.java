@@ -193,20 +193,10 @@ public final class ConnectionStage
     private int currentOffset;
     private int currentLength;
     private boolean upstreamDone;
-    private boolean finSent;
-    private boolean finAcked;
 
     // receive side
     private boolean outDone;
-    private boolean peerFin;
-    private boolean finAckDue;
-    private boolean finAckSent;
-    // our application stopped reading before the peer's end: we tell the peer (CANCEL), which
-    // fails if anything it wrote was dropped, and once it has, any element it is given after
-    private boolean cancelDue;
-    private boolean cancelSent;
-    private long takenAtCancel;
-    private boolean peerCancelled;
+    private final CloseHandshake close = new CloseHandshake();
 
     private long bytesSent;
     private long messagesSent;
@@ -258,10 +248,13 @@ public final class ConnectionStage
             return;
           }
           if (receiver != null) receiver.discarding = true;
-          if (!finAckSent && (!peerFin || receiver == null || receiver.arrivals.size() > 1
-              || receiver.partial())) {
-            cancelDue = true;
-            takenAtCancel = receiver == null ? 0 : receiver.takenWhole();
+          // our application stopped reading before the peer's end: the peer hears it (CANCEL),
+          // and fails if anything it wrote was dropped, and once it has, any element after
+          if (receiver == null) {
+            close.stopReading(0, false, 0);
+          } else {
+            close.stopReading(receiver.arrivals.size(), receiver.partial(),
+                receiver.takenWhole());
           }
           if (!halfClose || upstreamDone) {
             // a full close: nothing more is sent either
@@ -492,7 +485,7 @@ public final class ConnectionStage
     // ------------------------------------------------------------ sending
 
     private void onElement(Object element) {
-      if (peerCancelled) {
+      if (close.hasPeerCancelled()) {
         fail(failure("the peer stopped reading (its stream was cancelled): a further "
             + (element instanceof ByteString bs ? bs.length() + "-byte element" : "element")
             + " cannot be delivered"));
@@ -599,28 +592,25 @@ public final class ConnectionStage
       }
     }
 
-    /** CANCEL, credits, FIN_ACK and FIN, when the send queue has room for them. */
+    /** CANCEL, FIN_ACK, FIN and credits, when they are due and the send queue has room. */
     private void sendControl() {
       if (stopped() || phase != Phase.RUNNING) return;
-      if (cancelDue && !cancelSent) {
-        if (!sender.mayControl()) return; // the FIN_ACK must not overtake it
-        postControl(Wire.CANCEL, (int) (takenAtCancel & Wire.CREDIT_MASK));
-        cancelSent = true;
-      }
+      CloseHandshake.Control c;
       // a lent ring's buffers count as taken once released
-      if (finAckDue && !finAckSent && sender.mayControl()
-          && (receiver.lent() == null || receiver.lent().allReturned())) {
-        postControl(Wire.FIN_ACK);
-        finAckSent = true;
-      }
-      if (upstreamDone && current == null && !finSent && sender.mayControl()) {
-        postControl(Wire.FIN);
-        finSent = true;
-        rules.sentFin();
-      }
-      if (receiver.creditsOwed() >= creditThreshold && !finAckSent && !cancelSent
-          && sender.mayControl()) {
-        postControl(Wire.CREDIT);
+      while (!stopped() && (c = close.next(sender.mayControl(), upstreamDone && current == null,
+          receiver.lent() == null || receiver.lent().allReturned(),
+          receiver.creditsOwed() >= creditThreshold)) != CloseHandshake.Control.NONE) {
+        switch (c) {
+          case CANCEL ->
+              postControl(Wire.CANCEL, (int) (close.takenAtCancel() & Wire.CREDIT_MASK));
+          case FIN_ACK -> postControl(Wire.FIN_ACK);
+          case FIN -> {
+            postControl(Wire.FIN);
+            rules.sentFin();
+          }
+          default -> postControl(Wire.CREDIT);
+        }
+        close.sent(c);
       }
     }
 
@@ -673,10 +663,10 @@ public final class ConnectionStage
         if (kind == Wire.CONTROL) {
           int code = Wire.code(imm);
           if (code == Wire.FIN) {
-            peerFin = true;
+            close.peerFin();
             enqueue(0, Arrivals.FIN);
           } else if (code == Wire.FIN_ACK) {
-            finAcked = true;
+            close.finAcked();
           }
         } else {
           int length = wcs.byteLength(i);
@@ -695,7 +685,7 @@ public final class ConnectionStage
      * (Tcp's write after the peer closed). With nothing lost our upstream may still complete.
      */
     private void peerStoppedReading(int taken) {
-      peerCancelled = true;
+      close.peerCancelled();
       long dropped = (sender.writes() - taken) & Wire.CREDIT_MASK;
       if (dropped != 0 || current != null) {
         fail(failure("the peer stopped reading (its stream was cancelled) with " + dropped
@@ -758,7 +748,7 @@ public final class ConnectionStage
         if (!receiver.discarding && !outDone && !isAvailable(out)) return;
         if (arrivals.nextKind() == Arrivals.FIN) {
           arrivals.pop();
-          finAckDue = true;
+          close.taken();
           if (!outDone) {
             outDone = true;
             complete(out);
@@ -802,10 +792,8 @@ public final class ConnectionStage
     }
 
     private void checkDone() {
-      if (!finSent || !finAcked || sender.outstanding() != 0) return;
-      boolean received = peerFin && finAckSent;
       // after a CANCEL, the peer's FIN or its going says it has stopped writing
-      if (received || (!halfClose || downstreamCancelled) && !cancelSent) finish();
+      if (close.done(sender.outstanding(), halfClose, downstreamCancelled)) finish();
     }
 
     private void finish() {
@@ -825,28 +813,15 @@ public final class ConnectionStage
       // completions that came before the end are still in the CQ: take them first
       drainCq();
       if (stopped()) return;
-      log.debug("{}: {}; peerFin={} entries={} finAckSent={} finSent={} finAcked={} sq={}"
-          + " cancelSent={}", peerName(), reason, peerFin, receiver.arrivals.size(), finAckSent, finSent,
-          finAcked, sender.outstanding(), cancelSent);
-      if (cancelSent) {
-        // we stopped reading and said so: the peer ending is expected; lost is only ours
-        if (current == null && (messagesSent == 0 || finSent && finAcked)) {
-          finish();
-        } else {
-          fail(failure(reason + " after we stopped reading, before it had taken all we sent"));
-        }
-        return;
+      log.debug("{}: {}; {} arrivals={} sq={}", peerName(), reason, close,
+          receiver.arrivals.size(), sender.outstanding());
+      String failed = close.whenPeerGone(reason, receiver.arrivals.size(), current != null,
+          messagesSent);
+      if (failed == null) {
+        finish();
+      } else {
+        fail(failure(failed));
       }
-      if (peerFin && receiver.arrivals.size() == 0 && finAckSent) {
-        if (!finSent || finAcked) {
-          finish();
-        } else {
-          fail(failure("the peer closed the connection before acknowledging our last "
-              + "messages"));
-        }
-        return;
-      }
-      fail(failure(reason + " without closing the stream"));
     }
 
     // ------------------------------------------------------------ the end
