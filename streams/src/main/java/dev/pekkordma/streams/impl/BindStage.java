@@ -178,8 +178,8 @@ public final class BindStage
       InetSocketAddress remote = e.id().remoteAddress();
       ConnectionStage.Passive passive = new ConnectionStage.Passive(e.id(), e.privateData(),
           bound, remote, offer.claimed, settings.path() + ".accept-timeout");
-      Flow<ByteString, ByteString, NotUsed> once = ConnectionStage
-          .<ByteString>flow(ConnectionStage.incoming(rt, passive, settings, halfClose, keepBoundaries))
+      Flow<ByteString, ByteString, NotUsed> once = ConnectionStage.<ByteString>flow(
+          ConnectionStage.incoming(rt, passive, settings, halfClose, keepBoundaries))
           .mapMaterializedValue(m -> NotUsed.getInstance());
       offers++;
       offersHeld = offered.size();

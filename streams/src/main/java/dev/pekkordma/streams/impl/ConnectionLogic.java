@@ -1,0 +1,698 @@
+package dev.pekkordma.streams.impl;
+
+import dev.pekkordma.cm.CmEvent;
+import dev.pekkordma.cm.CmEventType;
+import dev.pekkordma.cm.CmId;
+import dev.pekkordma.cm.ConnectionParameters;
+import dev.pekkordma.streams.BulkChunk;
+import dev.pekkordma.streams.RdmaStreamException;
+import dev.pekkordma.streams.RdmaStreamSettings;
+import dev.pekkordma.streams.TransferResult;
+import dev.pekkordma.verbs.WcStatus;
+import dev.pekkordma.verbs.WorkCompletions;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import org.apache.pekko.Done;
+import org.apache.pekko.stream.Inlet;
+import org.apache.pekko.stream.Outlet;
+import org.apache.pekko.stream.SubscriptionWithCancelException;
+import org.apache.pekko.stream.stage.AbstractInHandler;
+import org.apache.pekko.stream.stage.AbstractOutHandler;
+import org.apache.pekko.stream.stage.AsyncCallback;
+import org.apache.pekko.stream.stage.TimerGraphStageLogic;
+import org.apache.pekko.util.ByteString;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The running half of a {@link ConnectionStage}: the connection's life on the stage's own
+ * thread. It posts, polls its CQ when the completion hub wakes it, and reacts to the CM events
+ * the CM dispatcher hands it. Its bookkeeping is in {@link Sender}, {@link Receiver} and {@link
+ * CloseHandshake}; what it opens, in {@link ConnectionResources}.
+ */
+final class ConnectionLogic extends TimerGraphStageLogic {
+  private static final Logger log = LoggerFactory.getLogger(ConnectionStage.class);
+  private static final Duration FLUSH_GRACE = Duration.ofMillis(300);
+
+  private enum Phase { LISTENING, RESOLVING_ADDRESS, RESOLVING_ROUTE, CONNECTING, RUNNING }
+
+  private final StreamsRuntime rt;
+  private final RdmaStreamSettings settings;
+  private final boolean halfClose;
+  private final boolean keepBoundaries;
+  private final boolean lend;
+  private final ConnectionStage.Role role;
+  private final Inlet<Object> in;
+  private final Outlet<Object> out;
+  private final ConnectionStage.Mat mat;
+  private InetSocketAddress remote;
+  private CmId listener;
+  private final CompletableFuture<Done> unbound = new CompletableFuture<>();
+  private final int slots;
+  private final int slotSize;
+  private final int sqDepth;
+  private final int rqDepth;
+  private final int creditThreshold;
+  private final ProtocolValidator rules;
+  private Phase phase = Phase.RESOLVING_ADDRESS;
+  private CmId id;
+  private ConnectionResources res; // with the id; opened by setUp
+  private Sender sender;
+  private Receiver receiver;
+  private ElementWriter writer;
+  private boolean established;
+  private boolean disconnected;
+  private boolean tornDown;
+  private boolean upstreamDone;
+  private boolean outDone;
+  private final CloseHandshake close = new CloseHandshake();
+
+  private String flushReason;
+  private Throwable cause;
+  private boolean accepted;
+  private boolean downstreamCancelled;
+
+  private AsyncCallback<CmEvent> cmEvents;
+  private AsyncCallback<RuntimeException> cmStopped;
+  private InetSocketAddress bound; // the listener's address, once bound
+  private AsyncCallback<Boolean> wake;
+
+  ConnectionLogic(ConnectionStage stage, ConnectionStage.Mat mat) {
+    super(stage.shape());
+    this.rt = stage.rt;
+    this.settings = stage.settings;
+    this.halfClose = stage.halfClose;
+    this.keepBoundaries = stage.keepBoundaries;
+    this.lend = stage.lend;
+    this.role = stage.role;
+    this.in = stage.in;
+    this.out = stage.out;
+    this.mat = mat;
+    this.remote = role instanceof ConnectionStage.Role.Outgoing o ? o.remote()
+        : role instanceof ConnectionStage.Role.Incoming i ? i.request().remote() : null;
+    this.slots = settings.receiveBuffers();
+    this.slotSize = settings.bufferSize();
+    this.sqDepth = settings.sendQueueDepth();
+    this.rqDepth = settings.receiveBuffers() + 8;
+    this.creditThreshold = Math.max(1, (slots + 3) / 4);
+    this.rules = new ProtocolValidator(slots, slotSize,
+        keepBoundaries ? settings.maxMessageSize() : Long.MAX_VALUE,
+        settings.path() + ".max-message-size");
+    setHandler(in, new AbstractInHandler() {
+      @Override
+      public void onPush() {
+        onElement(grab(in));
+      }
+
+      @Override
+      public void onUpstreamFinish() {
+        upstreamDone = true;
+        progress();
+      }
+
+      @Override
+      public void onUpstreamFailure(Throwable ex) {
+        // an abort, as Tcp's: no FIN, the peer's stream fails
+        fail(IdleTimeout.named(ex, settings, peer()));
+      }
+    });
+    setHandler(out, new AbstractOutHandler() {
+      @Override
+      public void onPull() {
+        progress();
+      }
+
+      @Override
+      public void onDownstreamFinish(Throwable cause) {
+        outDone = true;
+        downstreamCancelled = true;
+        if (!(cause instanceof SubscriptionWithCancelException.NonFailureCancellation)) {
+          fail(IdleTimeout.named(cause, settings, peer()));
+          return;
+        }
+        if (receiver != null) receiver.discarding = true;
+        // our application stopped reading before the peer's end: the peer hears it (CANCEL),
+        // and fails if anything it wrote was dropped, and once it has, any element after
+        if (receiver == null) {
+          close.stopReading(0, false, 0);
+        } else {
+          close.stopReading(receiver.arrivals.size(), receiver.partial(),
+              receiver.takenWhole());
+        }
+        if (!halfClose || upstreamDone) {
+          // a full close: nothing more is sent either
+          if (!isClosed(in)) cancel(in);
+          upstreamDone = true;
+          if (writer != null) writer.drop();
+        }
+        progress();
+      }
+    });
+  }
+
+  private boolean active() {
+    return role instanceof ConnectionStage.Role.Outgoing;
+  }
+
+  private String peerName() {
+    return remote == null ? "the client at " + RdmaStreamException.format(listening())
+        : RdmaStreamException.format(remote);
+  }
+
+  private RdmaStreamException failure(String reason) {
+    return remote == null ? new RdmaStreamException("listening on", listening(), reason)
+        : new RdmaStreamException("RDMA connection to", remote, reason);
+  }
+
+  /** The peer, or where a listener awaits it. */
+  private InetSocketAddress peer() {
+    return remote != null ? remote : listening();
+  }
+
+  /** Where the one client is awaited: once bound, with the port that port 0 picked. */
+  private InetSocketAddress listening() {
+    return bound != null ? bound : ((ConnectionStage.Role.ListenOnce) role).address();
+  }
+
+  // ------------------------------------------------------------ connecting
+
+  @Override
+  public void preStart() {
+    // both ports closed is not the end: the close handshake and the teardown come after
+    setKeepGoing(true);
+    cmEvents = createAsyncCallback(this::onCmEvent);
+    cmStopped = createAsyncCallback(this::onCmStopped);
+    wake = createAsyncCallback(x -> drainCq());
+    try {
+      if (role instanceof ConnectionStage.Role.ListenOnce once) {
+        InetSocketAddress listenAt = once.address();
+        phase = Phase.LISTENING;
+        listener = rt.cm().createId("listener " + listenAt, cmEvents::invoke, cmStopped::invoke);
+        listener.bind(listenAt);
+        listener.listen(1);
+        bound = listener.localAddress();
+        AsyncCallback<Done> unbind = createAsyncCallback(d -> {
+          if (phase == Phase.LISTENING) completeStage();
+        });
+        mat.binding().complete(Handles.get().binding(bound, () -> {
+          unbind.invoke(Done.getInstance());
+          return unbound;
+        }, unbound));
+        return;
+      }
+      scheduleOnce("connect", settings.connectTimeout());
+      if (active()) {
+        take(rt.cm().createId("stream to " + peerName(), cmEvents::invoke, cmStopped::invoke));
+        id.resolveAddress(null, remote, settings.connectTimeout());
+      } else {
+        ConnectionStage.Passive passive = ((ConnectionStage.Role.Incoming) role).request();
+        if (!passive.claimed().compareAndSet(false, true)) {
+          fail(failure("accepting: the connection was materialized already, or rejected after "
+              + passive.acceptTimeoutSetting() + ", or the client withdrew it"));
+          return;
+        }
+        take(passive.id());
+        rt.cm().own(id, cmEvents::invoke, cmStopped::invoke);
+        phase = Phase.CONNECTING;
+        acceptRequest(passive.privateData());
+      }
+    } catch (RuntimeException e) {
+      fail(failure((role instanceof ConnectionStage.Role.ListenOnce ? "binding: "
+          : active() ? "connecting: "
+          : "accepting: ") + e.getMessage()));
+    }
+  }
+
+  private void onCmEvent(CmEvent e) {
+    if (tornDown) return;
+    try {
+      if (e.type() == CmEventType.CONNECT_REQUEST) {
+        if (phase != Phase.LISTENING) {
+          rt.cm().destroy(e.id(), true); // one client only
+          return;
+        }
+        unlisten();
+        remote = e.id().remoteAddress();
+        take(e.id());
+        phase = Phase.CONNECTING;
+        scheduleOnce("connect", settings.connectTimeout());
+        acceptRequest(e.privateData());
+        return;
+      }
+      if (e.id() == listener && listener != null) {
+        if (e.type() == CmEventType.DEVICE_REMOVAL) {
+          fail(failure("the RDMA device was removed (DEVICE_REMOVAL)"));
+        }
+        return;
+      }
+      switch (e.type()) {
+        case ADDR_RESOLVED:
+          if (phase != Phase.RESOLVING_ADDRESS) break;
+          phase = Phase.RESOLVING_ROUTE;
+          id.resolveRoute(settings.connectTimeout());
+          return;
+        case ROUTE_RESOLVED:
+          if (phase != Phase.RESOLVING_ROUTE) break;
+          phase = Phase.CONNECTING;
+          setUp();
+          id.connect(ConnectionParameters.withPrivateData(ourRing().encode()));
+          return;
+        case ESTABLISHED:
+          if (phase != Phase.CONNECTING) break;
+          if (active()) usePeerRing(Wire.Ring.decode(e.privateData()));
+          running();
+          return;
+        case DISCONNECTED:
+          disconnected = true;
+          if (phase == Phase.RUNNING) {
+            peerGone("the peer disconnected");
+          } else {
+            fail(failure("connecting: DISCONNECTED"));
+          }
+          return;
+        case DEVICE_REMOVAL:
+          fail(failure("the RDMA device was removed (DEVICE_REMOVAL)"));
+          return;
+        case TIMEWAIT_EXIT:
+          return;
+        default:
+          if (phase != Phase.RUNNING) {
+            String status = e.status() != 0 ? " (status " + e.status() + ")" : "";
+            String why = e.type() == CmEventType.REJECTED
+                ? "connection refused: REJECTED" + status + " (nobody listens there?)"
+                : e.type() + status;
+            fail(failure((active() ? "connecting: " : "accepting: ") + why));
+            return;
+          }
+      }
+    } catch (RuntimeException ex) {
+      String doing = phase == Phase.RUNNING ? "" : active() ? "connecting: " : "accepting: ";
+      fail(failure(doing + e.type() + ": " + ex.getMessage()));
+    }
+  }
+
+  /** No CM event will come again: what waits for one fails; a running connection goes on. */
+  private void onCmStopped(RuntimeException why) {
+    if (tornDown) return;
+    if (phase == Phase.RUNNING) {
+      log.warn("{}: CM events stopped ({}); the connection goes on, but the peer's going will"
+          + " show only when a request to it fails", peerName(), why.getMessage());
+      return;
+    }
+    String doing = phase == Phase.LISTENING ? "" : active() ? "connecting: " : "accepting: ";
+    fail(failure(doing + "the CM event reader stopped: " + why.getMessage()));
+  }
+
+  /** Accepts a request whose private data names the client's ring, checked before we set up. */
+  private void acceptRequest(byte[] privateData) {
+    Wire.Ring peer = Wire.Ring.decode(privateData);
+    setUp();
+    usePeerRing(peer);
+    id.accept(ConnectionParameters.withPrivateData(ourRing().encode()));
+    accepted = true;
+  }
+
+  /** The connection's id: what it opens goes with it. */
+  private void take(CmId cmId) {
+    id = cmId;
+    res = new ConnectionResources(rt, cmId, slots, slotSize, settings.sendBuffers(), sqDepth,
+        rqDepth, settings.inlineThreshold());
+  }
+
+  private Wire.Ring ourRing() {
+    return new Wire.Ring(res.ringMr.address(), res.ringMr.rkey(), slots, slotSize);
+  }
+
+  private void usePeerRing(Wire.Ring peer) {
+    rules.peerRing(peer);
+    sender.peerRing(peer);
+    writer.writeMax(Math.min(slotSize, peer.slotSize()));
+  }
+
+  /** The QP and everything it uses, registered once for the connection's life. */
+  private void setUp() {
+    res.open(() -> wake.invoke(Boolean.TRUE));
+    int sendCount = settings.sendBuffers();
+    sender = new Sender(res.qp, res.sendWr, sqDepth, settings.signalEvery(), sendCount);
+    writer = new ElementWriter(sender, res, slotSize, sendCount);
+    receiver = new Receiver(res.ringMemory, slots, slotSize, rqDepth, keepBoundaries);
+    if (downstreamCancelled) receiver.discarding = true;
+    repost();
+    res.cq.requestNotify(false);
+    if (lend) lendRing();
+  }
+
+  private void running() {
+    phase = Phase.RUNNING;
+    established = true;
+    cancelTimer("connect");
+    mat.connected().complete(Handles.get().outgoing(remote, id.localAddress()));
+    if (!isClosed(in) && !upstreamDone) pull(in);
+    drainCq();
+  }
+
+  @Override
+  public void onTimer(Object key) {
+    if ("connect".equals(key)) {
+      fail(failure("not connected within " + settings.connectTimeout() + " ("
+          + settings.path() + ".connect-timeout)"));
+    } else if ("flushed".equals(key)) {
+      peerGone(flushReason);
+    }
+  }
+
+  // ------------------------------------------------------------ sending
+
+  private void onElement(Object element) {
+    if (close.hasPeerCancelled()) {
+      fail(failure("the peer stopped reading (its stream was cancelled): a further "
+          + (element instanceof ByteString bs ? bs.length() + "-byte element" : "element")
+          + " cannot be delivered"));
+      return;
+    }
+    if (element instanceof ByteString bs) {
+      int writeMax = writer.writeMax();
+      if (bs.length() > writeMax && settings.oversize() == RdmaStreamSettings.Oversize.FAIL) {
+        fail(failure("a ByteString of " + bs.length() + " bytes is larger than "
+            + settings.path() + ".buffer-size (" + writeMax + " bytes" + (writeMax < slotSize
+            ? ", the peer's" : "") + "); raise it, or set " + settings.path()
+            + ".oversize-chunks = split"));
+        return;
+      }
+    } else if (!(element instanceof BulkChunk)) {
+      fail(new IllegalArgumentException("an RDMA connection takes ByteString or BulkChunk,"
+          + " got " + (element == null ? "null" : element.getClass().getName())));
+      return;
+    }
+    writer.take(element);
+    progress();
+  }
+
+  /** Writes as much of the current element as credits, buffers and the send queue allow. */
+  private void trySend() {
+    boolean finished;
+    try {
+      finished = writer.writeSome(this::takeCredits);
+    } catch (Sender.PostFailed e) {
+      fail(failure(e.getMessage()));
+      return;
+    } catch (RuntimeException e) {
+      fail(e);
+      return;
+    }
+    if (finished && !upstreamDone && !isClosed(in) && !hasBeenPulled(in)) pull(in);
+  }
+
+  private int takeCredits() {
+    int c = receiver.takeCredits();
+    rules.sentCredits(c);
+    return c;
+  }
+
+  private void postControl(int code) {
+    postControl(code, takeCredits());
+  }
+
+  private void postControl(int code, int field) {
+    try {
+      sender.control(Wire.control(code, field));
+    } catch (Sender.PostFailed e) {
+      fail(failure(e.getMessage()));
+    }
+  }
+
+  /** CANCEL, FIN_ACK, FIN and credits, when they are due and the send queue has room. */
+  private void sendControl() {
+    if (stopped() || phase != Phase.RUNNING) return;
+    CloseHandshake.Control c;
+    // a lent ring's buffers count as taken once released
+    while (!stopped() && (c = close.next(sender.mayControl(), upstreamDone && !writer.busy(),
+        receiver.lent() == null || receiver.lent().allReturned(),
+        receiver.creditsOwed() >= creditThreshold)) != CloseHandshake.Control.NONE) {
+      switch (c) {
+        case CANCEL ->
+            postControl(Wire.CANCEL, (int) (close.takenAtCancel() & Wire.CREDIT_MASK));
+        case FIN_ACK -> postControl(Wire.FIN_ACK);
+        case FIN -> {
+          postControl(Wire.FIN);
+          rules.sentFin();
+        }
+        default -> postControl(Wire.CREDIT);
+      }
+      close.sent(c);
+    }
+  }
+
+  // ------------------------------------------------------------ completions
+
+  private void drainCq() {
+    if (stopped() || res == null || res.cq == null) return;
+    try {
+      while (true) {
+        int n = res.cq.poll(res.wcs);
+        if (n == 0) {
+          res.cq.requestNotify(false);
+          n = res.cq.poll(res.wcs); // what came before the arming raised no event
+          if (n == 0) break;
+        }
+        for (int i = 0; i < n && !stopped(); i++) completion(i);
+        if (stopped()) return;
+      }
+    } catch (RuntimeException e) {
+      fail(failure("polling the CQ failed: " + e.getMessage()));
+      return;
+    }
+    repost();
+    progress();
+  }
+
+  private void completion(int i) {
+    WorkCompletions wcs = res.wcs;
+    long wrId = wcs.wrId(i);
+    int status = wcs.statusCode(i);
+    if (wrId == ConnectionResources.RECV_WR_ID) {
+      receiver.received();
+      if (status != 0) {
+        broken(status, "a receive");
+        return;
+      }
+      int imm = wcs.immediate(i);
+      String wrong = rules.receive(wcs.opcode(i), wcs.hasImmediate(i), wcs.byteLength(i), imm,
+          sender.writes());
+      if (wrong != null) {
+        fail(failure("protocol error: " + wrong));
+        return;
+      }
+      int kind = Wire.kind(imm);
+      if (kind == Wire.CONTROL && Wire.code(imm) == Wire.CANCEL) {
+        peerStoppedReading(Wire.credits(imm));
+        return;
+      }
+      sender.credited(Wire.credits(imm));
+      if (kind == Wire.CONTROL) {
+        int code = Wire.code(imm);
+        if (code == Wire.FIN) {
+          close.peerFin();
+          enqueue(0, Arrivals.FIN);
+        } else if (code == Wire.FIN_ACK) {
+          close.finAcked();
+        }
+      } else {
+        int length = wcs.byteLength(i);
+        enqueue(length, kind == Wire.MORE ? Arrivals.MORE : Arrivals.END);
+      }
+      return;
+    }
+    sender.completed(wrId);
+    if (status != 0) broken(status, "a send");
+  }
+
+  /**
+   * The peer's application stopped reading, having taken {@code taken} of our writes (modulo
+   * 2^24). Anything written beyond them was dropped: a failure, as is any element after this
+   * (Tcp's write after the peer closed). With nothing lost our upstream may still complete.
+   */
+  private void peerStoppedReading(int taken) {
+    close.peerCancelled();
+    long dropped = (sender.writes() - taken) & Wire.CREDIT_MASK;
+    if (dropped != 0 || writer.busy()) {
+      fail(failure("the peer stopped reading (its stream was cancelled) with " + dropped
+          + " of our writes not taken" + (writer.busy() ? " and an element still to send"
+          : "")));
+      return;
+    }
+    if (!halfClose && !upstreamDone) {
+      upstreamDone = true;
+      if (!isClosed(in)) cancel(in);
+    }
+  }
+
+  private void enqueue(int length, byte kind) {
+    if (!receiver.arrivals.add(length, kind)) {
+      fail(failure("protocol error: the peer wrote more messages than it had credits"));
+    }
+  }
+
+  private void broken(int status, String what) {
+    WcStatus s = WcStatus.of(status);
+    if (s == WcStatus.WR_FLUSH_ERR) {
+      // the QP went to the error state: the CM's DISCONNECTED usually says why, shortly
+      if (flushReason == null) {
+        String cause = res.qp != null ? res.qp.errorCause().orElse(null) : null;
+        flushReason = "the QP went to the error state (" + what + " completed with "
+            + s.description + ", " + s + ")" + (cause != null ? ": " + cause : "");
+        scheduleOnce("flushed", FLUSH_GRACE);
+      }
+      return;
+    }
+    String cause = res.qp != null ? res.qp.errorCause().orElse(null) : null;
+    fail(failure(what + " completed with " + s.description + " (" + s + ")"
+        + (cause != null ? ": " + cause
+            : s == WcStatus.RETRY_EXC_ERR ? ": the peer is unreachable" : "")
+        + (s == WcStatus.LOC_LEN_ERR ? ": the peer sent a SEND with data (ours take none)"
+            : "")));
+  }
+
+  private void repost() {
+    if (tornDown || disconnected || flushReason != null) return;
+    int n = receiver.takeReceivesToPost();
+    if (n == 0) return;
+    try {
+      res.postReceives(n);
+    } catch (RuntimeException e) {
+      fail(failure("posting receives failed: " + e.getMessage()));
+    }
+  }
+
+  // ------------------------------------------------------------ delivering
+
+  /** Gives downstream what it asked for, freeing each slot as its message is taken. */
+  private void deliver() {
+    receiver.reclaim(); // released since: no need to wait
+    Arrivals arrivals = receiver.arrivals;
+    while (arrivals.size() > 0) {
+      // the FIN too waits for demand: downstream asking again is what says it has taken the
+      // last message, and only then may the FIN_ACK say so
+      if (!receiver.discarding && !outDone && !isAvailable(out)) return;
+      if (arrivals.nextKind() == Arrivals.FIN) {
+        arrivals.pop();
+        close.taken();
+        if (!outDone) {
+          outDone = true;
+          complete(out);
+        }
+        return;
+      }
+      Object element;
+      try {
+        element = receiver.take();
+      } catch (IllegalStateException e) {
+        fail(failure(e.getMessage()));
+        return;
+      }
+      if (element != null) push(out, element);
+    }
+  }
+
+  /** From setUp: the ring goes to a {@link LeasedRing}, which wakes us on releases. */
+  private void lendRing() {
+    AsyncCallback<Boolean> released = createAsyncCallback(x -> {
+      if (tornDown) return;
+      receiver.woken();
+      progress();
+    });
+    LeasedRing ring = new LeasedRing(res.ringMemory, slots, slotSize, peerName(),
+        () -> released.invoke(Boolean.TRUE));
+    receiver.lend(ring);
+    res.lentRing = ring;
+  }
+
+  /** After anything happened: deliver, send, say what is due, and see if we are done. */
+  private void progress() {
+    if (stopped() || phase != Phase.RUNNING) return;
+    deliver();
+    if (stopped()) return;
+    trySend();
+    if (stopped()) return;
+    sendControl();
+    if (stopped()) return;
+    checkDone();
+  }
+
+  private void checkDone() {
+    // after a CANCEL, the peer's FIN or its going says it has stopped writing
+    if (close.done(sender.outstanding(), halfClose, downstreamCancelled)) finish();
+  }
+
+  private void finish() {
+    log.debug("{} connection with {} closed: {} messages sent, {} received",
+        active() ? "client" : "server", peerName(), writer.messagesSent,
+        receiver.messagesReceived);
+    mat.closed().complete(new TransferResult(writer.bytesSent, writer.messagesSent,
+        receiver.bytesReceived,
+        receiver.messagesReceived));
+    completeStage();
+  }
+
+  /**
+   * The peer is gone (DISCONNECTED, or the QP flushed). After its FIN, and once we have
+   * answered it, that is how a connection ends; before, the peer vanished or aborted.
+   */
+  private void peerGone(String reason) {
+    if (stopped()) return;
+    // completions that came before the end are still in the CQ: take them first
+    drainCq();
+    if (stopped()) return;
+    log.debug("{}: {}; {} arrivals={} sq={}", peerName(), reason, close,
+        receiver.arrivals.size(), sender.outstanding());
+    String failed = close.whenPeerGone(reason, receiver.arrivals.size(), writer.busy(),
+        writer.messagesSent);
+    if (failed == null) {
+      finish();
+    } else {
+      fail(failure(failed));
+    }
+  }
+
+  // ------------------------------------------------------------ the end
+
+  @Override
+  public void postStop() {
+    tearDown();
+    mat.connected().completeExceptionally(cause != null ? cause
+        : failure("the stream stopped before the connection was up"));
+    mat.closed().completeExceptionally(cause != null ? cause
+        : failure("the stream stopped before the connection closed gracefully"));
+    mat.binding().completeExceptionally(cause != null ? cause
+        : failure("the stream stopped before it was bound"));
+  }
+
+  /** Torn down, or failing: the stage ends after this callback, and does nothing more. */
+  private boolean stopped() {
+    return tornDown || cause != null;
+  }
+
+  private void fail(Throwable ex) {
+    log.debug("{} connection with {} failed: {}", active() ? "client" : "server",
+        peerName(), ex.toString());
+    if (cause == null) cause = ex;
+    failStage(ex);
+  }
+
+  private void unlisten() {
+    if (listener != null) {
+      rt.cm().destroy(listener, false);
+      listener = null;
+    }
+    unbound.complete(Done.getInstance());
+  }
+
+  /** The listener, then the connection's resources (see {@link ConnectionResources#close}). */
+  private void tearDown() {
+    if (tornDown) return;
+    tornDown = true;
+    unlisten();
+    if (res != null) res.close(established && !disconnected, !active() && !accepted, peerName());
+  }
+}

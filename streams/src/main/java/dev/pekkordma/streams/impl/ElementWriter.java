@@ -1,0 +1,125 @@
+package dev.pekkordma.streams.impl;
+
+import dev.pekkordma.memory.NativeMemory;
+import dev.pekkordma.streams.BulkChunk;
+import java.nio.ByteBuffer;
+import java.util.function.IntSupplier;
+import org.apache.pekko.util.ByteString;
+
+/**
+ * Turns what upstream gives into writes: a ByteString into as many writes of at most a slot as
+ * it needs (inline when small enough, else copied into a registered send buffer), a {@link
+ * BulkChunk} into one write that it fills in a send buffer itself.
+ */
+final class ElementWriter {
+  private final Sender sender;
+  private final ConnectionResources res;
+  private final int slotSize;
+  private final ByteBuffer[] views;
+  private int writeMax;
+  private Object current;
+  private byte[] bytes;
+  private int offset;
+  private int length;
+  long bytesSent;
+  long messagesSent;
+
+  ElementWriter(Sender sender, ConnectionResources res, int slotSize, int sendBuffers) {
+    this.sender = sender;
+    this.res = res;
+    this.slotSize = slotSize;
+    this.views = new ByteBuffer[sendBuffers];
+    for (int i = 0; i < sendBuffers; i++) views[i] = res.sendMemory.view(i * slotSize, slotSize);
+  }
+
+  /** The most one write carries: our slots and the peer's, whichever are smaller. */
+  void writeMax(int max) {
+    writeMax = max;
+  }
+
+  int writeMax() {
+    return writeMax;
+  }
+
+  /** Whether an element is still being written. */
+  boolean busy() {
+    return current != null;
+  }
+
+  /** Nothing more is sent: the element in hand is dropped. */
+  void drop() {
+    current = null;
+    bytes = null;
+  }
+
+  /** The next element, a ByteString or a BulkChunk, checked by the caller. */
+  void take(Object element) {
+    current = element;
+    offset = 0;
+    if (element instanceof ByteString bs) {
+      length = bs.length();
+      bytes = bs.toArrayUnsafe();
+    } else {
+      length = -1;
+      bytes = null;
+    }
+  }
+
+  /**
+   * Writes as much of the element as credits, send buffers and the send queue allow, each
+   * write carrying the credits {@code credits} hands over; true when the element is all
+   * written. A failed post ({@link Sender.PostFailed}) or a chunk that fails to fill its buffer
+   * throws.
+   */
+  boolean writeSome(IntSupplier credits) {
+    while (current != null && sender.mayWrite()) {
+      int n;
+      boolean last;
+      int buffer = -1;
+      long address;
+      int lkey;
+      boolean inline;
+      if (current instanceof BulkChunk chunk) {
+        buffer = sender.takeBuffer();
+        if (buffer < 0) return false;
+        ByteBuffer view = views[buffer];
+        view.clear().limit(writeMax);
+        try {
+          chunk.writeTo(view);
+        } catch (RuntimeException e) {
+          sender.giveBack(buffer);
+          throw e;
+        }
+        n = view.position();
+        last = true;
+        inline = false;
+        address = res.sendMr.address() + (long) buffer * slotSize;
+        lkey = res.sendMr.lkey();
+      } else {
+        n = Math.min(length - offset, writeMax);
+        last = offset + n == length;
+        inline = n <= res.inlineMax;
+        if (inline) {
+          address = res.scratch.address();
+          lkey = 0;
+        } else {
+          buffer = sender.takeBuffer();
+          if (buffer < 0) return false;
+          address = res.sendMr.address() + (long) buffer * slotSize;
+          lkey = res.sendMr.lkey();
+        }
+        if (n > 0) NativeMemory.copyFromArray(bytes, offset, address, n);
+      }
+      sender.write(address, n, lkey, Wire.data(last ? Wire.END : Wire.MORE,
+          credits.getAsInt()), buffer, inline);
+      bytesSent += n;
+      offset += n;
+      if (last) {
+        messagesSent++;
+        drop();
+        return true;
+      }
+    }
+    return false;
+  }
+}
