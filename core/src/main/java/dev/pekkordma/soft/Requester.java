@@ -92,7 +92,7 @@ final class Requester {
     WrOpcode op = WrOpcode.of(NativeMemory.getInt(from + SendRequests.OFF_OPCODE));
     int flags = NativeMemory.getInt(from + SendRequests.OFF_SEND_FLAGS);
     int numSge = NativeMemory.getInt(from + SendRequests.OFF_NUM_SGE);
-    if (!opcodeAllowed(op)) {
+    if (!qp.type.allows(op)) {
       throw new RdmaException("ibv_post_send", RdmaException.EINVAL,
           which(i, from) + ": opcode " + op + " is not supported on " + qp.type + " QPs");
     }
@@ -140,16 +140,6 @@ final class Requester {
 
   private String which(int i, long wr) {
     return "request " + i + " (wr_id " + NativeMemory.getLong(wr) + ") on " + qp.describe();
-  }
-
-  private boolean opcodeAllowed(WrOpcode op) {
-    switch (qp.type) {
-      case UD: return op == WrOpcode.SEND || op == WrOpcode.SEND_WITH_IMM;
-      case UC: return op == WrOpcode.SEND || op == WrOpcode.SEND_WITH_IMM
-          || op == WrOpcode.RDMA_WRITE || op == WrOpcode.RDMA_WRITE_WITH_IMM
-          || op == WrOpcode.BIND_MW || op == WrOpcode.LOCAL_INV;
-      default: return true;
-    }
   }
 
   // ---------------------------------------------------------------- state changes (monitor)

@@ -279,14 +279,12 @@ final class NativeQp extends NativeResource implements QueuePair {
     }
   }
 
-  /** The first request whose opcode this QP type does not have (UC: no READ or atomics; UD: sends only). */
+  /** The first request whose opcode this QP type does not have ({@link QpType#allows}). */
   private int firstRefusedOpcode(SendRequests requests, int n) {
     for (int i = 0; i < n; i++) {
       int op = NativeMemory.getInt(requests.requestAddress(i) + SendRequests.OFF_OPCODE);
-      if (type == QpType.UD) {
-        if (op != WrOpcode.SEND.code && op != WrOpcode.SEND_WITH_IMM.code) return i;
-      } else if (op == WrOpcode.RDMA_READ.code || op == WrOpcode.ATOMIC_CMP_AND_SWP.code
-          || op == WrOpcode.ATOMIC_FETCH_AND_ADD.code) {
+      // an opcode we do not know is the driver's to refuse
+      if (op >= 0 && op <= WrOpcode.SEND_WITH_INV.code && !type.allows(WrOpcode.of(op))) {
         return i;
       }
     }
