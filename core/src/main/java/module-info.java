@@ -11,6 +11,8 @@ module dev.pekkordma.core {
   exports dev.pekkordma.cm;
   exports dev.pekkordma.memory;
   exports dev.pekkordma.config;
+  // the ABI of work requests and completions: for the native provider, not the API
+  exports dev.pekkordma.verbs.abi to dev.pekkordma.nativeverbs;
 
   uses dev.pekkordma.verbs.RdmaProviderFactory;
   provides dev.pekkordma.verbs.RdmaProviderFactory with dev.pekkordma.soft.SoftProviderFactory;

@@ -1,5 +1,6 @@
 package dev.pekkordma.soft;
 
+import dev.pekkordma.verbs.abi.RequestLayout;
 import dev.pekkordma.memory.NativeMemory;
 import dev.pekkordma.memory.OffHeapBuffer;
 import dev.pekkordma.verbs.RecvRequests;
@@ -21,7 +22,7 @@ final class ReceiveRing implements AutoCloseable {
   ReceiveRing(int capacity, int maxSge) {
     this.capacity = capacity;
     this.maxSge = maxSge;
-    this.slotSize = HEADER + maxSge * RecvRequests.SGE_SIZE;
+    this.slotSize = HEADER + maxSge * RequestLayout.SGE_SIZE;
     this.memory = OffHeapBuffer.allocate((long) capacity * slotSize);
     this.base = memory.address();
   }
@@ -35,12 +36,12 @@ final class ReceiveRing implements AutoCloseable {
   /** Copies request {@code i} of {@code requests} in; the caller checked space and SGE count. */
   void push(RecvRequests requests, int i) {
     long from = requests.requestAddress(i);
-    int n = NativeMemory.getInt(from + RecvRequests.OFF_NUM_SGE);
+    int n = NativeMemory.getInt(from + RequestLayout.OFF_NUM_SGE);
     long slot = slot(tail);
-    NativeMemory.putLong(slot, NativeMemory.getLong(from + RecvRequests.OFF_WR_ID));
+    NativeMemory.putLong(slot, NativeMemory.getLong(from + RequestLayout.OFF_WR_ID));
     NativeMemory.putInt(slot + 8, n);
-    NativeMemory.copy(NativeMemory.getLong(from + RecvRequests.OFF_SG_LIST), slot + HEADER,
-        (long) n * RecvRequests.SGE_SIZE);
+    NativeMemory.copy(NativeMemory.getLong(from + RequestLayout.OFF_SG_LIST), slot + HEADER,
+        (long) n * RequestLayout.SGE_SIZE);
     tail++;
   }
 

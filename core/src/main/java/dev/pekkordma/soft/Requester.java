@@ -1,5 +1,6 @@
 package dev.pekkordma.soft;
 
+import dev.pekkordma.verbs.abi.RequestLayout;
 import static dev.pekkordma.soft.SoftPeer.Response.ACK;
 import static dev.pekkordma.soft.SoftPeer.Response.NAK_INVALID_REQUEST;
 import static dev.pekkordma.soft.SoftPeer.Response.NAK_REMOTE_ACCESS;
@@ -33,7 +34,7 @@ final class Requester {
   static final int MAX_IN_FLIGHT = 64;
   // a slot's copy of ibv_send_wr has two fields the engine may reuse: next and qp_type
   private static final int OFF_DONE_STATUS = 72; // WcStatus code + 1; 0 while pending
-  private static final int OFF_DONE_LENGTH = SendRequests.OFF_NEXT;
+  private static final int OFF_DONE_LENGTH = RequestLayout.OFF_NEXT;
 
   private final SoftQp qp;
   private final OffHeapBuffer memory;
@@ -63,7 +64,7 @@ final class Requester {
   Requester(SoftQp qp) {
     this.qp = qp;
     this.capacity = qp.caps.maxSendWr();
-    this.slotSize = SendRequests.WR_SIZE + qp.caps.maxSendSge() * SendRequests.SGE_SIZE
+    this.slotSize = RequestLayout.SEND_WR_SIZE + qp.caps.maxSendSge() * RequestLayout.SGE_SIZE
         + ((qp.caps.maxInlineData() + 7) & ~7);
     this.memory = OffHeapBuffer.allocate((long) capacity * slotSize);
     this.gather = new Segments(qp.caps.maxSendSge());
@@ -89,9 +90,9 @@ final class Requester {
   /** Copies request {@code i} of {@code r} into the next slot, checking what posting checks. */
   void enqueue(SendRequests r, int i) {
     long from = r.requestAddress(i);
-    WrOpcode op = WrOpcode.of(NativeMemory.getInt(from + SendRequests.OFF_OPCODE));
-    int flags = NativeMemory.getInt(from + SendRequests.OFF_SEND_FLAGS);
-    int numSge = NativeMemory.getInt(from + SendRequests.OFF_NUM_SGE);
+    WrOpcode op = WrOpcode.of(NativeMemory.getInt(from + RequestLayout.OFF_OPCODE));
+    int flags = NativeMemory.getInt(from + RequestLayout.OFF_SEND_FLAGS);
+    int numSge = NativeMemory.getInt(from + RequestLayout.OFF_NUM_SGE);
     if (!qp.type.allows(op)) {
       throw new RdmaException("ibv_post_send", RdmaException.EINVAL,
           which(i, from) + ": opcode " + op + " is not supported on " + qp.type + " QPs");
@@ -105,12 +106,12 @@ final class Requester {
           + ": the send queue already holds " + capacity + " outstanding requests (max_send_wr)");
     }
     long slot = slot(tail);
-    NativeMemory.copy(from, slot, SendRequests.WR_SIZE);
-    long sges = slot + SendRequests.WR_SIZE;
-    NativeMemory.putLong(slot + SendRequests.OFF_SG_LIST, sges);
+    NativeMemory.copy(from, slot, RequestLayout.SEND_WR_SIZE);
+    long sges = slot + RequestLayout.SEND_WR_SIZE;
+    NativeMemory.putLong(slot + RequestLayout.OFF_SG_LIST, sges);
     NativeMemory.putInt(slot + OFF_DONE_STATUS, 0);
     if ((flags & SendRequests.INLINE) != 0 && !op.isAtomic() && op != WrOpcode.RDMA_READ) {
-      long srcSges = NativeMemory.getLong(from + SendRequests.OFF_SG_LIST);
+      long srcSges = NativeMemory.getLong(from + RequestLayout.OFF_SG_LIST);
       long total = 0;
       for (int k = 0; k < numSge; k++) {
         total += Integer.toUnsignedLong(NativeMemory.getInt(srcSges + k * 16L + 8));
@@ -120,7 +121,7 @@ final class Requester {
             + total + " bytes inline; the QP allows " + qp.caps.maxInlineData()
             + " (max_inline_data)");
       }
-      long inline = sges + (long) qp.caps.maxSendSge() * SendRequests.SGE_SIZE;
+      long inline = sges + (long) qp.caps.maxSendSge() * RequestLayout.SGE_SIZE;
       long at = inline;
       for (int k = 0; k < numSge; k++) {
         int len = NativeMemory.getInt(srcSges + k * 16L + 8);
@@ -130,10 +131,10 @@ final class Requester {
       NativeMemory.putLong(sges, inline);
       NativeMemory.putInt(sges + 8, (int) total);
       NativeMemory.putInt(sges + 12, 0);
-      NativeMemory.putInt(slot + SendRequests.OFF_NUM_SGE, 1);
+      NativeMemory.putInt(slot + RequestLayout.OFF_NUM_SGE, 1);
     } else if (numSge > 0) {
-      NativeMemory.copy(NativeMemory.getLong(from + SendRequests.OFF_SG_LIST), sges,
-          (long) numSge * SendRequests.SGE_SIZE);
+      NativeMemory.copy(NativeMemory.getLong(from + RequestLayout.OFF_SG_LIST), sges,
+          (long) numSge * RequestLayout.SGE_SIZE);
     }
     tail++;
   }
@@ -159,8 +160,8 @@ final class Requester {
     timers.reset();
     while (head < tail) {
       long wr = slot(head);
-      qp.sendCq.push(NativeMemory.getLong(wr + SendRequests.OFF_WR_ID), WcStatus.WR_FLUSH_ERR,
-          WcOpcode.forRequest(WrOpcode.of(NativeMemory.getInt(wr + SendRequests.OFF_OPCODE))),
+      qp.sendCq.push(NativeMemory.getLong(wr + RequestLayout.OFF_WR_ID), WcStatus.WR_FLUSH_ERR,
+          WcOpcode.forRequest(WrOpcode.of(NativeMemory.getInt(wr + RequestLayout.OFF_OPCODE))),
           0, 0, qp.qpn, 0, 0, false);
       head++;
     }
@@ -228,15 +229,15 @@ final class Requester {
 
   private void execute(long index, int psn) {
     long wr = slot(index);
-    WrOpcode op = WrOpcode.of(NativeMemory.getInt(wr + SendRequests.OFF_OPCODE));
-    int flags = NativeMemory.getInt(wr + SendRequests.OFF_SEND_FLAGS);
+    WrOpcode op = WrOpcode.of(NativeMemory.getInt(wr + RequestLayout.OFF_OPCODE));
+    int flags = NativeMemory.getInt(wr + RequestLayout.OFF_SEND_FLAGS);
     if (op == WrOpcode.BIND_MW) {
       int status = bindWindow(wr);
       complete(psn, status == OK ? WcStatus.SUCCESS : WcStatus.of(status), 0);
       return;
     }
     if (op == WrOpcode.LOCAL_INV) {
-      Object o = qp.device.memoryKeys.get(NativeMemory.getInt(wr + SendRequests.OFF_IMM_DATA));
+      Object o = qp.device.memoryKeys.get(NativeMemory.getInt(wr + RequestLayout.OFF_IMM_DATA));
       boolean ok = o instanceof SoftMw && ((SoftMw) o).type == MemoryWindow.Type.TYPE_2
           && ((SoftMw) o).pd == qp.pd;
       if (ok) ((SoftMw) o).invalidate();
@@ -256,7 +257,7 @@ final class Requester {
     h.psn = psn;
     h.opcode = op.code;
     h.sendFlags = flags;
-    h.immOrRkeyBigEndian = NativeMemory.getInt(wr + SendRequests.OFF_IMM_DATA);
+    h.immOrRkeyBigEndian = NativeMemory.getInt(wr + RequestLayout.OFF_IMM_DATA);
     h.payloadLength = gather.total();
     h.readLength = 0;
     qp.copyGid(h.srcGid);
@@ -269,9 +270,9 @@ final class Requester {
       p = qp.route();
     }
     h.destQpn = qp.destQpn;
-    h.remoteAddress = NativeMemory.getLong(wr + SendRequests.OFF_REMOTE_ADDR);
+    h.remoteAddress = NativeMemory.getLong(wr + RequestLayout.OFF_REMOTE_ADDR);
     if (qp.type == QpType.UC) { // no acknowledgement: done once sent
-      h.rkey = NativeMemory.getInt(wr + SendRequests.OFF_RDMA_RKEY);
+      h.rkey = NativeMemory.getInt(wr + RequestLayout.OFF_RDMA_RKEY);
       if (gather.total() > qp.device.settings.maxMsgSize) {
         complete(psn, WcStatus.LOC_LEN_ERR, 0);
         return;
@@ -282,15 +283,15 @@ final class Requester {
       return;
     }
     if (op.isAtomic()) {
-      h.rkey = NativeMemory.getInt(wr + SendRequests.OFF_ATOMIC_RKEY);
-      h.compareAdd = NativeMemory.getLong(wr + SendRequests.OFF_COMPARE_ADD);
-      h.swap = NativeMemory.getLong(wr + SendRequests.OFF_SWAP);
+      h.rkey = NativeMemory.getInt(wr + RequestLayout.OFF_ATOMIC_RKEY);
+      h.compareAdd = NativeMemory.getLong(wr + RequestLayout.OFF_COMPARE_ADD);
+      h.swap = NativeMemory.getLong(wr + RequestLayout.OFF_SWAP);
       if (local.total() != 8) {
         complete(psn, WcStatus.LOC_LEN_ERR, 0);
         return;
       }
     } else {
-      h.rkey = NativeMemory.getInt(wr + SendRequests.OFF_RDMA_RKEY);
+      h.rkey = NativeMemory.getInt(wr + RequestLayout.OFF_RDMA_RKEY);
     }
     if (op == WrOpcode.RDMA_READ) h.readLength = local.total();
     long size = Math.max(gather.total(), op == WrOpcode.RDMA_READ ? local.total() : 0);
@@ -315,15 +316,15 @@ final class Requester {
       complete(psn, WcStatus.LOC_LEN_ERR, 0);
       return;
     }
-    Object o = qp.device.handles.get((int) NativeMemory.getLong(wr + SendRequests.OFF_UD_AH));
+    Object o = qp.device.handles.get((int) NativeMemory.getLong(wr + RequestLayout.OFF_UD_AH));
     if (!(o instanceof SoftAh) || ((SoftAh) o).pd != qp.pd) {
       complete(psn, WcStatus.LOC_QP_OP_ERR, 0);
       return;
     }
     SoftAh ah = (SoftAh) o;
     if (ah.peer == null) ah.peer = SoftFabric.get().route(ah.av.dgid());
-    h.destQpn = NativeMemory.getInt(wr + SendRequests.OFF_UD_REMOTE_QPN);
-    int wrQkey = NativeMemory.getInt(wr + SendRequests.OFF_UD_REMOTE_QKEY);
+    h.destQpn = NativeMemory.getInt(wr + RequestLayout.OFF_UD_REMOTE_QPN);
+    int wrQkey = NativeMemory.getInt(wr + RequestLayout.OFF_UD_REMOTE_QKEY);
     h.qkey = wrQkey < 0 ? qp.qkey : wrQkey; // a qkey with the high bit set means "use the QP's"
     int outcome = ah.peer.datagram(qp, h, gather);
     complete(psn, outcome == SoftPeer.SOURCE_GONE ? WcStatus.LOC_PROT_ERR : WcStatus.SUCCESS,
@@ -336,8 +337,8 @@ final class Requester {
    */
   private int localSegments(long wr, boolean inline, boolean needWrite, Segments into) {
     into.clear();
-    int n = NativeMemory.getInt(wr + SendRequests.OFF_NUM_SGE);
-    long sges = NativeMemory.getLong(wr + SendRequests.OFF_SG_LIST);
+    int n = NativeMemory.getInt(wr + RequestLayout.OFF_NUM_SGE);
+    long sges = NativeMemory.getLong(wr + RequestLayout.OFF_SG_LIST);
     for (int k = 0; k < n; k++) {
       long addr = NativeMemory.getLong(sges + k * 16L);
       long len = Integer.toUnsignedLong(NativeMemory.getInt(sges + k * 16L + 8));
@@ -353,12 +354,12 @@ final class Requester {
   }
 
   private int bindWindow(long wr) {
-    Object mwObj = qp.device.handles.get((int) NativeMemory.getLong(wr + SendRequests.OFF_BIND_MW));
-    Object mrObj = qp.device.handles.get((int) NativeMemory.getLong(wr + SendRequests.OFF_BIND_MR));
-    long addr = NativeMemory.getLong(wr + SendRequests.OFF_BIND_ADDR);
-    long len = NativeMemory.getLong(wr + SendRequests.OFF_BIND_LENGTH);
-    int acc = NativeMemory.getInt(wr + SendRequests.OFF_BIND_ACCESS);
-    int newRkey = NativeMemory.getInt(wr + SendRequests.OFF_BIND_RKEY);
+    Object mwObj = qp.device.handles.get((int) NativeMemory.getLong(wr + RequestLayout.OFF_BIND_MW));
+    Object mrObj = qp.device.handles.get((int) NativeMemory.getLong(wr + RequestLayout.OFF_BIND_MR));
+    long addr = NativeMemory.getLong(wr + RequestLayout.OFF_BIND_ADDR);
+    long len = NativeMemory.getLong(wr + RequestLayout.OFF_BIND_LENGTH);
+    int acc = NativeMemory.getInt(wr + RequestLayout.OFF_BIND_ACCESS);
+    int newRkey = NativeMemory.getInt(wr + RequestLayout.OFF_BIND_RKEY);
     if (!(mwObj instanceof SoftMw)) return WcStatus.MW_BIND_ERR.code;
     SoftMw mw = (SoftMw) mwObj;
     if (mw.pd != qp.pd || mw.isClosed()) return WcStatus.MW_BIND_ERR.code;
@@ -417,13 +418,13 @@ final class Requester {
   /** Completes the oldest request; an error moves the QP to ERR (RC) or SQE and flushes. */
   void completeHead(WcStatus status, int byteLen) {
     long wr = slot(head);
-    int flags = NativeMemory.getInt(wr + SendRequests.OFF_SEND_FLAGS);
-    WrOpcode op = WrOpcode.of(NativeMemory.getInt(wr + SendRequests.OFF_OPCODE));
+    int flags = NativeMemory.getInt(wr + RequestLayout.OFF_SEND_FLAGS);
+    WrOpcode op = WrOpcode.of(NativeMemory.getInt(wr + RequestLayout.OFF_OPCODE));
     // on error the state changes first: whoever polls the error completion sees the new state
     boolean failed = status != WcStatus.SUCCESS;
     if (failed) qp.state = qp.type == QpType.RC ? QpState.ERR : QpState.SQE;
     if (qp.signalAll || (flags & SendRequests.SIGNALED) != 0 || failed) {
-      qp.sendCq.push(NativeMemory.getLong(wr + SendRequests.OFF_WR_ID), status,
+      qp.sendCq.push(NativeMemory.getLong(wr + RequestLayout.OFF_WR_ID), status,
           WcOpcode.forRequest(op), byteLen, 0, qp.qpn, 0, 0, false);
     }
     head++;
@@ -467,7 +468,7 @@ final class Requester {
         return;
       }
       long wr = slot(index);
-      op = WrOpcode.of(NativeMemory.getInt(wr + SendRequests.OFF_OPCODE));
+      op = WrOpcode.of(NativeMemory.getInt(wr + RequestLayout.OFF_OPCODE));
       if (readData != null) { // from another process: it carries what was asked, no more
         long expected = r.code == ACK && op == WrOpcode.RDMA_READ ? requestLength(wr) : 0;
         if (readData.length() != expected) {
@@ -549,8 +550,8 @@ final class Requester {
   }
 
   private static long requestLength(long wr) {
-    int n = NativeMemory.getInt(wr + SendRequests.OFF_NUM_SGE);
-    long sges = NativeMemory.getLong(wr + SendRequests.OFF_SG_LIST);
+    int n = NativeMemory.getInt(wr + RequestLayout.OFF_NUM_SGE);
+    long sges = NativeMemory.getLong(wr + RequestLayout.OFF_SG_LIST);
     long len = 0;
     for (int k = 0; k < n; k++) len += Integer.toUnsignedLong(NativeMemory.getInt(sges + k * 16L + 8));
     return len;

@@ -1,5 +1,6 @@
 package dev.pekkordma.soft;
 
+import dev.pekkordma.verbs.abi.CompletionLayout;
 import dev.pekkordma.memory.NativeMemory;
 import dev.pekkordma.memory.OffHeapBuffer;
 import dev.pekkordma.verbs.AsyncEvent;
@@ -36,7 +37,7 @@ final class SoftCq extends Closeable implements CompletionQueue {
     this.channel = channel;
     this.number = number;
     this.capacity = cqe;
-    this.ring = OffHeapBuffer.allocate((long) cqe * WorkCompletions.WC_SIZE);
+    this.ring = OffHeapBuffer.allocate((long) cqe * CompletionLayout.WC_SIZE);
   }
 
   @Override
@@ -57,17 +58,17 @@ final class SoftCq extends Closeable implements CompletionQueue {
       context.raise(AsyncEvent.ofCq(AsyncEventType.CQ_ERR, this));
       return;
     }
-    long wc = ring.address() + (tail % capacity) * WorkCompletions.WC_SIZE;
-    NativeMemory.putLong(wc + WorkCompletions.OFF_WR_ID, wrId);
-    NativeMemory.putInt(wc + WorkCompletions.OFF_STATUS, status.code);
-    NativeMemory.putInt(wc + WorkCompletions.OFF_OPCODE, opcode.code);
-    NativeMemory.putInt(wc + WorkCompletions.OFF_VENDOR_ERR, 0);
-    NativeMemory.putInt(wc + WorkCompletions.OFF_BYTE_LEN, byteLen);
-    NativeMemory.putInt(wc + WorkCompletions.OFF_IMM_DATA, immBigEndian);
-    NativeMemory.putInt(wc + WorkCompletions.OFF_QP_NUM, qpNum);
-    NativeMemory.putInt(wc + WorkCompletions.OFF_SRC_QP, srcQp);
-    NativeMemory.putInt(wc + WorkCompletions.OFF_WC_FLAGS, flags);
-    NativeMemory.putLong(wc + WorkCompletions.OFF_PKEY_INDEX, 0L);
+    long wc = ring.address() + (tail % capacity) * CompletionLayout.WC_SIZE;
+    NativeMemory.putLong(wc + CompletionLayout.OFF_WR_ID, wrId);
+    NativeMemory.putInt(wc + CompletionLayout.OFF_STATUS, status.code);
+    NativeMemory.putInt(wc + CompletionLayout.OFF_OPCODE, opcode.code);
+    NativeMemory.putInt(wc + CompletionLayout.OFF_VENDOR_ERR, 0);
+    NativeMemory.putInt(wc + CompletionLayout.OFF_BYTE_LEN, byteLen);
+    NativeMemory.putInt(wc + CompletionLayout.OFF_IMM_DATA, immBigEndian);
+    NativeMemory.putInt(wc + CompletionLayout.OFF_QP_NUM, qpNum);
+    NativeMemory.putInt(wc + CompletionLayout.OFF_SRC_QP, srcQp);
+    NativeMemory.putInt(wc + CompletionLayout.OFF_WC_FLAGS, flags);
+    NativeMemory.putLong(wc + CompletionLayout.OFF_PKEY_INDEX, 0L);
     tail++;
     if (armed == ARMED_ALL
         || (armed == ARMED_SOLICITED && (solicited || status != WcStatus.SUCCESS))) {
@@ -85,9 +86,9 @@ final class SoftCq extends Closeable implements CompletionQueue {
     }
     int n = (int) Math.min(completions.capacity(), tail - head);
     for (int i = 0; i < n; i++) {
-      long wc = ring.address() + ((head + i) % capacity) * WorkCompletions.WC_SIZE;
-      NativeMemory.copy(wc, completions.address() + (long) i * WorkCompletions.WC_SIZE,
-          WorkCompletions.WC_SIZE);
+      long wc = ring.address() + ((head + i) % capacity) * CompletionLayout.WC_SIZE;
+      NativeMemory.copy(wc, completions.address() + (long) i * CompletionLayout.WC_SIZE,
+          CompletionLayout.WC_SIZE);
     }
     head += n;
     return n;
@@ -116,10 +117,10 @@ final class SoftCq extends Closeable implements CompletionQueue {
       throw new RdmaException("ibv_resize_cq", RdmaException.EINVAL,
           describe() + " holds " + used + " completions, more than " + cqe);
     }
-    OffHeapBuffer bigger = OffHeapBuffer.allocate((long) cqe * WorkCompletions.WC_SIZE);
+    OffHeapBuffer bigger = OffHeapBuffer.allocate((long) cqe * CompletionLayout.WC_SIZE);
     for (int i = 0; i < used; i++) {
-      NativeMemory.copy(ring.address() + ((head + i) % capacity) * WorkCompletions.WC_SIZE,
-          bigger.address() + (long) i * WorkCompletions.WC_SIZE, WorkCompletions.WC_SIZE);
+      NativeMemory.copy(ring.address() + ((head + i) % capacity) * CompletionLayout.WC_SIZE,
+          bigger.address() + (long) i * CompletionLayout.WC_SIZE, CompletionLayout.WC_SIZE);
     }
     ring.close();
     ring = bigger;

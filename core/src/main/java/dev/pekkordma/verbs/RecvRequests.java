@@ -1,14 +1,13 @@
 package dev.pekkordma.verbs;
 
+import static dev.pekkordma.verbs.abi.RequestLayout.*;
 /**
  * A reusable batch of receive work requests in off-heap memory, laid out as {@code struct
  * ibv_recv_wr} (32 bytes each) followed by their {@code struct ibv_sge} lists.
  */
 public final class RecvRequests extends RequestBatch {
-  public static final int WR_SIZE = 32;
-
   public RecvRequests(int capacity, int maxSgePerRequest) {
-    super("RecvRequests", WR_SIZE, capacity, maxSgePerRequest);
+    super("RecvRequests", RECV_WR_SIZE, capacity, maxSgePerRequest);
   }
 
   public RecvRequests add(long wrId) {

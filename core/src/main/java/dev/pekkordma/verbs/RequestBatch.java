@@ -1,5 +1,7 @@
 package dev.pekkordma.verbs;
 
+import static dev.pekkordma.verbs.abi.RequestLayout.*;
+
 import dev.pekkordma.memory.NativeMemory;
 import dev.pekkordma.memory.OffHeapBuffer;
 
@@ -10,12 +12,6 @@ import dev.pekkordma.memory.OffHeapBuffer;
  * and {@code num_sge} sit at the same offsets in both.
  */
 public abstract class RequestBatch implements AutoCloseable {
-  public static final int OFF_WR_ID = 0;
-  public static final int OFF_NEXT = 8;
-  public static final int OFF_SG_LIST = 16;
-  public static final int OFF_NUM_SGE = 24;
-  public static final int SGE_SIZE = 16;
-
   private final OffHeapBuffer memory;
   private final String kind;
   private final int wrSize;

@@ -1,5 +1,7 @@
 package dev.pekkordma.verbs;
 
+import static dev.pekkordma.verbs.abi.RequestLayout.*;
+
 import dev.pekkordma.memory.NativeMemory;
 
 /**
@@ -16,28 +18,8 @@ public final class SendRequests extends RequestBatch {
   public static final int SOLICITED = 1 << 2;
   public static final int INLINE = 1 << 3;
 
-  // struct ibv_send_wr
-  public static final int WR_SIZE = 128;
-  public static final int OFF_OPCODE = 28;
-  public static final int OFF_SEND_FLAGS = 32;
-  public static final int OFF_IMM_DATA = 36;
-  public static final int OFF_REMOTE_ADDR = 40;
-  public static final int OFF_RDMA_RKEY = 48;
-  public static final int OFF_COMPARE_ADD = 48;
-  public static final int OFF_SWAP = 56;
-  public static final int OFF_ATOMIC_RKEY = 64;
-  public static final int OFF_UD_AH = 40;
-  public static final int OFF_UD_REMOTE_QPN = 48;
-  public static final int OFF_UD_REMOTE_QKEY = 52;
-  public static final int OFF_BIND_MW = 80;
-  public static final int OFF_BIND_RKEY = 88;
-  public static final int OFF_BIND_MR = 96;
-  public static final int OFF_BIND_ADDR = 104;
-  public static final int OFF_BIND_LENGTH = 112;
-  public static final int OFF_BIND_ACCESS = 120;
-
   public SendRequests(int capacity, int maxSgePerRequest) {
-    super("SendRequests", WR_SIZE, capacity, maxSgePerRequest);
+    super("SendRequests", SEND_WR_SIZE, capacity, maxSgePerRequest);
   }
 
   /** Starts a request; the setters after it apply to it. Flags: {@link #SIGNALED} etc. */

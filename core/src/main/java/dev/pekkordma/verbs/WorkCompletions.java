@@ -1,5 +1,7 @@
 package dev.pekkordma.verbs;
 
+import static dev.pekkordma.verbs.abi.CompletionLayout.*;
+
 import dev.pekkordma.memory.NativeMemory;
 import dev.pekkordma.memory.OffHeapBuffer;
 
@@ -9,20 +11,6 @@ import dev.pekkordma.memory.OffHeapBuffer;
  * after a poll returned more than {@code i}.
  */
 public final class WorkCompletions implements AutoCloseable {
-  public static final int WC_SIZE = 48;
-  public static final int OFF_WR_ID = 0;
-  public static final int OFF_STATUS = 8;
-  public static final int OFF_OPCODE = 12;
-  public static final int OFF_VENDOR_ERR = 16;
-  public static final int OFF_BYTE_LEN = 20;
-  public static final int OFF_IMM_DATA = 24;
-  public static final int OFF_QP_NUM = 28;
-  public static final int OFF_SRC_QP = 32;
-  public static final int OFF_WC_FLAGS = 36;
-  public static final int OFF_PKEY_INDEX = 40;
-  public static final int OFF_SLID = 42;
-  public static final int OFF_SL = 44;
-  public static final int OFF_DLID_PATH_BITS = 45;
   // ibv_wc_flags
   public static final int FLAG_GRH = 1;
   public static final int FLAG_WITH_IMM = 1 << 1;

@@ -1,5 +1,6 @@
 package dev.pekkordma.conformance;
 
+import dev.pekkordma.verbs.abi.CompletionLayout;
 import dev.pekkordma.verbs.WcOpcode;
 import dev.pekkordma.verbs.WcStatus;
 import dev.pekkordma.verbs.WorkCompletions;
@@ -21,7 +22,7 @@ public record Wc(long wrId, int statusCode, WcStatus status, int opcodeCode, WcO
       status = null;
     }
     int opcodeCode = dev.pekkordma.memory.NativeMemory.getInt(
-        wcs.address() + (long) i * WorkCompletions.WC_SIZE + WorkCompletions.OFF_OPCODE);
+        wcs.address() + (long) i * CompletionLayout.WC_SIZE + CompletionLayout.OFF_OPCODE);
     WcOpcode opcode;
     try {
       opcode = WcOpcode.of(opcodeCode);

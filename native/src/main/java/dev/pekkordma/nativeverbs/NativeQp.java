@@ -1,5 +1,6 @@
 package dev.pekkordma.nativeverbs;
 
+import dev.pekkordma.verbs.abi.RequestLayout;
 import dev.pekkordma.memory.NativeMemory;
 import dev.pekkordma.verbs.AddressVector;
 import dev.pekkordma.verbs.Gid;
@@ -260,15 +261,15 @@ final class NativeQp extends NativeResource implements QueuePair {
     long bad = 0;
     if (count > 0) {
       if (count < n) { // post the ones before the refused request only
-        NativeMemory.putLong(requests.requestAddress(count - 1) + SendRequests.OFF_NEXT, 0L);
+        NativeMemory.putLong(requests.requestAddress(count - 1) + RequestLayout.OFF_NEXT, 0L);
       }
       bad = Verbs.scratch(8);
       rc = Verbs.post(fnPostSend, handle, head, bad);
     }
-    if (pd.type2Windows.get() > 0) noteWindowBinds(requests, rc == 0 ? count : badIndex(head, bad, SendRequests.WR_SIZE, count));
+    if (pd.type2Windows.get() > 0) noteWindowBinds(requests, rc == 0 ? count : badIndex(head, bad, RequestLayout.SEND_WR_SIZE, count));
     if (rc != 0) {
       long badWr = NativeMemory.getLong(bad); // read before anything else uses the scratch block
-      throw postFailure("ibv_post_send", describe(), rc, head, badWr, SendRequests.WR_SIZE, n,
+      throw postFailure("ibv_post_send", describe(), rc, head, badWr, RequestLayout.SEND_WR_SIZE, n,
           requests::wrId, requests, sendLimits());
     }
     if (refused >= 0) {
@@ -282,7 +283,7 @@ final class NativeQp extends NativeResource implements QueuePair {
   /** The first request whose opcode this QP type does not have ({@link QpType#allows}). */
   private int firstRefusedOpcode(SendRequests requests, int n) {
     for (int i = 0; i < n; i++) {
-      int op = NativeMemory.getInt(requests.requestAddress(i) + SendRequests.OFF_OPCODE);
+      int op = NativeMemory.getInt(requests.requestAddress(i) + RequestLayout.OFF_OPCODE);
       // an opcode we do not know is the driver's to refuse
       if (op >= 0 && op <= WrOpcode.SEND_WITH_INV.code && !type.allows(WrOpcode.of(op))) {
         return i;
@@ -306,10 +307,10 @@ final class NativeQp extends NativeResource implements QueuePair {
   private static void noteWindowBinds(SendRequests requests, int posted) {
     for (int i = 0; i < posted; i++) {
       long wr = requests.requestAddress(i);
-      if (NativeMemory.getInt(wr + SendRequests.OFF_OPCODE) == WrOpcode.BIND_MW.code) {
-        long mw = NativeMemory.getLong(wr + SendRequests.OFF_BIND_MW);
+      if (NativeMemory.getInt(wr + RequestLayout.OFF_OPCODE) == WrOpcode.BIND_MW.code) {
+        long mw = NativeMemory.getLong(wr + RequestLayout.OFF_BIND_MW);
         if (mw != 0) {
-          NativeMemory.putInt(mw + Layout.MW_RKEY, NativeMemory.getInt(wr + SendRequests.OFF_BIND_RKEY));
+          NativeMemory.putInt(mw + Layout.MW_RKEY, NativeMemory.getInt(wr + RequestLayout.OFF_BIND_RKEY));
         }
       }
     }
@@ -348,7 +349,7 @@ final class NativeQp extends NativeResource implements QueuePair {
     int rc = Verbs.post(fnPostRecv, handle, head, bad);
     if (rc != 0) {
       long badWr = NativeMemory.getLong(bad);
-      throw postFailure("ibv_post_recv", describe(), rc, head, badWr, RecvRequests.WR_SIZE, n,
+      throw postFailure("ibv_post_recv", describe(), rc, head, badWr, RequestLayout.RECV_WR_SIZE, n,
           requests::wrId, null, recvLimits());
     }
   }

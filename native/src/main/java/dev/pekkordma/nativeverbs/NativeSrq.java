@@ -1,5 +1,6 @@
 package dev.pekkordma.nativeverbs;
 
+import dev.pekkordma.verbs.abi.RequestLayout;
 import dev.pekkordma.memory.NativeMemory;
 import dev.pekkordma.verbs.ProtectionDomain;
 import dev.pekkordma.verbs.RdmaException;
@@ -75,7 +76,7 @@ final class NativeSrq extends NativeResource implements SharedReceiveQueue {
     if (rc != 0) {
       long badWr = NativeMemory.getLong(bad);
       throw NativeQp.postFailure("ibv_post_srq_recv", describe(), rc, head, badWr,
-          RecvRequests.WR_SIZE, n, requests::wrId, null, "SRQ limits " + query());
+          RequestLayout.RECV_WR_SIZE, n, requests::wrId, null, "SRQ limits " + query());
     }
   }
 

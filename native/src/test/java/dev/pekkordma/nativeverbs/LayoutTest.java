@@ -1,5 +1,7 @@
 package dev.pekkordma.nativeverbs;
 
+import dev.pekkordma.verbs.abi.CompletionLayout;
+import dev.pekkordma.verbs.abi.RequestLayout;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
@@ -250,36 +252,36 @@ class LayoutTest {
 
     // core's off-heap layouts, which the native provider hands to the driver as they are
     String sw = "ibv_send_wr";
-    o("SendRequests.WR_SIZE", SendRequests.WR_SIZE, size(sw));
-    o("SendRequests.OFF_WR_ID", SendRequests.OFF_WR_ID, off(sw, "wr_id"));
-    o("SendRequests.OFF_NEXT", SendRequests.OFF_NEXT, off(sw, "next"));
-    o("SendRequests.OFF_SG_LIST", SendRequests.OFF_SG_LIST, off(sw, "sg_list"));
-    o("SendRequests.OFF_NUM_SGE", SendRequests.OFF_NUM_SGE, off(sw, "num_sge"));
-    o("SendRequests.OFF_OPCODE", SendRequests.OFF_OPCODE, off(sw, "opcode"));
-    o("SendRequests.OFF_SEND_FLAGS", SendRequests.OFF_SEND_FLAGS, off(sw, "send_flags"));
-    o("SendRequests.OFF_IMM_DATA", SendRequests.OFF_IMM_DATA, off(sw, "imm_data"));
-    o("SendRequests.OFF_IMM_DATA(invalidate_rkey)", SendRequests.OFF_IMM_DATA,
+    o("RequestLayout.SEND_WR_SIZE", RequestLayout.SEND_WR_SIZE, size(sw));
+    o("RequestLayout.OFF_WR_ID", RequestLayout.OFF_WR_ID, off(sw, "wr_id"));
+    o("RequestLayout.OFF_NEXT", RequestLayout.OFF_NEXT, off(sw, "next"));
+    o("RequestLayout.OFF_SG_LIST", RequestLayout.OFF_SG_LIST, off(sw, "sg_list"));
+    o("RequestLayout.OFF_NUM_SGE", RequestLayout.OFF_NUM_SGE, off(sw, "num_sge"));
+    o("RequestLayout.OFF_OPCODE", RequestLayout.OFF_OPCODE, off(sw, "opcode"));
+    o("RequestLayout.OFF_SEND_FLAGS", RequestLayout.OFF_SEND_FLAGS, off(sw, "send_flags"));
+    o("RequestLayout.OFF_IMM_DATA", RequestLayout.OFF_IMM_DATA, off(sw, "imm_data"));
+    o("RequestLayout.OFF_IMM_DATA(invalidate_rkey)", RequestLayout.OFF_IMM_DATA,
         off(sw, "invalidate_rkey"));
-    o("SendRequests.OFF_REMOTE_ADDR", SendRequests.OFF_REMOTE_ADDR, off(sw, "wr.rdma.remote_addr"));
-    o("SendRequests.OFF_RDMA_RKEY", SendRequests.OFF_RDMA_RKEY, off(sw, "wr.rdma.rkey"));
-    o("SendRequests.OFF_REMOTE_ADDR(atomic)", SendRequests.OFF_REMOTE_ADDR,
+    o("RequestLayout.OFF_REMOTE_ADDR", RequestLayout.OFF_REMOTE_ADDR, off(sw, "wr.rdma.remote_addr"));
+    o("RequestLayout.OFF_RDMA_RKEY", RequestLayout.OFF_RDMA_RKEY, off(sw, "wr.rdma.rkey"));
+    o("RequestLayout.OFF_REMOTE_ADDR(atomic)", RequestLayout.OFF_REMOTE_ADDR,
         off(sw, "wr.atomic.remote_addr"));
-    o("SendRequests.OFF_COMPARE_ADD", SendRequests.OFF_COMPARE_ADD, off(sw, "wr.atomic.compare_add"));
-    o("SendRequests.OFF_SWAP", SendRequests.OFF_SWAP, off(sw, "wr.atomic.swap"));
-    o("SendRequests.OFF_ATOMIC_RKEY", SendRequests.OFF_ATOMIC_RKEY, off(sw, "wr.atomic.rkey"));
-    o("SendRequests.OFF_UD_AH", SendRequests.OFF_UD_AH, off(sw, "wr.ud.ah"));
-    o("SendRequests.OFF_UD_REMOTE_QPN", SendRequests.OFF_UD_REMOTE_QPN, off(sw, "wr.ud.remote_qpn"));
-    o("SendRequests.OFF_UD_REMOTE_QKEY", SendRequests.OFF_UD_REMOTE_QKEY,
+    o("RequestLayout.OFF_COMPARE_ADD", RequestLayout.OFF_COMPARE_ADD, off(sw, "wr.atomic.compare_add"));
+    o("RequestLayout.OFF_SWAP", RequestLayout.OFF_SWAP, off(sw, "wr.atomic.swap"));
+    o("RequestLayout.OFF_ATOMIC_RKEY", RequestLayout.OFF_ATOMIC_RKEY, off(sw, "wr.atomic.rkey"));
+    o("RequestLayout.OFF_UD_AH", RequestLayout.OFF_UD_AH, off(sw, "wr.ud.ah"));
+    o("RequestLayout.OFF_UD_REMOTE_QPN", RequestLayout.OFF_UD_REMOTE_QPN, off(sw, "wr.ud.remote_qpn"));
+    o("RequestLayout.OFF_UD_REMOTE_QKEY", RequestLayout.OFF_UD_REMOTE_QKEY,
         off(sw, "wr.ud.remote_qkey"));
-    o("SendRequests.OFF_BIND_MW", SendRequests.OFF_BIND_MW, off(sw, "bind_mw.mw"));
-    o("SendRequests.OFF_BIND_RKEY", SendRequests.OFF_BIND_RKEY, off(sw, "bind_mw.rkey"));
-    o("SendRequests.OFF_BIND_MR", SendRequests.OFF_BIND_MR, off(sw, "bind_mw.bind_info.mr"));
-    o("SendRequests.OFF_BIND_ADDR", SendRequests.OFF_BIND_ADDR, off(sw, "bind_mw.bind_info.addr"));
-    o("SendRequests.OFF_BIND_LENGTH", SendRequests.OFF_BIND_LENGTH,
+    o("RequestLayout.OFF_BIND_MW", RequestLayout.OFF_BIND_MW, off(sw, "bind_mw.mw"));
+    o("RequestLayout.OFF_BIND_RKEY", RequestLayout.OFF_BIND_RKEY, off(sw, "bind_mw.rkey"));
+    o("RequestLayout.OFF_BIND_MR", RequestLayout.OFF_BIND_MR, off(sw, "bind_mw.bind_info.mr"));
+    o("RequestLayout.OFF_BIND_ADDR", RequestLayout.OFF_BIND_ADDR, off(sw, "bind_mw.bind_info.addr"));
+    o("RequestLayout.OFF_BIND_LENGTH", RequestLayout.OFF_BIND_LENGTH,
         off(sw, "bind_mw.bind_info.length"));
-    o("SendRequests.OFF_BIND_ACCESS", SendRequests.OFF_BIND_ACCESS,
+    o("RequestLayout.OFF_BIND_ACCESS", RequestLayout.OFF_BIND_ACCESS,
         off(sw, "bind_mw.bind_info.mw_access_flags"));
-    o("SendRequests.SGE_SIZE", SendRequests.SGE_SIZE, size("ibv_sge"));
+    o("RequestLayout.SGE_SIZE", RequestLayout.SGE_SIZE, size("ibv_sge"));
     o("sge.addr (SendRequests.sge writes +0)", 0, off("ibv_sge", "addr"));
     o("sge.length (SendRequests.sge writes +8)", 8, off("ibv_sge", "length"));
     o("sge.lkey (SendRequests.sge writes +12)", 12, off("ibv_sge", "lkey"));
@@ -288,27 +290,27 @@ class LayoutTest {
     o("SendRequests.SOLICITED", SendRequests.SOLICITED, "IBV_SEND_SOLICITED");
     o("SendRequests.INLINE", SendRequests.INLINE, "IBV_SEND_INLINE");
     String rw = "ibv_recv_wr";
-    o("RecvRequests.WR_SIZE", RecvRequests.WR_SIZE, size(rw));
-    o("RecvRequests.OFF_WR_ID", RecvRequests.OFF_WR_ID, off(rw, "wr_id"));
-    o("RecvRequests.OFF_NEXT", RecvRequests.OFF_NEXT, off(rw, "next"));
-    o("RecvRequests.OFF_SG_LIST", RecvRequests.OFF_SG_LIST, off(rw, "sg_list"));
-    o("RecvRequests.OFF_NUM_SGE", RecvRequests.OFF_NUM_SGE, off(rw, "num_sge"));
-    o("RecvRequests.SGE_SIZE", RecvRequests.SGE_SIZE, size("ibv_sge"));
+    o("RequestLayout.RECV_WR_SIZE", RequestLayout.RECV_WR_SIZE, size(rw));
+    o("RequestLayout.OFF_WR_ID", RequestLayout.OFF_WR_ID, off(rw, "wr_id"));
+    o("RequestLayout.OFF_NEXT", RequestLayout.OFF_NEXT, off(rw, "next"));
+    o("RequestLayout.OFF_SG_LIST", RequestLayout.OFF_SG_LIST, off(rw, "sg_list"));
+    o("RequestLayout.OFF_NUM_SGE", RequestLayout.OFF_NUM_SGE, off(rw, "num_sge"));
+    o("RequestLayout.SGE_SIZE", RequestLayout.SGE_SIZE, size("ibv_sge"));
     String wc = "ibv_wc";
-    o("WorkCompletions.WC_SIZE", WorkCompletions.WC_SIZE, size(wc));
-    o("WorkCompletions.OFF_WR_ID", WorkCompletions.OFF_WR_ID, off(wc, "wr_id"));
-    o("WorkCompletions.OFF_STATUS", WorkCompletions.OFF_STATUS, off(wc, "status"));
-    o("WorkCompletions.OFF_OPCODE", WorkCompletions.OFF_OPCODE, off(wc, "opcode"));
-    o("WorkCompletions.OFF_VENDOR_ERR", WorkCompletions.OFF_VENDOR_ERR, off(wc, "vendor_err"));
-    o("WorkCompletions.OFF_BYTE_LEN", WorkCompletions.OFF_BYTE_LEN, off(wc, "byte_len"));
-    o("WorkCompletions.OFF_IMM_DATA", WorkCompletions.OFF_IMM_DATA, off(wc, "imm_data"));
-    o("WorkCompletions.OFF_QP_NUM", WorkCompletions.OFF_QP_NUM, off(wc, "qp_num"));
-    o("WorkCompletions.OFF_SRC_QP", WorkCompletions.OFF_SRC_QP, off(wc, "src_qp"));
-    o("WorkCompletions.OFF_WC_FLAGS", WorkCompletions.OFF_WC_FLAGS, off(wc, "wc_flags"));
-    o("WorkCompletions.OFF_PKEY_INDEX", WorkCompletions.OFF_PKEY_INDEX, off(wc, "pkey_index"));
-    o("WorkCompletions.OFF_SLID", WorkCompletions.OFF_SLID, off(wc, "slid"));
-    o("WorkCompletions.OFF_SL", WorkCompletions.OFF_SL, off(wc, "sl"));
-    o("WorkCompletions.OFF_DLID_PATH_BITS", WorkCompletions.OFF_DLID_PATH_BITS,
+    o("CompletionLayout.WC_SIZE", CompletionLayout.WC_SIZE, size(wc));
+    o("CompletionLayout.OFF_WR_ID", CompletionLayout.OFF_WR_ID, off(wc, "wr_id"));
+    o("CompletionLayout.OFF_STATUS", CompletionLayout.OFF_STATUS, off(wc, "status"));
+    o("CompletionLayout.OFF_OPCODE", CompletionLayout.OFF_OPCODE, off(wc, "opcode"));
+    o("CompletionLayout.OFF_VENDOR_ERR", CompletionLayout.OFF_VENDOR_ERR, off(wc, "vendor_err"));
+    o("CompletionLayout.OFF_BYTE_LEN", CompletionLayout.OFF_BYTE_LEN, off(wc, "byte_len"));
+    o("CompletionLayout.OFF_IMM_DATA", CompletionLayout.OFF_IMM_DATA, off(wc, "imm_data"));
+    o("CompletionLayout.OFF_QP_NUM", CompletionLayout.OFF_QP_NUM, off(wc, "qp_num"));
+    o("CompletionLayout.OFF_SRC_QP", CompletionLayout.OFF_SRC_QP, off(wc, "src_qp"));
+    o("CompletionLayout.OFF_WC_FLAGS", CompletionLayout.OFF_WC_FLAGS, off(wc, "wc_flags"));
+    o("CompletionLayout.OFF_PKEY_INDEX", CompletionLayout.OFF_PKEY_INDEX, off(wc, "pkey_index"));
+    o("CompletionLayout.OFF_SLID", CompletionLayout.OFF_SLID, off(wc, "slid"));
+    o("CompletionLayout.OFF_SL", CompletionLayout.OFF_SL, off(wc, "sl"));
+    o("CompletionLayout.OFF_DLID_PATH_BITS", CompletionLayout.OFF_DLID_PATH_BITS,
         off(wc, "dlid_path_bits"));
     o("WorkCompletions.FLAG_GRH", WorkCompletions.FLAG_GRH, "IBV_WC_GRH");
     o("WorkCompletions.FLAG_WITH_IMM", WorkCompletions.FLAG_WITH_IMM, "IBV_WC_WITH_IMM");
