@@ -35,7 +35,6 @@ import picocli.CommandLine.Option;
         "", "Exit codes: 0 data verified, 1 transfer failed or checksums differ, 2 bad input."},
     subcommands = CommandLine.HelpCommand.class)
 public final class BulkTransfer implements Callable<Integer> {
-  static final String DEFAULT_ADDRESS = "127.0.0.1:18515";
 
   @Mixin TransferOptions transfer;
   @Mixin CommonOptions common;
@@ -125,9 +124,7 @@ public final class BulkTransfer implements Callable<Integer> {
             + " (default: ${DEFAULT-VALUE}).")
     Progress.Kind progress;
 
-    @Option(names = "--provider", paramLabel = "NAME",
-        description = "auto, soft or native: overrides pekko-rdma.provider from the config.")
-    String provider;
+    @Mixin SharedOptions.ProviderChoice provider;
 
     @Option(names = "--ring-limit", paramLabel = "BYTES", defaultValue = "256m",
         converter = ByteSize.Converter.class,
@@ -141,7 +138,7 @@ public final class BulkTransfer implements Callable<Integer> {
     }
 
     RdmaProvider loadProvider() {
-      return Providers.load(provider);
+      return provider.load();
     }
   }
 
@@ -165,14 +162,7 @@ public final class BulkTransfer implements Callable<Integer> {
   @Command(name = "server", mixinStandardHelpOptions = true,
       description = "Waits for one client, receives its data, checks it and exits.")
   static final class Server implements Callable<Integer> {
-    @Option(names = "--bind", paramLabel = "HOST:PORT", defaultValue = DEFAULT_ADDRESS,
-        converter = SampleCommandLine.HostPort.class,
-        description = "Address to listen on (default: ${DEFAULT-VALUE}).")
-    InetSocketAddress bind;
-
-    @Option(names = "--accept-timeout", paramLabel = "SECONDS", defaultValue = "300",
-        description = "Give up when no client came in this long (default: ${DEFAULT-VALUE}).")
-    int acceptTimeout;
+    @Mixin SharedOptions.Listen listen;
 
     @Option(names = "--timeout", paramLabel = "SECONDS", defaultValue = "30",
         description = "Give up after this long without data (default: ${DEFAULT-VALUE}).")
@@ -187,19 +177,17 @@ public final class BulkTransfer implements Callable<Integer> {
 
     @Override
     public Integer call() {
-      if (acceptTimeout <= 0) {
-        throw new BadOption("--accept-timeout must be positive");
-      }
+      Duration acceptTimeout = listen.acceptTimeout();
       if (timeoutSeconds <= 0) throw new BadOption("--timeout must be positive");
       try (RdmaProvider provider = common.loadProvider()) {
         ResourceCounts before = provider.liveResources();
         BulkServer.Result r;
         requireCm(provider);
-        try (BulkServer server = BulkServer.listen(provider, bind, new BulkServer.Options(
+        try (BulkServer server = BulkServer.listen(provider, listen.address(), new BulkServer.Options(
             common.ringLimit, Duration.ofSeconds(timeoutSeconds), 200), out, common.verbose)) {
           out.println("server: listening on " + format(server.localAddress()) + " ("
               + provider.name() + " provider)");
-          r = server.serveOne(Duration.ofSeconds(acceptTimeout), common.progress);
+          r = server.serveOne(acceptTimeout, common.progress);
         }
         out.printf(Locale.ROOT, "received     %d bytes (%s) in %d chunks, %.3f s%n", r.bytes(),
             ByteSize.format(r.bytes()), r.chunks(), r.seconds());
@@ -217,10 +205,7 @@ public final class BulkTransfer implements Callable<Integer> {
   @Command(name = "client", mixinStandardHelpOptions = true,
       description = "Connects to a server and sends it the data.")
   static final class Client implements Callable<Integer> {
-    @Option(names = "--connect", paramLabel = "HOST:PORT", defaultValue = DEFAULT_ADDRESS,
-        converter = SampleCommandLine.HostPort.class,
-        description = "The server's address (default: ${DEFAULT-VALUE}).")
-    InetSocketAddress connect;
+    @Mixin SharedOptions.Connect connect;
 
     @Mixin TransferOptions transfer;
     @Mixin CommonOptions common;
@@ -237,7 +222,7 @@ public final class BulkTransfer implements Callable<Integer> {
         requireCm(provider);
         ResourceCounts before = provider.liveResources();
         BulkClient.Result r = new BulkClient(provider, settings, out, common.verbose)
-            .run(connect, common.progress);
+            .run(connect.address(), common.progress);
         printSummary(r, settings, provider.name(), out);
         reportResources(provider, before, common.verbose, out);
         return r.ok() ? 0 : 1;

@@ -1,8 +1,8 @@
 package dev.pekkordma.samples.interop;
 
 import dev.pekkordma.samples.BadOption;
-import dev.pekkordma.samples.Providers;
 import dev.pekkordma.samples.SampleCommandLine;
+import dev.pekkordma.samples.SharedOptions;
 import dev.pekkordma.verbs.Mtu;
 import dev.pekkordma.verbs.RdmaException;
 import dev.pekkordma.verbs.RdmaProvider;
@@ -15,6 +15,7 @@ import java.time.Duration;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
@@ -88,9 +89,7 @@ public final class RcPingPong implements Callable<Integer>, SampleCommandLine.Ve
       description = "Sleep on CQ events (default: poll, as ibv_rc_pingpong).")
   boolean events;
 
-  @Option(names = "--provider", paramLabel = "NAME",
-      description = "auto, soft or native: overrides pekko-rdma.provider from the config.")
-  String provider;
+  @Mixin SharedOptions.ProviderChoice provider;
 
   @Option(names = "--timeout", paramLabel = "SECONDS", defaultValue = "60",
       description = "Give up after this long waiting for the peer or a completion"
@@ -148,7 +147,7 @@ public final class RcPingPong implements Callable<Integer>, SampleCommandLine.Ve
     }
     if (timeoutSeconds <= 0) throw new BadOption("--timeout must be positive, was " + timeoutSeconds);
     if (retrySeconds < 0) throw new BadOption("--retry-connect must not be negative, was " + retrySeconds);
-    Providers.check(provider);
+    provider.check();
     return new PingPong.Settings(device, ibPort, gidIndex, size, m, rxDepth, iters, sl, check,
         events, Duration.ofSeconds(timeoutSeconds));
   }
@@ -161,7 +160,7 @@ public final class RcPingPong implements Callable<Integer>, SampleCommandLine.Ve
       server = new InetSocketAddress(host, port);
       if (server.isUnresolved()) throw new BadOption("HOST: unknown host '" + host + "'");
     }
-    try (RdmaProvider p = Providers.load(provider)) {
+    try (RdmaProvider p = provider.load()) {
       ResourceCounts before = p.liveResources();
       PingPong.Result r;
       if (server == null) {

@@ -1,9 +1,8 @@
 package dev.pekkordma.samples.interop;
 
 import dev.pekkordma.samples.BadOption;
-import dev.pekkordma.samples.Providers;
 import dev.pekkordma.samples.SampleCommandLine;
-import dev.pekkordma.verbs.RdmaException;
+import dev.pekkordma.samples.SharedOptions;
 import dev.pekkordma.verbs.RdmaProvider;
 import dev.pekkordma.verbs.ResourceCounts;
 import java.io.PrintStream;
@@ -13,6 +12,7 @@ import java.time.Duration;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -74,9 +74,7 @@ public final class Rping implements Callable<Integer>, SampleCommandLine.Verbose
           + " the server checks each ping is rping's pattern for its number.")
   boolean validate;
 
-  @Option(names = "--provider", paramLabel = "NAME",
-      description = "auto, soft or native: overrides pekko-rdma.provider from the config.")
-  String provider;
+  @Mixin SharedOptions.ProviderChoice provider;
 
   @Option(names = "--timeout", paramLabel = "SECONDS", defaultValue = "60",
       description = "Give up after this long waiting for the peer (default: ${DEFAULT-VALUE}).")
@@ -118,7 +116,7 @@ public final class Rping implements Callable<Integer>, SampleCommandLine.Verbose
     }
     if (count < 0) throw new BadOption("Invalid count " + count);
     if (timeoutSeconds <= 0) throw new BadOption("--timeout must be positive, was " + timeoutSeconds);
-    Providers.check(provider);
+    provider.check();
     return new RpingSession.Settings(size, count, verbose, validate,
         Duration.ofSeconds(timeoutSeconds));
   }
@@ -129,7 +127,7 @@ public final class Rping implements Callable<Integer>, SampleCommandLine.Verbose
     InetAddress a = address == null ? null : SampleCommandLine.resolve(address, "-a");
     InetSocketAddress from = source == null ? null
         : new InetSocketAddress(SampleCommandLine.resolve(source, "-I"), 0);
-    try (RdmaProvider p = Providers.load(provider)) {
+    try (RdmaProvider p = provider.load()) {
       if (!p.supports(RdmaProvider.Feature.CONNECTION_MANAGER)) {
         throw new PingPongFailure("the " + p.name() + " provider has no connection manager");
       }

@@ -2,8 +2,8 @@ package dev.pekkordma.samples.perf;
 
 import dev.pekkordma.samples.BadOption;
 import dev.pekkordma.samples.ByteSize;
-import dev.pekkordma.samples.Providers;
 import dev.pekkordma.samples.SampleCommandLine;
+import dev.pekkordma.samples.SharedOptions;
 import dev.pekkordma.verbs.RdmaProvider;
 import dev.pekkordma.verbs.ResourceCounts;
 import java.io.PrintStream;
@@ -40,7 +40,6 @@ import picocli.CommandLine.Parameters;
         "", "Exit codes: 0 ran, 1 failed, 2 bad input."},
     subcommands = CommandLine.HelpCommand.class)
 public final class RdmaPerf implements Callable<Integer> {
-  static final String DEFAULT_ADDRESS = "127.0.0.1:18515";
   static final int MAX_ITERATIONS = 10_000_000;
   static final int MAX_DEPTH = 16384;
   static final long MAX_BW_SIZE = 1L << 30;
@@ -217,9 +216,7 @@ public final class RdmaPerf implements Callable<Integer> {
         description = "Say more: heap bytes the data path allocated, resources left open.")
     boolean verbose;
 
-    @Option(names = "--provider", paramLabel = "NAME",
-        description = "auto, soft or native: overrides pekko-rdma.provider from the config.")
-    String provider;
+    @Mixin SharedOptions.ProviderChoice provider;
 
     @Option(names = "--timeout", paramLabel = "SECONDS", defaultValue = "30",
         description = "Give up after this long without progress (default: ${DEFAULT-VALUE}).")
@@ -238,11 +235,11 @@ public final class RdmaPerf implements Callable<Integer> {
     }
 
     void checkProvider() {
-      Providers.check(provider);
+      provider.check();
     }
 
     RdmaProvider loadProvider() {
-      return Providers.load(provider);
+      return provider.load();
     }
   }
 
@@ -267,14 +264,7 @@ public final class RdmaPerf implements Callable<Integer> {
   @Command(name = "server", mixinStandardHelpOptions = true,
       description = "Waits for one client through rdma_cm, answers its test and exits.")
   static final class Server implements Callable<Integer> {
-    @Option(names = "--bind", paramLabel = "HOST:PORT", defaultValue = DEFAULT_ADDRESS,
-        converter = SampleCommandLine.HostPort.class,
-        description = "Address to listen on (default: ${DEFAULT-VALUE}).")
-    InetSocketAddress bind;
-
-    @Option(names = "--accept-timeout", paramLabel = "SECONDS", defaultValue = "300",
-        description = "Give up when no client came in this long (default: ${DEFAULT-VALUE}).")
-    int acceptTimeout;
+    @Mixin SharedOptions.Listen listen;
 
     @Mixin CommonOptions common;
     private final PrintStream out;
@@ -285,11 +275,11 @@ public final class RdmaPerf implements Callable<Integer> {
 
     @Override
     public Integer call() {
-      if (acceptTimeout <= 0) throw new BadOption("--accept-timeout must be positive");
+      Duration acceptTimeout = listen.acceptTimeout();
       Duration timeout = common.timeout();
       try (RdmaProvider provider = common.loadProvider()) {
         requireCm(provider);
-        PerfRun.ServerOutcome o = PerfRun.serve(provider, bind, Duration.ofSeconds(acceptTimeout),
+        PerfRun.ServerOutcome o = PerfRun.serve(provider, listen.address(), acceptTimeout,
             timeout, out, a -> {
               out.println("server: listening on " + a + " (" + provider.name() + " provider)");
               out.flush();
@@ -306,10 +296,7 @@ public final class RdmaPerf implements Callable<Integer> {
   @Command(name = "client", mixinStandardHelpOptions = true,
       description = "Connects to a server through rdma_cm, runs the test and prints the results.")
   static final class Client implements Callable<Integer> {
-    @Option(names = "--connect", paramLabel = "HOST:PORT", defaultValue = DEFAULT_ADDRESS,
-        converter = SampleCommandLine.HostPort.class,
-        description = "The server's address (default: ${DEFAULT-VALUE}).")
-    InetSocketAddress connect;
+    @Mixin SharedOptions.Connect connect;
 
     @Option(names = "--source", paramLabel = "HOST",
         description = "Local address to connect from (e.g. 192.0.2.2 in the Soft-RoCE lab).")
@@ -337,7 +324,7 @@ public final class RdmaPerf implements Callable<Integer> {
       try (RdmaProvider provider = common.loadProvider()) {
         requireCm(provider);
         PerfRun.Outcome o = PerfRun.client(provider,
-            new PerfRun.Settings(spec, null, 1, 0, timeout), connect, from, out);
+            new PerfRun.Settings(spec, null, 1, 0, timeout), connect.address(), from, out);
         if (common.verbose) {
           printAllocations("client", o.clientLoopAllocatedBytes(), o.requests(), out);
           printResources(o.leaked(), out);
