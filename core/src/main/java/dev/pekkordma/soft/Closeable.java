@@ -1,13 +1,15 @@
 package dev.pekkordma.soft;
 
 import dev.pekkordma.verbs.RdmaException;
+import dev.pekkordma.verbs.spi.Described;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /** The closed flag every software resource has: a verb on a closed one fails naming it. */
-abstract class Closeable {
+abstract class Closeable implements Described {
   private final AtomicBoolean closed = new AtomicBoolean();
 
-  abstract String describe();
+  @Override
+  public abstract String describe();
 
   final boolean isClosed() {
     return closed.get();

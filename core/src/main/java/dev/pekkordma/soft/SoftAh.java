@@ -16,7 +16,7 @@ final class SoftAh extends Closeable implements AddressHandle {
   }
 
   @Override
-  String describe() {
+  public String describe() {
     return "AH to " + av.dgid();
   }
 

@@ -19,7 +19,7 @@ final class SoftCompletionChannel extends Closeable implements CompletionChannel
   }
 
   @Override
-  String describe() {
+  public String describe() {
     return "completion channel of " + context.device.info.name();
   }
 

@@ -10,11 +10,11 @@ import dev.pekkordma.verbs.PortAttributes;
 import dev.pekkordma.verbs.ProtectionDomain;
 import dev.pekkordma.verbs.RdmaDevice;
 import dev.pekkordma.verbs.RdmaException;
+import dev.pekkordma.verbs.spi.Checks;
+import dev.pekkordma.verbs.spi.Described;
+import dev.pekkordma.verbs.spi.OpenChildren;
 import java.time.Duration;
-import java.util.Collection;
-import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -22,7 +22,7 @@ import java.util.concurrent.TimeUnit;
 final class SoftContext extends Closeable implements DeviceContext {
   final SoftDevice device;
   private final LinkedBlockingQueue<AsyncEvent> events = new LinkedBlockingQueue<>();
-  private final Set<Object> children = ConcurrentHashMap.newKeySet();
+  private final OpenChildren children = new OpenChildren();
   final Set<SoftQp> qps = ConcurrentHashMap.newKeySet();
 
   private final int incarnation;
@@ -33,7 +33,7 @@ final class SoftContext extends Closeable implements DeviceContext {
   }
 
   @Override
-  String describe() {
+  public String describe() {
     return "context of " + device.info.name();
   }
 
@@ -100,22 +100,15 @@ final class SoftContext extends Closeable implements DeviceContext {
   public CompletionQueue createCq(int cqe, CompletionChannel channel) {
     checkOpen("ibv_create_cq");
     checkAlive("ibv_create_cq");
-    int max = device.settings.maxCqe;
-    if (cqe < 1 || cqe > max) {
-      throw new RdmaException("ibv_create_cq", RdmaException.EINVAL,
-          "cqe = " + cqe + " is outside [1, " + max + "] (max_cqe)");
-    }
+    Checks.cqEntries(cqe, device.settings.maxCqe);
     if (device.provider.counters.cqs.get() >= device.settings.maxCq) {
       throw new RdmaException("ibv_create_cq", RdmaException.ENOMEM,
           "no more than " + device.settings.maxCq + " CQs (max_cq)");
     }
     SoftCompletionChannel ch = null;
     if (channel != null) {
-      if (!(channel instanceof SoftCompletionChannel)
-          || ((SoftCompletionChannel) channel).context != this) {
-        throw new RdmaException("ibv_create_cq", RdmaException.EINVAL,
-            "the completion channel belongs to another context");
-      }
+      Checks.sameContext(channel instanceof SoftCompletionChannel c && c.context == this,
+          "ibv_create_cq");
       ch = (SoftCompletionChannel) channel;
       ch.checkOpen("ibv_create_cq");
       ch.cqs.incrementAndGet();
@@ -152,7 +145,7 @@ final class SoftContext extends Closeable implements DeviceContext {
     for (SoftQp qp : qps) qp.fatal(null);
   }
 
-  void forget(Object child) {
+  void forget(Described child) {
     children.remove(child);
     if (closeWhenEmpty && children.isEmpty()) close();
   }
@@ -165,23 +158,15 @@ final class SoftContext extends Closeable implements DeviceContext {
     if (children.isEmpty()) close();
   }
 
-  static String describeAll(Collection<?> objects) {
-    Map<String, Integer> byKind = new TreeMap<>();
-    for (Object o : objects) {
-      String kind = o.getClass().getSimpleName().replace("Soft", "");
-      byKind.merge(kind, 1, Integer::sum);
-    }
-    return byKind.toString();
-  }
-
   @Override
   public void close() {
     if (!children.isEmpty() && closeWhenEmpty) return; // closes itself with its last child
     if (!markClosed()) return;
-    if (!children.isEmpty()) {
+    try {
+      children.requireNone("ibv_close_device", this);
+    } catch (RdmaException busy) {
       reopen();
-      throw new RdmaException("ibv_close_device", RdmaException.EBUSY,
-          describe() + " still has " + describeAll(children) + " open");
+      throw busy;
     }
     device.contexts.remove(this);
     device.provider.counters.contexts.decrementAndGet();

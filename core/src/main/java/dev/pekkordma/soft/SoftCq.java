@@ -41,7 +41,7 @@ final class SoftCq extends Closeable implements CompletionQueue {
   }
 
   @Override
-  String describe() {
+  public String describe() {
     return "CQ " + number + " (" + capacity + " entries)";
   }
 

@@ -34,7 +34,7 @@ final class SoftMr extends Closeable implements MemoryRegion {
   }
 
   @Override
-  String describe() {
+  public String describe() {
     return "MR lkey=0x" + Integer.toHexString(key) + " [0x" + Long.toHexString(address) + ", +"
         + length + ")";
   }

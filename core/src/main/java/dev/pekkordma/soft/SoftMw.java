@@ -29,7 +29,7 @@ final class SoftMw extends Closeable implements MemoryWindow {
   }
 
   @Override
-  String describe() {
+  public String describe() {
     return "MW type " + type.code + " rkey=0x" + Integer.toHexString(rkey);
   }
 

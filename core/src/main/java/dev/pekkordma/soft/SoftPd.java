@@ -11,16 +11,17 @@ import dev.pekkordma.verbs.ProtectionDomain;
 import dev.pekkordma.verbs.QpInitAttributes;
 import dev.pekkordma.verbs.QueuePair;
 import dev.pekkordma.verbs.RdmaException;
+import dev.pekkordma.verbs.spi.Checks;
+import dev.pekkordma.verbs.spi.Described;
+import dev.pekkordma.verbs.spi.OpenChildren;
 import dev.pekkordma.verbs.SharedReceiveQueue;
 import dev.pekkordma.verbs.SrqAttributes;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 
 final class SoftPd extends Closeable implements ProtectionDomain {
   final SoftContext context;
   final SoftDevice device;
   final int number;
-  final Set<Object> children = ConcurrentHashMap.newKeySet();
+  final OpenChildren children = new OpenChildren();
 
   SoftPd(SoftContext context, int number) {
     this.context = context;
@@ -29,7 +30,7 @@ final class SoftPd extends Closeable implements ProtectionDomain {
   }
 
   @Override
-  String describe() {
+  public String describe() {
     return "PD " + number + " of " + device.info.name();
   }
 
@@ -50,13 +51,7 @@ final class SoftPd extends Closeable implements ProtectionDomain {
 
   private MemoryRegion register(long address, long length, int access, Object owner) {
     checkOpen("ibv_reg_mr");
-    if (address == 0) {
-      throw new RdmaException("ibv_reg_mr", RdmaException.EINVAL, "address is null");
-    }
-    if (length <= 0 || length > device.settings.maxMrSize) {
-      throw new RdmaException("ibv_reg_mr", RdmaException.EINVAL, "length " + length
-          + " is outside [1, " + device.settings.maxMrSize + "] (max_mr_size)");
-    }
+    Checks.registration(address, length, device.settings.maxMrSize);
     Access.validate(access, "ibv_reg_mr");
     SoftMr mr = new SoftMr(this, address, length, access, owner);
     children.add(mr);
@@ -113,17 +108,18 @@ final class SoftPd extends Closeable implements ProtectionDomain {
     return ah;
   }
 
-  void forget(Object child) {
+  void forget(Described child) {
     children.remove(child);
   }
 
   @Override
   public void close() {
     if (!markClosed()) return;
-    if (!children.isEmpty()) {
+    try {
+      children.requireNone("ibv_dealloc_pd", this);
+    } catch (RdmaException busy) {
       reopen();
-      throw new RdmaException("ibv_dealloc_pd", RdmaException.EBUSY,
-          describe() + " still has " + SoftContext.describeAll(children));
+      throw busy;
     }
     context.forget(this);
     device.provider.counters.pds.decrementAndGet();

@@ -122,7 +122,7 @@ final class SoftQp extends Closeable implements QueuePair {
   }
 
   @Override
-  String describe() {
+  public String describe() {
     return type + " QP " + qpn;
   }
 

@@ -40,7 +40,7 @@ final class SoftSrq extends Closeable implements SharedReceiveQueue {
   }
 
   @Override
-  String describe() {
+  public String describe() {
     return "SRQ " + number;
   }
 

@@ -31,7 +31,7 @@ class RegisteredBufferReachabilityTest {
         Thread.sleep(20);
       }
       assertNotNull(buffer.get(), "the registered buffer was collected");
-      ((SoftPd) pd).children.forEach(c -> {
+      ((SoftPd) pd).children.snapshot().forEach(c -> {
         if (c instanceof MemoryRegion mr) mr.close();
       });
       long deadline = System.nanoTime() + 10_000_000_000L;

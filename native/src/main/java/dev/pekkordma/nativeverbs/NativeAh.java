@@ -15,7 +15,7 @@ final class NativeAh extends NativeResource implements AddressHandle {
   }
 
   @Override int rank() { return 3; }
-  @Override String describe() { return "AH to " + (av.global() ? av.dgid().toString() : "LID " + av.dlid()); }
+  @Override public String describe() { return "AH to " + (av.global() ? av.dgid().toString() : "LID " + av.dlid()); }
   @Override String destroyVerb() { return "ibv_destroy_ah"; }
   @Override void destroy() { Verbs.destroyAh(handle); }
   @Override void forget() { pd.context.provider.live.ahs.decrementAndGet(); }

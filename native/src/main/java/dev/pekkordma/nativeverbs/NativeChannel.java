@@ -4,6 +4,7 @@ import dev.pekkordma.memory.NativeMemory;
 import dev.pekkordma.verbs.CompletionChannel;
 import dev.pekkordma.verbs.CompletionQueue;
 import dev.pekkordma.verbs.RdmaException;
+import dev.pekkordma.verbs.spi.OpenChildren;
 import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -24,7 +25,7 @@ final class NativeChannel extends NativeResource implements CompletionChannel {
   }
 
   @Override int rank() { return 30; }
-  @Override String describe() { return "completion channel fd " + fd; }
+  @Override public String describe() { return "completion channel fd " + fd; }
   @Override String destroyVerb() { return "ibv_destroy_comp_channel"; }
   @Override void destroy() { Verbs.destroyCompChannel(handle); }
   @Override void forget() {}
@@ -34,7 +35,7 @@ final class NativeChannel extends NativeResource implements CompletionChannel {
     users.removeIf(NativeResource::isClosed);
     if (!users.isEmpty()) {
       throw new RdmaException("ibv_destroy_comp_channel", RdmaException.EBUSY,
-          describe() + " is still used by " + names(users));
+          describe() + " is still used by " + OpenChildren.names(users));
     }
   }
 

@@ -6,6 +6,7 @@ import dev.pekkordma.verbs.CompletionQueue;
 import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.RdmaException;
 import dev.pekkordma.verbs.WorkCompletions;
+import dev.pekkordma.verbs.spi.OpenChildren;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -34,7 +35,7 @@ final class NativeCq extends NativeResource implements CompletionQueue {
   }
 
   @Override int rank() { return 20; }
-  @Override String describe() { return "CQ 0x" + Long.toHexString(handle); }
+  @Override public String describe() { return "CQ 0x" + Long.toHexString(handle); }
   @Override String destroyVerb() { return "ibv_destroy_cq"; }
   @Override void destroy() { Verbs.destroyCq(handle); }
 
@@ -50,7 +51,7 @@ final class NativeCq extends NativeResource implements CompletionQueue {
     users.removeIf(NativeResource::isClosed);
     if (!users.isEmpty()) {
       throw new RdmaException("ibv_destroy_cq", RdmaException.EBUSY,
-          describe() + " is still used by " + names(users));
+          describe() + " is still used by " + OpenChildren.names(users));
     }
     int un = unacked.get();
     if (un > 0) {

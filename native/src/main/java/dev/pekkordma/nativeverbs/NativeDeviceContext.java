@@ -17,6 +17,7 @@ import dev.pekkordma.verbs.ProtectionDomain;
 import dev.pekkordma.verbs.QpType;
 import dev.pekkordma.verbs.RdmaDevice;
 import dev.pekkordma.verbs.RdmaException;
+import dev.pekkordma.verbs.spi.Checks;
 import dev.pekkordma.verbs.RdmaProvider.Feature;
 import java.time.Duration;
 import java.util.EnumSet;
@@ -59,7 +60,7 @@ final class NativeDeviceContext extends NativeResource implements DeviceContext 
   }
 
   @Override int rank() { return 0; }
-  @Override String describe() { return "context of " + device.name(); }
+  @Override public String describe() { return "context of " + device.name(); }
   @Override String destroyVerb() { return "ibv_close_device"; }
   @Override
   void destroy() {
@@ -269,22 +270,12 @@ final class NativeDeviceContext extends NativeResource implements DeviceContext 
     checkOpen("ibv_create_cq");
     NativeChannel ch = null;
     if (channel != null) {
-      if (!(channel instanceof NativeChannel) || ((NativeChannel) channel).context != this) {
-        throw new RdmaException("ibv_create_cq", RdmaException.EINVAL,
-            "the completion channel belongs to another device context");
-      }
+      Checks.sameContext(channel instanceof NativeChannel c && c.context == this,
+          "ibv_create_cq");
       ch = (NativeChannel) channel;
       ch.checkOpen("ibv_create_cq");
     }
-    if (cqe <= 0) {
-      throw new RdmaException("ibv_create_cq", RdmaException.EINVAL,
-          "cqe = " + cqe + " must be positive");
-    }
-    int max = queryDevice().maxCqe();
-    if (cqe > max) {
-      throw new RdmaException("ibv_create_cq", RdmaException.EINVAL,
-          "cqe = " + cqe + " is more than the device's maxCqe " + max);
-    }
+    Checks.cqEntries(cqe, queryDevice().maxCqe());
     long cq = Verbs.createCq(handle, cqe, ch == null ? 0 : ch.handle);
     NativeCq c = new NativeCq(this, ch, cq);
     provider.live.cqs.incrementAndGet();

@@ -5,6 +5,7 @@ import dev.pekkordma.verbs.Access;
 import dev.pekkordma.verbs.MemoryRegion;
 import dev.pekkordma.verbs.ProtectionDomain;
 import dev.pekkordma.verbs.RdmaException;
+import dev.pekkordma.verbs.spi.OpenChildren;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -26,7 +27,7 @@ final class NativeMr extends NativeResource implements MemoryRegion {
   }
 
   @Override int rank() { return 5; }
-  @Override String describe() { return "MR lkey 0x" + Integer.toHexString(lkey()); }
+  @Override public String describe() { return "MR lkey 0x" + Integer.toHexString(lkey()); }
   @Override String destroyVerb() { return "ibv_dereg_mr"; }
   /**
    * Type-2 windows are bound by posted BIND_MW requests, which this class does not follow: rxe
@@ -52,7 +53,7 @@ final class NativeMr extends NativeResource implements MemoryRegion {
     boundWindows.removeIf(NativeResource::isClosed);
     if (!boundWindows.isEmpty()) {
       throw new RdmaException("ibv_dereg_mr", RdmaException.EBUSY,
-          describe() + " still has memory windows bound to it: " + names(boundWindows));
+          describe() + " still has memory windows bound to it: " + OpenChildren.names(boundWindows));
     }
   }
 

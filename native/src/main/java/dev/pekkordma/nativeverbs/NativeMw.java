@@ -18,7 +18,7 @@ final class NativeMw extends NativeResource implements MemoryWindow {
   }
 
   @Override int rank() { return 2; }
-  @Override String describe() { return "MW type " + type.code + " rkey 0x" + Integer.toHexString(rkey()); }
+  @Override public String describe() { return "MW type " + type.code + " rkey 0x" + Integer.toHexString(rkey()); }
   @Override String destroyVerb() { return "ibv_dealloc_mw"; }
 
   @Override

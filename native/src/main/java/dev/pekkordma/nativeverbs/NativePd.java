@@ -11,6 +11,7 @@ import dev.pekkordma.verbs.ProtectionDomain;
 import dev.pekkordma.verbs.QpInitAttributes;
 import dev.pekkordma.verbs.QueuePair;
 import dev.pekkordma.verbs.RdmaException;
+import dev.pekkordma.verbs.spi.Checks;
 import dev.pekkordma.verbs.SharedReceiveQueue;
 import dev.pekkordma.verbs.SrqAttributes;
 
@@ -27,7 +28,7 @@ final class NativePd extends NativeResource implements ProtectionDomain {
   }
 
   @Override int rank() { return 10; }
-  @Override String describe() { return "PD 0x" + Long.toHexString(handle); }
+  @Override public String describe() { return "PD 0x" + Long.toHexString(handle); }
   @Override String destroyVerb() { return "ibv_dealloc_pd"; }
   @Override void destroy() { Verbs.deallocPd(handle); }
   @Override void forget() { context.provider.live.pds.decrementAndGet(); }
@@ -50,10 +51,7 @@ final class NativePd extends NativeResource implements ProtectionDomain {
   private MemoryRegion register(long address, long length, int access, Object owner) {
     checkOpen("ibv_reg_mr");
     Access.validate(access, "ibv_reg_mr");
-    if (length <= 0) {
-      throw new RdmaException("ibv_reg_mr", RdmaException.EINVAL,
-          "length = " + length + " must be positive");
-    }
+    Checks.registration(address, length, context.queryDevice().maxMrSize());
     long mr = Verbs.regMr(handle, address, length, access);
     NativeMr m = new NativeMr(this, mr, access, owner);
     context.provider.live.mrs.incrementAndGet();

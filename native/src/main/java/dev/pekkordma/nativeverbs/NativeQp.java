@@ -123,7 +123,7 @@ final class NativeQp extends NativeResource implements QueuePair {
   }
 
   @Override int rank() { return 0; }
-  @Override String describe() { return type + " QP " + qpNum; }
+  @Override public String describe() { return type + " QP " + qpNum; }
   @Override String destroyVerb() { return "ibv_destroy_qp"; }
   @Override
   void destroy() {

@@ -1,11 +1,11 @@
 package dev.pekkordma.nativeverbs;
 
 import dev.pekkordma.verbs.RdmaException;
+import dev.pekkordma.verbs.spi.Described;
+import dev.pekkordma.verbs.spi.OpenChildren;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -13,11 +13,11 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * still open on it (EBUSY naming what is), and closing the provider force-closes the whole tree
  * children first.
  */
-abstract class NativeResource {
+abstract class NativeResource implements Described {
   final long handle;
   final NativeResource parent;
   private final AtomicBoolean closed = new AtomicBoolean();
-  final Set<NativeResource> children = ConcurrentHashMap.newKeySet();
+  final OpenChildren children = new OpenChildren();
 
   NativeResource(long handle, NativeResource parent) {
     this.handle = handle;
@@ -29,7 +29,8 @@ abstract class NativeResource {
   abstract int rank();
 
   /** Short name for messages: "QP 17", "MR lkey 0x...". */
-  abstract String describe();
+  @Override
+  public abstract String describe();
 
   /** The verb that destroys it, for messages. */
   abstract String destroyVerb();
@@ -61,10 +62,7 @@ abstract class NativeResource {
     if (closed.get()) return;
     synchronized (this) {
       if (closed.get()) return;
-      if (!children.isEmpty()) {
-        throw new RdmaException(destroyVerb(), RdmaException.EBUSY,
-            describe() + " still has open: " + names(children));
-      }
+      children.requireNone(destroyVerb(), this);
       checkNotInUse();
       destroy();
       closed.set(true);
@@ -75,7 +73,8 @@ abstract class NativeResource {
   /** Closes everything opened on it, then it; reports the first failure after trying all. */
   void forceClose(List<RuntimeException> failures) {
     if (closed.get()) return;
-    List<NativeResource> kids = new ArrayList<>(children);
+    List<NativeResource> kids = new ArrayList<>();
+    for (Described d : children.snapshot()) kids.add((NativeResource) d);
     kids.sort(Comparator.comparingInt(NativeResource::rank));
     for (NativeResource k : kids) k.forceClose(failures);
     synchronized (this) {
@@ -95,11 +94,5 @@ abstract class NativeResource {
     if (parent != null) parent.children.remove(this);
     forget();
     if (parent instanceof NativeDeviceContext c && c.borrowed) c.provider.releaseRemovedDevices();
-  }
-
-  static String names(Iterable<? extends NativeResource> rs) {
-    StringBuilder b = new StringBuilder();
-    for (NativeResource r : rs) b.append(b.length() == 0 ? "" : ", ").append(r.describe());
-    return b.toString();
   }
 }

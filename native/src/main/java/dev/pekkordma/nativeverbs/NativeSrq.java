@@ -1,12 +1,13 @@
 package dev.pekkordma.nativeverbs;
 
-import dev.pekkordma.verbs.abi.RequestLayout;
 import dev.pekkordma.memory.NativeMemory;
 import dev.pekkordma.verbs.ProtectionDomain;
 import dev.pekkordma.verbs.RdmaException;
 import dev.pekkordma.verbs.RecvRequests;
 import dev.pekkordma.verbs.SharedReceiveQueue;
 import dev.pekkordma.verbs.SrqAttributes;
+import dev.pekkordma.verbs.abi.RequestLayout;
+import dev.pekkordma.verbs.spi.OpenChildren;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -24,7 +25,7 @@ final class NativeSrq extends NativeResource implements SharedReceiveQueue {
   }
 
   @Override int rank() { return 1; }
-  @Override String describe() { return "SRQ 0x" + Long.toHexString(handle); }
+  @Override public String describe() { return "SRQ 0x" + Long.toHexString(handle); }
   @Override String destroyVerb() { return "ibv_destroy_srq"; }
   @Override void destroy() { Verbs.destroySrq(handle); }
 
@@ -38,7 +39,7 @@ final class NativeSrq extends NativeResource implements SharedReceiveQueue {
   void checkNotInUse() {
     if (!users.isEmpty()) {
       throw new RdmaException("ibv_destroy_srq", RdmaException.EBUSY,
-          describe() + " is still used by " + names(users));
+          describe() + " is still used by " + OpenChildren.names(users));
     }
   }
 
