@@ -50,7 +50,7 @@ public final class CompletionHub implements Agent {
   private boolean released; // guarded by this: the last user has let go
   private boolean channelClosed; // guarded by this
   private boolean armed; // hub thread only
-  private CompletionQueue waiting; // read by awaitWork, for the next round
+  private final boolean spinning; // busy-spin: read the channel every round, never block
   int references; // guarded by CompletionHubs
 
   private static final class Polled {
@@ -70,6 +70,7 @@ public final class CompletionHub implements Agent {
     this.channel = context.createCompletionChannel();
     this.wcs = new WorkCompletions(runtime.settings().batchSize);
     this.direct = channel.deliverTo(this::handOver);
+    this.spinning = runtime.settings().idle == RuntimeSettings.Idle.BUSY_SPIN;
     if (!direct) startRunner();
   }
 
@@ -119,7 +120,25 @@ public final class CompletionHub implements Agent {
   private synchronized void startRunner() {
     if (runner != null || closed) return;
     runner = AgentRunner.start(runtime.system(), runtime.uniqueName("pekko-rdma-completions"),
-        runtime.settings().pollerDispatcher, runtime.settings().newIdleStrategy(), this);
+        runtime.settings().pollerDispatcher, idleStrategy(), this);
+  }
+
+  /**
+   * The configured strategy, except that a hub with no CQ to poll blocks on its channel at
+   * once: it only waits for events, and spinning would cost a round trip through the mailbox
+   * per spin.
+   */
+  private IdleStrategy idleStrategy() {
+    IdleStrategy configured = runtime.settings().newIdleStrategy();
+    if (spinning) return configured;
+    Duration block = runtime.settings().blockTimeout;
+    return (work, agent) -> {
+      if (work == 0 && polled.isEmpty()) {
+        agent.awaitWork(block);
+      } else {
+        configured.idle(work, agent);
+      }
+    };
   }
 
   /** An event handed over directly: in the provider's thread, so only a wake or a note. */
@@ -139,13 +158,7 @@ public final class CompletionHub implements Agent {
   @Override
   public int doWork() {
     int work = closeRequested();
-    CompletionQueue fired = waiting;
-    waiting = null;
-    if (fired != null) {
-      deliver(fired);
-      work++;
-    }
-    work += drainEvents();
+    if (spinning) work += drainEvents();
     return work + pollAll();
   }
 
@@ -164,11 +177,18 @@ public final class CompletionHub implements Agent {
       // a completion that came between the last poll and the arming raised no event
       if (pollAll() > 0) return;
     }
+    CompletionQueue fired = null;
     try {
-      waiting = direct ? handedOver.poll(timeout.toNanos(), TimeUnit.NANOSECONDS)
+      fired = direct ? handedOver.poll(timeout.toNanos(), TimeUnit.NANOSECONDS)
           : channel.awaitEvent(timeout);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
+    }
+    // every event waiting now, each acknowledged at once: an unacknowledged one would keep
+    // its CQ from closing
+    if (fired != null) {
+      deliver(fired);
+      drainEvents();
     }
   }
 
