@@ -360,7 +360,10 @@ public final class ConnectionActor {
               return phase == Phase.ESTABLISHED || phase == Phase.DISCONNECTING
                   ? ended(true, false, reason) : failAttempt(reason);
             }
-            if (e.event() instanceof QpActor.Failed f && phase == Phase.ESTABLISHED) {
+            // also while disconnecting: the owner may have asked for the disconnect because of
+            // the failure (an error completion can reach it first), which is still the reason
+            if (e.event() instanceof QpActor.Failed f
+                && (phase == Phase.ESTABLISHED || phase == Phase.DISCONNECTING)) {
               return ended(true, false, "QP failed (" + f.status() + "): " + f.reason());
             }
             return Behaviors.same();
