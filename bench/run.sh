@@ -48,7 +48,7 @@ VM_BYTES=${VM_BYTES:-64m}
 VM_REPEAT=${VM_REPEAT:-1}
 OUT=${OUT:-bench/results/$(date +%Y%m%d-%H%M%S)}
 MVN_ARGS=${MVN_ARGS:-}
-LAB=${LAB:-/work/shared/softroce-lab/run-in-vm}
+LAB=${LAB:-$ROOT/native/softroce/vm}
 
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)

@@ -36,8 +36,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 
 /**
- * The native connection manager on Soft-RoCE's rxe0 in the softroce-lab VM: a server on
- * 192.0.2.1, a client from 192.0.2.2, private data both ways, one SEND, disconnect, and the
+ * The native connection manager on Soft-RoCE's rxe0 in the VM (native/softroce/vm): a server
+ * on 192.0.2.1, a client from 192.0.2.2, private data both ways, one SEND, disconnect, and the
  * kernel's cm_id count back where it was.
  */
 @EnabledIfSystemProperty(named = "pekko-rdma.provider", matches = "native", disabledReason =

@@ -57,7 +57,7 @@ import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 
 /**
- * The native provider on a real device: Soft-RoCE's rxe_lo in the softroce-lab VM (see
+ * The native provider on a real device: Soft-RoCE's rxe_lo in the VM (native/softroce/vm; see
  * native/softroce/run-native-tests.sh). Runs only with {@code -Dpekko-rdma.provider=native}; then
  * a missing device fails rather than skips.
  */
