@@ -119,9 +119,16 @@ public final class QpAttributes {
         .rqPsn(rqPsn).pathMtu(mtu).maxDestRdAtomic(16).minRnrTimer(12);
   }
 
-  /** RTR to RTS for an RC QP. */
+  /**
+   * Transport retries where the runtime chooses: 6, not the 3-bit field's 7, because Soft-RoCE
+   * (rxe) takes a transport retry count of 7 as "retry forever", as the specification does only
+   * for RNR retries: a QP with 7 would never report a dead peer there (RETRY_EXC_ERR).
+   */
+  public static final int DEFAULT_RETRY_COUNT = 6;
+
+  /** RTR to RTS for an RC QP: transport retries {@link #DEFAULT_RETRY_COUNT}, RNR forever. */
   public static QpAttributes toRts(int sqPsn) {
-    return new QpAttributes().state(QpState.RTS).sqPsn(sqPsn).timeout(14).retryCount(7)
-        .rnrRetry(7).maxRdAtomic(16);
+    return new QpAttributes().state(QpState.RTS).sqPsn(sqPsn).timeout(14)
+        .retryCount(DEFAULT_RETRY_COUNT).rnrRetry(7).maxRdAtomic(16);
   }
 }
