@@ -97,12 +97,41 @@ public final class PeerProcess implements AutoCloseable {
       if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
         throw new AssertionError("kill -" + name + " " + process.pid() + " failed");
       }
+      // kill returns once the signal is sent; a busy machine may run the process a little
+      // longer, answering what a test sends right after: wait until it is stopped
+      if (name.equals("STOP")) awaitState('T');
     } catch (IOException e) {
       throw new AssertionError("cannot run kill", e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new AssertionError("interrupted", e);
     }
+  }
+
+  /** Waits (up to 10 s) until /proc says every thread of the process is in {@code state}. */
+  private void awaitState(char state) throws IOException, InterruptedException {
+    java.nio.file.Path tasks = java.nio.file.Path.of("/proc", String.valueOf(process.pid()),
+        "task");
+    if (!java.nio.file.Files.isDirectory(tasks)) return; // not Linux
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (System.nanoTime() < deadline) {
+      boolean all = true;
+      try (var threads = java.nio.file.Files.list(tasks)) {
+        for (java.nio.file.Path t : (Iterable<java.nio.file.Path>) threads::iterator) {
+          try {
+            String s = java.nio.file.Files.readString(t.resolve("stat"));
+            // "tid (comm) S ...": the state follows the last ')'
+            all &= s.charAt(s.lastIndexOf(')') + 2) == state;
+          } catch (java.nio.file.NoSuchFileException gone) {
+            // a thread that ended meanwhile
+          }
+        }
+      }
+      if (all) return;
+      Thread.sleep(1);
+    }
+    throw new AssertionError(name + " (pid " + process.pid() + ") not in state " + state
+        + " within 10 s");
   }
 
   /** kill -9: the process ends without running anything of its own. */
