@@ -364,7 +364,8 @@ public final class ConnectionActor {
             // the failure (an error completion can reach it first), which is still the reason
             if (e.event() instanceof QpActor.Failed f
                 && (phase == Phase.ESTABLISHED || phase == Phase.DISCONNECTING)) {
-              return ended(true, false, "QP failed (" + f.status() + "): " + f.reason());
+              return ended(true, false, "QP failed (" + f.status() + ") on the connection with "
+                  + remote + ": " + f.reason());
             }
             return Behaviors.same();
           })

@@ -540,7 +540,11 @@ public final class QpActor {
       if (now != state) {
         String why = qp.errorCause().orElse(null);
         enter(now, "a completion with " + e.status() + (why != null ? ": " + why : ""));
-        if (now == QpState.ERR && why != null) owner.tell(new Failed(qpNum, e.status(), why));
+        // the native provider has no cause beyond the status: the status is the reason then
+        if (now == QpState.ERR) {
+          owner.tell(new Failed(qpNum, e.status(), why != null ? why
+              : "a work request completed with " + e.status().description));
+        }
       } else if (e.tries() < ERROR_SYNC_TRIES && state != QpState.ERR && state != QpState.RESET) {
         ctx.scheduleOnce(ERROR_SYNC_PAUSE, ctx.getSelf(),
             new ErrorSync(e.status(), e.tries() + 1));
