@@ -3,7 +3,10 @@
 # put on it (see guest-network.sh). Each fault applies to both directions.
 #
 #   link.sh netem ARGS...   tc netem on both ends, e.g. `netem loss 5%`,
-#                           `netem delay 5ms 2ms`, `netem delay 2ms reorder 25% 50%`
+#                           `netem delay 2ms reorder 25% 50%` (jitter reorders too)
+#   link.sh in-order ARGS...  the same with packets kept in order, for delay with jitter that
+#                           does not reorder: `in-order delay 5ms 2ms` (netem schedules each
+#                           packet after the one before it once a rate is set: 10gbit)
 #   link.sh blackhole       every packet dropped (netem loss 100%)
 #   link.sh clear           no fault
 #   link.sh down | up       the pair's carrier down, or up again (its routes restored)
@@ -21,6 +24,9 @@ case ${1:-} in
   netem)
     shift
     for end in veth_a veth_b; do tc qdisc replace dev $end root netem "$@"; done ;;
+  in-order)
+    shift
+    for end in veth_a veth_b; do tc qdisc replace dev $end root netem "$@" rate 10gbit; done ;;
   blackhole)
     for end in veth_a veth_b; do tc qdisc replace dev $end root netem loss 100%; done ;;
   clear)
@@ -36,5 +42,5 @@ case ${1:-} in
     routes ;;
   show) for end in veth_a veth_b; do tc -s qdisc show dev $end; done ;;
   routes) routes ;;
-  *) echo "usage: link.sh netem ARGS... | blackhole | clear | down | up | show | routes" >&2; exit 2 ;;
+  *) echo "usage: link.sh netem ARGS... | in-order ARGS... | blackhole | clear | down | up | show | routes" >&2; exit 2 ;;
 esac

@@ -138,14 +138,17 @@ mkdir -p "${inner%/*}"
     -Dpekko-rdma.test.gid-index=1 -Dpekko-rdma.test.cm-device=rxe_a
     -Dpekko-rdma.test.cm-address=198.51.100.1 -Dpekko-rdma.test.cm-source=198.51.100.2
     -Dpekko-rdma.test.link-script="$link")
+  # the tools' last exchange does not survive a lost final ACK (ibv_rc_pingpong exits after its
+  # last receive; the other side's last send then retries against a QP that is gone), so the
+  # interop crosses the link clean; the CM cases cross it at 1% loss
+  printf 'run mvn -o -q -DargLine="$jvm"'
+  printf ' %q' "${mvnflags[@]}" -pl samples test -Dtest=RealToolsInteropTest \
+    -Dpekko-rdma.interop=true -Dsurefire.reportNameSuffix=link "${link_props[@]}" "$@"
+  echo ' || rc=1'
   echo "sh $link netem loss 1%"
   printf 'run mvn -o -q -DargLine="$jvm"'
   printf ' %q' "${mvnflags[@]}" -pl native test -Dtest='CmConformanceTest' \
     -Dsurefire.reportNameSuffix=lossy "${link_props[@]}" "$@"
-  echo ' || rc=1'
-  printf 'run mvn -o -q -DargLine="$jvm"'
-  printf ' %q' "${mvnflags[@]}" -pl samples test -Dtest=RealToolsInteropTest \
-    -Dpekko-rdma.interop=true -Dsurefire.reportNameSuffix=lossy "${link_props[@]}" "$@"
   echo ' || rc=1'
   echo "sh $link clear"
   printf 'run mvn -o -q -DargLine="$jvm"'

@@ -23,7 +23,9 @@ import org.apache.pekko.cluster.typed.Join;
  * unreachable for {@code stable-after}.
  */
 final class TestCluster {
-  static final Duration WAIT = Duration.ofSeconds(15);
+  /** Longer on the native provider in the emulated VM ({@code pekko-rdma.test.cluster-wait}). */
+  static final Duration WAIT =
+      Duration.ofSeconds(Long.getLong("pekko-rdma.test.cluster-wait", 15));
   static final String NAME = "RdmaClusterTest";
 
   private TestCluster() {}

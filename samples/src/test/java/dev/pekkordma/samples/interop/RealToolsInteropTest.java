@@ -43,6 +43,9 @@ class RealToolsInteropTest {
   private static final ResourceCounts NONE = new ResourceCounts(0, 0, 0, 0, 0, 0, 0, 0, 0);
   private static final Duration TOOL_TIMEOUT = Duration.ofSeconds(240);
   private static final String DEVICE = System.getProperty("pekko-rdma.test.device", "rxe_lo");
+  /** The other end's device: the same one, or across the VM's veth link (rxe_b for rxe_a). */
+  private static final String PEER_DEVICE =
+      System.getProperty("pekko-rdma.test.peer-device", DEVICE);
   private static final int GID_INDEX = Integer.getInteger("pekko-rdma.test.gid-index", 1);
   private static final String CM_ADDRESS =
       System.getProperty("pekko-rdma.test.cm-address", "192.0.2.1");
@@ -134,8 +137,8 @@ class RealToolsInteropTest {
     }
   }
 
-  private static PingPong.Settings pingPongSettings() {
-    return new PingPong.Settings(DEVICE, 1, GID_INDEX, SIZE, Mtu.MTU_1024, 500, ITERS, 0, true,
+  private static PingPong.Settings pingPongSettings(String device) {
+    return new PingPong.Settings(device, 1, GID_INDEX, SIZE, Mtu.MTU_1024, 500, ITERS, 0, true,
         false, Duration.ofSeconds(120));
   }
 
@@ -206,7 +209,7 @@ class RealToolsInteropTest {
       ResourceCounts before = provider.liveResources();
       // its output is a pipe, so stdio holds its lines until it exits: our client keeps trying
       // the TCP port instead of waiting for a line
-      PingPong.Result r = PingPong.connect(provider, pingPongSettings(),
+      PingPong.Result r = PingPong.connect(provider, pingPongSettings(PEER_DEVICE),
           new InetSocketAddress(InetAddress.getLoopbackAddress(), port), Duration.ofSeconds(60),
           oursOut);
       PingPong.printSummary(r, oursOut);
@@ -231,7 +234,7 @@ class RealToolsInteropTest {
       CompletableFuture<PingPong.Result> server = new CompletableFuture<>();
       Thread t = new Thread(() -> {
         try {
-          server.complete(PingPong.serve(provider, pingPongSettings(), listener, oursOut));
+          server.complete(PingPong.serve(provider, pingPongSettings(DEVICE), listener, oursOut));
         } catch (Throwable e) {
           server.completeExceptionally(e);
         }
@@ -239,7 +242,7 @@ class RealToolsInteropTest {
       t.setDaemon(true);
       t.start();
       PingPong.Result r;
-      try (Tool tool = new Tool("ibv_rc_pingpong client", "ibv_rc_pingpong", "-d", DEVICE, "-g",
+      try (Tool tool = new Tool("ibv_rc_pingpong client", "ibv_rc_pingpong", "-d", PEER_DEVICE, "-g",
           String.valueOf(GID_INDEX), "-p", String.valueOf(port), "-n", String.valueOf(ITERS),
           "-s", String.valueOf(SIZE), "-c", "127.0.0.1")) {
         assertEquals(0, tool.exit(TOOL_TIMEOUT), "ibv_rc_pingpong's exit status");
