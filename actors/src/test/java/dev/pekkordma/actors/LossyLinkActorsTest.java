@@ -6,13 +6,11 @@ import static org.junit.jupiter.api.Assertions.*;
 import dev.pekkordma.actors.ConnectionActor.*;
 import dev.pekkordma.actors.ListenerActor.*;
 import dev.pekkordma.actors.QpActor.*;
+import dev.pekkordma.conformance.VethLink;
 import dev.pekkordma.verbs.WcStatus;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.FishingOutcomes;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
@@ -31,7 +29,6 @@ import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 @EnabledIfSystemProperty(named = "pekko-rdma.test.link-script", matches = ".+")
 @Timeout(600)
 class LossyLinkActorsTest {
-  private static final String LINK = System.getProperty("pekko-rdma.test.link-script");
   private static final Duration LONG = Duration.ofSeconds(120);
   static final ActorTestKit kit = ActorTestKit.create("LossyLinkActorsTest", config(CM_DEVICE,
       "pekko-rdma.actors.cm { connect-timeout = 30s, disconnect-timeout = 5s,"
@@ -40,13 +37,13 @@ class LossyLinkActorsTest {
 
   @AfterAll
   static void shutdown() throws Exception {
-    link("clear");
+    VethLink.set("clear");
     kit.shutdownTestKit();
   }
 
   @Test
   void aDeadLinkEndsTheConnectionNamingThePeerAndTheClientComesBack() throws Exception {
-    link("clear");
+    VethLink.set("clear");
     TestProbe<ListenerActor.Event> server = kit.createTestProbe();
     TestProbe<ConnectionActor.Event> client = kit.createTestProbe();
     TestProbe<ConnectionActor.Event> serverSide = kit.createTestProbe();
@@ -65,7 +62,7 @@ class LossyLinkActorsTest {
     long givenMs = (long) (4.096e-3 * (1L << attrs.timeout())) * (attrs.retryCount() + 1);
     log("the client's QP: timeout " + attrs.timeout() + ", retry_cnt " + attrs.retryCount()
         + ": " + givenMs + " ms of tries");
-    link("blackhole");
+    VethLink.set("blackhole");
     long dead = System.nanoTime();
     ConnectionLost lost;
     try {
@@ -81,7 +78,7 @@ class LossyLinkActorsTest {
       assertTrue(took < 2 * givenMs + 10_000, "lost after " + took + " ms; the attributes give "
           + givenMs + " ms");
     } finally {
-      link("clear");
+      VethLink.set("clear");
     }
     assertEquals(c.connection(), lost.connection());
     assertTrue(lost.reason().contains(WcStatus.RETRY_EXC_ERR.name()), lost.reason());
@@ -107,14 +104,6 @@ class LossyLinkActorsTest {
     server.fishForMessage(LONG, m -> m instanceof Unbound ? FishingOutcomes.complete()
         : FishingOutcomes.continueAndIgnore());
     log("the client connected again once the link was back");
-  }
-
-  private static void link(String... args) throws Exception {
-    List<String> cmd = new ArrayList<>(List.of("sh", LINK));
-    cmd.addAll(List.of(args));
-    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    assertTrue(p.waitFor(30, TimeUnit.SECONDS) && p.exitValue() == 0, "link.sh: " + out);
   }
 
   private static void log(String line) {

@@ -3,6 +3,7 @@ package dev.pekkordma.samples.perf;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.pekkordma.conformance.VethLink;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -32,9 +33,8 @@ import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 @EnabledIfSystemProperty(named = "pekko-rdma.test.link-script", matches = ".+")
 @Timeout(900)
 class LossyLinkPerfTest {
-  private static final String LINK = System.getProperty("pekko-rdma.test.link-script");
-  private static final String SERVER = "198.51.100.1";
-  private static final String CLIENT = "198.51.100.2";
+  private static final String SERVER = VethLink.SERVER;
+  private static final String CLIENT = VethLink.CLIENT;
   private static final int SIZE = 65536;
   private static final Pattern BW_LINE =
       Pattern.compile("^\\s*" + SIZE + "\\s+(\\d+)\\s+([\\d.]+)\\s+([\\d.]+)\\s+([\\d.]+)\\s*$");
@@ -43,13 +43,13 @@ class LossyLinkPerfTest {
   @BeforeAll
   @AfterAll
   static void clearLink() throws Exception {
-    link("clear");
+    VethLink.set("clear");
   }
 
   @ParameterizedTest(name = "{0}")
   @CsvSource(delimiter = '|', value = {"none | 200", "loss 1% | 20"})
   void perftestAndOursFinishOnTheSameLink(String fault, int iters) throws Exception {
-    if (!fault.equals("none")) link(("netem " + fault).split(" "));
+    if (!fault.equals("none")) VethLink.set(("netem " + fault).split(" "));
     try {
       double theirs = ibWriteBw(iters);
       double ours = rdmaPerfWriteBw(iters);
@@ -57,7 +57,7 @@ class LossyLinkPerfTest {
           + " (ours/theirs %.2f)", SIZE, iters, fault.equals("none") ? "clean link" : fault,
           theirs, ours, ours / theirs));
     } finally {
-      link("clear");
+      VethLink.set("clear");
     }
   }
 
@@ -137,14 +137,6 @@ class LossyLinkPerfTest {
     text.lines().forEach(l -> log(who + "| " + l));
     assertEquals(0, p.exitValue(), who + "'s exit status");
     return text;
-  }
-
-  private static void link(String... args) throws Exception {
-    List<String> cmd = new ArrayList<>(List.of("sh", LINK));
-    cmd.addAll(List.of(args));
-    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    assertTrue(p.waitFor(30, TimeUnit.SECONDS) && p.exitValue() == 0, "link.sh: " + out);
   }
 
   private static void log(String line) {
