@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Part (b) of bench/run.sh, run inside the Soft-RoCE VM by run-in-vm: perftest's ib_write_bw,
+# Part (b) of bench/run.sh, run inside the Soft-RoCE VM by native/softroce/vm: perftest's ib_write_bw,
 # ib_send_bw, ib_read_bw and ib_send_lat, then rdma-perf on the native provider, on the same
 # device (rxe_lo, GID index 1: plain verbs over loopback) with the same sizes and iterations.
 # perftest runs as two processes (server, then client to 127.0.0.1); rdma-perf runs both sides
