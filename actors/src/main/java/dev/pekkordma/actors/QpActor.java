@@ -540,8 +540,9 @@ public final class QpActor {
       if (now != state) {
         String why = qp.errorCause().orElse(null);
         enter(now, "a completion with " + e.status() + (why != null ? ": " + why : ""));
-        // the native provider has no cause beyond the status: the status is the reason then
-        if (now == QpState.ERR) {
+        // the native provider has no cause beyond the status: the status is the reason then;
+        // a flush is no cause of its own (a disconnect or an earlier error moved the QP)
+        if (now == QpState.ERR && (why != null || e.status() != WcStatus.WR_FLUSH_ERR)) {
           owner.tell(new Failed(qpNum, e.status(), why != null ? why
               : "a work request completed with " + e.status().description));
         }
