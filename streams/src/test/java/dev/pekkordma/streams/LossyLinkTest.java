@@ -233,15 +233,7 @@ class LossyLinkTest {
   private static Pair<CompletionStage<Void>, Arrival> startSending(long bytes, boolean paced)
       throws InterruptedException {
     arrivals.clear();
-    int piece = 16 * 1024;
-    long[] sent = {0};
-    Source<ByteString, ?> data = Source.repeat(0).map(x -> {
-      int n = (int) (bytes < 0 ? piece : Math.min(piece, bytes - sent[0]));
-      byte[] b = new byte[n];
-      for (int i = 0; i < n; i++) b[i] = BulkTest.pattern(sent[0] + i);
-      sent[0] += n;
-      return ByteString.fromArrayUnsafe(b);
-    }).takeWhile(b -> b.size() > 0);
+    Source<ByteString, ?> data = StreamSendMain.patternPieces(bytes);
     if (paced) data = data.throttle(200, Duration.ofSeconds(1));
     CompletionStage<Void> client = data
         .via(rdma.outgoingConnection(HOST, server.localAddress().getPort()))

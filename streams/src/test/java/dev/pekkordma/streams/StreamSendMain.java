@@ -2,6 +2,7 @@ package dev.pekkordma.streams;
 
 import java.time.Duration;
 import java.util.zip.CRC32C;
+import org.apache.pekko.NotUsed;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.stream.javadsl.Keep;
 import org.apache.pekko.stream.javadsl.Sink;
@@ -19,6 +20,21 @@ public final class StreamSendMain {
 
   private StreamSendMain() {}
 
+  /**
+   * {@code bytes} of {@link BulkTest#pattern} data in pieces of 16 KiB ({@code -1}: without end),
+   * made as they are pulled.
+   */
+  static Source<ByteString, NotUsed> patternPieces(long bytes) {
+    long[] made = {0};
+    return Source.repeat(0).map(x -> {
+      int n = (int) (bytes < 0 ? CHUNK : Math.min(CHUNK, bytes - made[0]));
+      byte[] b = new byte[n];
+      for (int i = 0; i < n; i++) b[i] = BulkTest.pattern(made[0] + i);
+      made[0] += n;
+      return ByteString.fromArrayUnsafe(b);
+    }).takeWhile(b -> b.size() > 0);
+  }
+
   public static void main(String[] args) throws Exception {
     String host = args[0];
     int port = Integer.parseInt(args[1]);
@@ -26,16 +42,12 @@ public final class StreamSendMain {
     ActorSystem<Void> system = StreamsTestKit.system("sender", "");
     CRC32C crc = new CRC32C();
     long[] sent = {0};
-    Source<ByteString, ?> data = Source.repeat(0).map(x -> {
-      int n = (int) (bytes < 0 ? CHUNK : Math.min(CHUNK, bytes - sent[0]));
-      byte[] b = new byte[n];
-      for (int i = 0; i < n; i++) b[i] = BulkTest.pattern(sent[0] + i);
-      crc.update(b);
-      sent[0] += n;
-      return ByteString.fromArrayUnsafe(b);
+    Source<ByteString, ?> data = patternPieces(bytes).map(b -> {
+      crc.update(b.asByteBuffer());
+      sent[0] += b.size();
+      return b;
     });
-    data = bytes < 0 ? data.throttle(200, Duration.ofSeconds(1))
-        : data.takeWhile(b -> b.size() > 0);
+    if (bytes < 0) data = data.throttle(200, Duration.ofSeconds(1));
     int code = 0;
     try {
       var run = data.viaMat(RdmaStreams.get(system).outgoingConnection(host, port), Keep.right())
