@@ -5,6 +5,7 @@ module dev.pekkordma.runtime {
   requires pekko.actor;
   requires scala.library;
   requires org.slf4j;
+  requires jdk.management;
 
   exports dev.pekkordma.runtime;
 }

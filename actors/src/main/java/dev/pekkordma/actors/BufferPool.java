@@ -1,6 +1,7 @@
 package dev.pekkordma.actors;
 
 import dev.pekkordma.memory.OffHeapBuffer;
+import dev.pekkordma.runtime.MemoryBudget;
 import dev.pekkordma.verbs.Access;
 import dev.pekkordma.verbs.MemoryRegion;
 import dev.pekkordma.verbs.ProtectionDomain;
@@ -24,9 +25,13 @@ public final class BufferPool {
   private final int[] free; // stack of free buffer indexes, guarded by this
   private int freeCount;
   private boolean closed;
+  private final MemoryBudget.Reservation reservation;
 
-  BufferPool(String name, ProtectionDomain pd, int bufferSize, int slabSize, int slabCount) {
+  /** Registers the slabs, whose bytes {@code reservation} holds; it goes back at {@link #close}. */
+  BufferPool(String name, ProtectionDomain pd, int bufferSize, int slabSize, int slabCount,
+      MemoryBudget.Reservation reservation) {
     this.name = name;
+    this.reservation = reservation;
     this.bufferSize = bufferSize;
     int perSlab = slabSize / bufferSize;
     buffers = new Buffer[perSlab * slabCount];
@@ -103,6 +108,7 @@ public final class BufferPool {
       }
     }
     for (OffHeapBuffer slab : slabs) slab.close();
+    reservation.close();
     if (failure != null) throw failure;
   }
 

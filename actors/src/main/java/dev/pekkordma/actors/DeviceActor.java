@@ -1,5 +1,6 @@
 package dev.pekkordma.actors;
 
+import dev.pekkordma.runtime.MemoryBudget;
 import dev.pekkordma.runtime.AgentRunner;
 import dev.pekkordma.runtime.RdmaRuntime;
 import dev.pekkordma.verbs.AsyncEvent;
@@ -215,15 +216,26 @@ public final class DeviceActor {
 
     /** A PD, its buffer pool (registered now, once) and its actor. */
     private ActorRef<PdActor.Command> newPd() {
-      ProtectionDomain pd = session.context.allocPd();
+      String name = source.name() + "/pd-" + (pds + 1);
+      MemoryBudget.Reservation bytes = session.memory().reserve(
+          (long) settings.slabSize * settings.slabs, "the buffer pool of " + name,
+          "pekko-rdma.actors.buffer-pool.slab-size or .slabs");
+      ProtectionDomain pd;
       try {
-        BufferPool pool = new BufferPool(source.name() + "/pd-" + (pds + 1), pd,
-            settings.bufferSize, settings.slabSize, settings.slabs);
+        pd = session.context.allocPd();
+      } catch (RuntimeException e) {
+        bytes.close();
+        throw e;
+      }
+      try {
+        BufferPool pool = new BufferPool(name, pd, settings.bufferSize, settings.slabSize,
+            settings.slabs, bytes);
         ActorRef<PdActor.Command> ref =
             ctx.spawn(PdActor.create(session, pd, pool), "pd-" + (++pds));
         watch(ref);
         return ref;
       } catch (RuntimeException e) {
+        bytes.close(); // once: a pool that failed to register closed it already
         try {
           pd.close();
         } catch (RuntimeException suppressed) {

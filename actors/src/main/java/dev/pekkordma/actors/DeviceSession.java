@@ -2,6 +2,7 @@ package dev.pekkordma.actors;
 
 import dev.pekkordma.runtime.CompletionHandler;
 import dev.pekkordma.runtime.CompletionHub;
+import dev.pekkordma.runtime.MemoryBudget;
 import dev.pekkordma.runtime.RdmaRuntime;
 import dev.pekkordma.verbs.CompletionQueue;
 import dev.pekkordma.verbs.DeviceContext;
@@ -59,6 +60,11 @@ final class DeviceSession {
     this.device = device;
     this.runtime = runtime;
     this.hub = runtime.hubs().acquire(context);
+  }
+
+  /** The runtime's budget of registered memory, which pools and registrations reserve from. */
+  MemoryBudget memory() {
+    return runtime.memory();
   }
 
   /** A CQ the hub polls for {@code owner}, armed at once. */

@@ -1,5 +1,6 @@
 package dev.pekkordma.actors;
 
+import dev.pekkordma.runtime.MemoryBudget;
 import dev.pekkordma.memory.OffHeapBuffer;
 import dev.pekkordma.verbs.MemoryRegion;
 import dev.pekkordma.verbs.ProtectionDomain;
@@ -49,10 +50,24 @@ public final class PdActor {
   public static final class Registration {
     private final OffHeapBuffer memory;
     private final MemoryRegion region;
+    private final MemoryBudget.Reservation reservation;
 
-    Registration(OffHeapBuffer memory, MemoryRegion region) {
+    Registration(OffHeapBuffer memory, MemoryRegion region, MemoryBudget.Reservation reservation) {
       this.memory = memory;
       this.region = region;
+      this.reservation = reservation;
+    }
+
+    /** Deregisters (which may fail, leaving all as it was), then frees the memory. */
+    void free() {
+      region.close();
+      freeMemory();
+    }
+
+    /** Frees the memory and gives its bytes back to the budget. */
+    void freeMemory() {
+      memory.close();
+      reservation.close();
     }
 
     public OffHeapBuffer memory() { return memory; }
@@ -120,13 +135,17 @@ public final class PdActor {
 
     private Behavior<Command> register(Register r) {
       OffHeapBuffer memory = null;
+      MemoryBudget.Reservation bytes = null;
       try {
+        bytes = session.memory().reserve(r.length(), "a registration on " + session.name,
+            "the size or number of registrations");
         memory = OffHeapBuffer.allocate(r.length());
-        Registration reg = new Registration(memory, pd.registerMemory(memory, r.access()));
+        Registration reg = new Registration(memory, pd.registerMemory(memory, r.access()), bytes);
         registrations.add(reg);
         r.replyTo().tell(StatusReply.success(reg));
       } catch (RuntimeException e) {
         if (memory != null) memory.close();
+        if (bytes != null) bytes.close();
         r.replyTo().tell(StatusReply.error("registering " + r.length() + " bytes on "
             + session.name + " failed: " + e.getMessage()));
       }
@@ -139,8 +158,7 @@ public final class PdActor {
         return Behaviors.same();
       }
       try {
-        d.registration().region.close();
-        d.registration().memory.close();
+        d.registration().free();
         d.replyTo().tell(StatusReply.ack());
       } catch (RuntimeException e) {
         registrations.add(d.registration());
@@ -157,7 +175,7 @@ public final class PdActor {
         } catch (RuntimeException e) {
           ctx.getLog().error("{}: deregistering failed: {}", session.name, e.getMessage());
         }
-        r.memory.close();
+        r.freeMemory();
       }
       registrations.clear();
       try {

@@ -5,7 +5,9 @@ import dev.pekkordma.streams.ServerBinding;
 import java.net.InetSocketAddress;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Supplier;
+import dev.pekkordma.runtime.RdmaRuntime;
 import org.apache.pekko.actor.ActorSystem;
+import org.apache.pekko.actor.typed.javadsl.Adapter;
 import org.apache.pekko.stream.javadsl.Flow;
 import org.apache.pekko.stream.javadsl.Sink;
 import org.apache.pekko.util.ByteString;
@@ -30,7 +32,13 @@ final class RdmaTransport implements Transport {
   }
 
   @Override
-  public Flow<ByteString, ByteString, ?> outgoing(ActorSystem system, InetSocketAddress server) {
+  public Flow<ByteString, ByteString, ? extends CompletionStage<?>> outgoing(ActorSystem system,
+      InetSocketAddress server) {
     return RdmaStreams.get(system).outgoingConnection(server.getHostString(), server.getPort());
+  }
+
+  @Override
+  public long registeredBytes(ActorSystem system) {
+    return RdmaRuntime.get(Adapter.toTyped(system)).memory().used();
   }
 }

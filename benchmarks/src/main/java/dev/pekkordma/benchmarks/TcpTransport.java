@@ -26,7 +26,8 @@ final class TcpTransport implements Transport {
   }
 
   @Override
-  public Flow<ByteString, ByteString, ?> outgoing(ActorSystem system, InetSocketAddress server) {
+  public Flow<ByteString, ByteString, ? extends CompletionStage<?>> outgoing(ActorSystem system,
+      InetSocketAddress server) {
     return Tcp.get(system).outgoingConnection(server.getHostString(), server.getPort());
   }
 }

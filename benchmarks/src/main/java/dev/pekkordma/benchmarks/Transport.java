@@ -21,5 +21,11 @@ interface Transport {
       Supplier<Flow<ByteString, ByteString, ?>> handler);
 
   /** A connection to {@code server}. */
-  Flow<ByteString, ByteString, ?> outgoing(ActorSystem system, InetSocketAddress server);
+  Flow<ByteString, ByteString, ? extends CompletionStage<?>> outgoing(ActorSystem system,
+      InetSocketAddress server);
+
+  /** The memory this transport has registered for RDMA in {@code system}: none for Tcp. */
+  default long registeredBytes(ActorSystem system) {
+    return 0;
+  }
 }

@@ -17,13 +17,26 @@ public final class OffHeapBuffer implements AutoCloseable {
     this.address = NativeMemory.addressOf(buffer);
   }
 
-  /** Allocates {@code length} zeroed bytes (at most 2 GiB - 1: register several for more). */
+  /**
+   * Allocates {@code length} zeroed bytes (at most 2 GiB - 1: register several for more); past
+   * the JVM's direct memory limit, fails with {@link DirectMemoryExhaustedException}.
+   */
   public static OffHeapBuffer allocate(long length) {
     if (length <= 0 || length > Integer.MAX_VALUE) {
       throw new IllegalArgumentException(
           "buffer length must be in [1, " + Integer.MAX_VALUE + "], was " + length);
     }
-    return new OffHeapBuffer(ByteBuffer.allocateDirect((int) length));
+    ByteBuffer memory;
+    try {
+      memory = ByteBuffer.allocateDirect((int) length);
+    } catch (OutOfMemoryError e) {
+      // thrown before anything was allocated (the JVM's direct memory count is full), so
+      // recoverable here, unlike an error that reaches Pekko
+      throw new DirectMemoryExhaustedException("cannot allocate " + length + " bytes of direct"
+          + " memory: " + e.getMessage() + " (the limit is -XX:MaxDirectMemorySize, by default"
+          + " the maximum heap size)", e);
+    }
+    return new OffHeapBuffer(memory);
   }
 
   public long address() {

@@ -24,6 +24,7 @@ public final class RdmaRuntime implements Extension {
   private final RdmaProvider provider;
   private final UnaryOperator<CmEventChannel> cmChannel;
   private final CompletionHubs hubs = new CompletionHubs(this);
+  private final MemoryBudget memory;
   private final List<Consumer<String>> removalListeners = new CopyOnWriteArrayList<>();
   private final AtomicLong names = new AtomicLong();
   private CmDispatcher cm; // guarded by this
@@ -32,6 +33,7 @@ public final class RdmaRuntime implements Extension {
     this.system = system;
     this.settings = RuntimeSettings.from(system.settings().config());
     this.cmChannel = cmChannel;
+    this.memory = new MemoryBudget(settings.maxRegisteredMemory);
     this.provider = RdmaProviders.load(system.settings().config());
     system.getWhenTerminated().whenComplete((done, failure) -> provider.close());
   }
@@ -60,6 +62,11 @@ public final class RdmaRuntime implements Extension {
 
   public RdmaProvider provider() {
     return provider;
+  }
+
+  /** The registered memory the library may still take ({@value MemoryBudget#SETTING}). */
+  public MemoryBudget memory() {
+    return memory;
   }
 
   /** The completion hubs of the device contexts in use. */

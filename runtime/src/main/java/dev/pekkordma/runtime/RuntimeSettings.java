@@ -24,6 +24,7 @@ public final class RuntimeSettings {
   public final int maxYields;
   public final Duration blockTimeout;
   public final int batchSize;
+  public final long maxRegisteredMemory;
 
   private RuntimeSettings(Config c) {
     String p = ROOT + ".";
@@ -44,6 +45,7 @@ public final class RuntimeSettings {
           + LONGEST_BLOCK + " (a poller answers a stop only between blocks), was " + blockTimeout);
     }
     batchSize = atLeast(c, p + "poller.batch-size", 1);
+    maxRegisteredMemory = registeredMemory(c, MemoryBudget.SETTING);
   }
 
   /** Reads and checks {@code pekko-rdma.runtime} from a full config (an actor system's). */
@@ -55,6 +57,23 @@ public final class RuntimeSettings {
   public IdleStrategy newIdleStrategy() {
     return idle == Idle.BUSY_SPIN ? new BusySpinIdleStrategy()
         : new BackoffIdleStrategy(maxSpins, maxYields, blockTimeout);
+  }
+
+  private static long registeredMemory(Config c, String key) {
+    long direct = MemoryBudget.directMemoryLimit();
+    if (c.getValue(key).unwrapped().equals("auto")) return MemoryBudget.automatic();
+    long bytes;
+    try {
+      bytes = c.getBytes(key);
+    } catch (ConfigException e) {
+      throw new ConfigException.BadValue(key, "must be auto or a size such as 2GiB, was "
+          + c.getValue(key).render());
+    }
+    if (bytes <= 0 || bytes > direct) {
+      throw new ConfigException.BadValue(key, "must be in [1, " + direct + "] (the JVM's direct"
+          + " memory limit, -XX:MaxDirectMemorySize), was " + bytes);
+    }
+    return bytes;
   }
 
   private static void checkDispatcher(Config c, String key, String path) {

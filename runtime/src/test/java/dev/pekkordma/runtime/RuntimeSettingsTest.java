@@ -34,6 +34,16 @@ class RuntimeSettingsTest {
     rejects("pekko-rdma.runtime.poller.batch-size = 0", "poller.batch-size", "at least 1");
     rejects("pekko-rdma.runtime.poller.idle-strategy = sleepy", "poller.idle-strategy",
         "backoff or busy-spin");
+    String m = MemoryBudget.SETTING;
+    rejects(m + " = lots", m, "auto or a size");
+    rejects(m + " = 0", m, "must be in [1, ");
+    rejects(m + " = " + (MemoryBudget.directMemoryLimit() + 1), m, "-XX:MaxDirectMemorySize");
+  }
+
+  @Test
+  void theMemoryBudgetIsAutoOrASize() {
+    assertEquals(MemoryBudget.directMemoryLimit() / 4 * 3, with("").maxRegisteredMemory);
+    assertEquals(64L << 20, with(MemoryBudget.SETTING + " = 64MiB").maxRegisteredMemory);
   }
 
   @Test

@@ -317,7 +317,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   private void take(CmId cmId) {
     id = cmId;
     res = new ConnectionResources(rt, cmId, slots, slotSize, settings.sendBuffers(), sqDepth,
-        rqDepth, settings.inlineThreshold());
+        rqDepth, settings.inlineThreshold(), settings.path());
   }
 
   private Wire.Ring ourRing() {
@@ -332,7 +332,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
 
   /** The QP and everything it uses, registered once for the connection's life. */
   private void setUp() {
-    res.open(() -> wake.invoke(Boolean.TRUE));
+    res.open(() -> wake.invoke(Boolean.TRUE), peerName());
     int sendCount = settings.sendBuffers();
     sender = new Sender(res.qp, res.sendWr, sqDepth, settings.signalEvery(), sendCount);
     writer = new ElementWriter(sender, res, slotSize, sendCount);
@@ -603,7 +603,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
       progress();
     });
     LeasedRing ring = new LeasedRing(res.ringMemory, slots, slotSize, peerName(),
-        () -> released.invoke(Boolean.TRUE));
+        () -> released.invoke(Boolean.TRUE), res::ringFreed);
     receiver.lend(ring);
     res.lentRing = ring;
   }

@@ -3,6 +3,7 @@ package dev.pekkordma.streams.impl;
 import dev.pekkordma.cm.CmId;
 import dev.pekkordma.memory.OffHeapBuffer;
 import dev.pekkordma.runtime.CompletionHub;
+import dev.pekkordma.runtime.MemoryBudget;
 import dev.pekkordma.verbs.Access;
 import dev.pekkordma.verbs.CompletionQueue;
 import dev.pekkordma.verbs.DeviceContext;
@@ -34,7 +35,10 @@ final class ConnectionResources implements AutoCloseable {
   final int rqDepth;
   private final int sendBuffers;
   private final int inlineThreshold;
+  private final String settingsPath;
   int inlineMax;
+  private MemoryBudget.Reservation ringReservation;
+  private MemoryBudget.Reservation sendReservation;
   CompletionHub hub;
   ProtectionDomain pd;
   OffHeapBuffer ringMemory;
@@ -53,7 +57,7 @@ final class ConnectionResources implements AutoCloseable {
 
   /** The id's resources, none opened yet: {@link #open} opens them, {@link #close} frees them. */
   ConnectionResources(StreamsRuntime rt, CmId id, int slots, int slotSize, int sendBuffers,
-      int sqDepth, int rqDepth, int inlineThreshold) {
+      int sqDepth, int rqDepth, int inlineThreshold, String settingsPath) {
     this.rt = rt;
     this.id = id;
     this.slots = slots;
@@ -62,13 +66,23 @@ final class ConnectionResources implements AutoCloseable {
     this.sqDepth = sqDepth;
     this.rqDepth = rqDepth;
     this.inlineThreshold = inlineThreshold;
+    this.settingsPath = settingsPath;
   }
 
   /**
    * Opens everything on the id's device, one by one: after a failure {@link #close} frees what
-   * was opened. {@code wake} runs when the CQ's completion event fires.
+   * was opened. {@code wake} runs when the CQ's completion event fires. The memory is reserved
+   * first: past the runtime's budget the connection is refused, naming it, before anything is
+   * opened.
    */
-  void open(Runnable wake) {
+  void open(Runnable wake, String peer) {
+    long ringBytes = (long) slots * slotSize;
+    long sendBytes = (long) sendBuffers * slotSize;
+    String lower = settingsPath + ".receive-buffers, .send-buffers or .buffer-size";
+    ringReservation = rt.runtime.memory().reserve(ringBytes,
+        "the receive ring of a stream connection with " + peer, lower);
+    sendReservation = rt.runtime.memory().reserve(sendBytes,
+        "the send buffers of a stream connection with " + peer, lower);
     DeviceContext device = id.verbs();
     hub = rt.hubs.acquire(device);
     inlineMax = Math.min(inlineThreshold, device.queryDevice().maxInlineData());
@@ -125,10 +139,12 @@ final class ConnectionResources implements AutoCloseable {
     }
     if (lentRing != null) {
       lentRing.close(); // the memory stays until the application has released every buffer
-    } else if (ringMemory != null) {
-      ringMemory.close();
+    } else {
+      if (ringMemory != null) ringMemory.close();
+      ringFreed();
     }
     if (sendMemory != null) sendMemory.close();
+    if (sendReservation != null) sendReservation.close();
     if (scratch != null) scratch.close();
     if (cq != null) hub.closeCq(cq);
     rt.cm().destroy(id, reject);
@@ -136,6 +152,11 @@ final class ConnectionResources implements AutoCloseable {
     if (sendWr != null) sendWr.close();
     if (recvWr != null) recvWr.close();
     if (wcs != null) wcs.close();
+  }
+
+  /** The ring's memory is freed: its share of the budget goes back. */
+  void ringFreed() {
+    if (ringReservation != null) ringReservation.close();
   }
 
   @Override

@@ -44,8 +44,9 @@ final class LeasedRing {
   private final Lease[] leases;
   private final AtomicInteger references = new AtomicInteger(1);
   private final AtomicBoolean wakePending = new AtomicBoolean();
+  private final Runnable freed;
   private volatile Runnable wake; // null once the stage is gone
-  private volatile boolean freed;
+  private volatile boolean memoryFreed;
 
   // the stage's thread only
   private long delivered; // writes lent or skipped: the next is in slot delivered % slots
@@ -54,10 +55,12 @@ final class LeasedRing {
   /**
    * Takes over {@code memory}, {@code slots} slots of {@code slotSize} bytes written by
    * {@code peer} (for messages); {@code wake} runs, in the releasing thread, when a release may
-   * let {@link #reclaim} advance.
+   * let {@link #reclaim} advance; {@code freed} runs once the memory is freed.
    */
-  LeasedRing(OffHeapBuffer memory, int slots, int slotSize, String peer, Runnable wake) {
+  LeasedRing(OffHeapBuffer memory, int slots, int slotSize, String peer, Runnable wake,
+      Runnable freed) {
     this.memory = memory;
+    this.freed = freed;
     this.peer = peer;
     this.wake = wake;
     leases = new Lease[slots];
@@ -131,13 +134,14 @@ final class LeasedRing {
 
   private void unreference() {
     if (references.decrementAndGet() != 0) return;
-    freed = true;
+    memoryFreed = true;
     memory.close();
+    freed.run();
   }
 
   /** The memory has been freed (for tests). */
   boolean freed() {
-    return freed;
+    return memoryFreed;
   }
 
   /** A slot's lease, reused for every write into it. */

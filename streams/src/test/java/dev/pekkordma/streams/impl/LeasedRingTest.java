@@ -20,7 +20,9 @@ class LeasedRingTest {
 
   final OffHeapBuffer memory = OffHeapBuffer.allocate(SLOTS * SLOT);
   final AtomicInteger wakes = new AtomicInteger();
-  final LeasedRing ring = new LeasedRing(memory, SLOTS, SLOT, "the test", wakes::incrementAndGet);
+  final AtomicInteger frees = new AtomicInteger();
+  final LeasedRing ring = new LeasedRing(memory, SLOTS, SLOT, "the test", wakes::incrementAndGet,
+      frees::incrementAndGet);
 
   @Test
   void aLeaseViewsItsSlotReadOnlyFromZeroToTheBytesWritten() {
@@ -127,6 +129,7 @@ class LeasedRingTest {
     assertEquals(0, wakes.get(), "no wakes for a stage that is gone");
     a.release();
     assertTrue(ring.freed(), "the last release frees the ring");
+    assertEquals(1, frees.get(), "and says so once (the budget gets the bytes back)");
     assertThrows(IllegalStateException.class, () -> memory.address());
     assertThrows(IllegalStateException.class, a::release);
   }

@@ -1,0 +1,238 @@
+package dev.pekkordma.benchmarks;
+
+import com.typesafe.config.ConfigFactory;
+import java.io.PrintStream;
+import java.lang.management.BufferPoolMXBean;
+import java.lang.management.ManagementFactory;
+import java.net.InetSocketAddress;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.pekko.Done;
+import org.apache.pekko.actor.ActorSystem;
+import org.apache.pekko.japi.Pair;
+import org.apache.pekko.stream.javadsl.Flow;
+import org.apache.pekko.stream.javadsl.Keep;
+import org.apache.pekko.stream.javadsl.Sink;
+import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.util.ByteString;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * Many connections at once, server and client in this JVM, for each N: how long a connection
+ * takes to open (all N opened with at most {@code --concurrency} in flight), what N idle
+ * connections cost (registered and direct memory, threads, CPU while idle), and how many
+ * 64-byte messages the N of them echo per second when they all send at once. A failure (a
+ * refused connect, too many open files) ends that N and is reported with how far it got.
+ */
+@Command(name = "scale-bench", mixinStandardHelpOptions = true,
+    description = "N echo connections of Pekko Streams Tcp (or the RDMA streams layer) in one"
+        + " JVM: connect time, memory, threads, idle CPU and echo rate.")
+public final class ScaleBench implements Callable<Integer> {
+  static final String HEADER = String.format("%-13s %7s %7s %10s %10s %11s %11s %8s %8s %12s  %s",
+      "transport", "N", "opened", "conn_us", "p99_us", "reg_B/conn", "dir_B/conn", "threads",
+      "idle_cpu", "echo_msg/s", "first failure");
+
+  @Option(names = "--transport", defaultValue = "tcp",
+      description = "tcp: Pekko Streams Tcp; rdma: RdmaStreams (default: ${DEFAULT-VALUE}).")
+  String transport;
+
+  @Option(names = "--provider", defaultValue = "soft",
+      description = "The RDMA provider for --transport rdma (default: ${DEFAULT-VALUE}).")
+  String provider;
+
+  @Option(names = "--host", defaultValue = "127.0.0.1",
+      description = "The address the server binds (default: ${DEFAULT-VALUE}).")
+  String host;
+
+  @Option(names = {"-N", "--connections"}, split = ",", defaultValue = "1,100,1000,10000",
+      description = "Connection counts, one run each (default: ${DEFAULT-VALUE}).")
+  List<Integer> counts;
+
+  @Option(names = "--concurrency", defaultValue = "1000",
+      description = "Connects in flight at once (default: ${DEFAULT-VALUE}).")
+  int concurrency;
+
+  @Option(names = "--messages", defaultValue = "200000",
+      description = "Messages echoed in all per N, spread over the connections, at least one"
+          + " each (default: ${DEFAULT-VALUE}).")
+  int messages;
+
+  @Option(names = {"-s", "--size"}, defaultValue = "64",
+      description = "Message size in bytes (default: ${DEFAULT-VALUE}).")
+  int size;
+
+  @Option(names = "--idle-seconds", defaultValue = "2",
+      description = "How long the idle CPU is measured (default: ${DEFAULT-VALUE}).")
+  int idleSeconds;
+
+  @Option(names = "--config", defaultValue = "",
+      description = "Extra configuration (HOCON) for the actor system.")
+  String extraConfig;
+
+  private final PrintStream out;
+
+  ScaleBench() {
+    this(System.out);
+  }
+
+  ScaleBench(PrintStream out) {
+    this.out = out;
+  }
+
+  public static void main(String[] args) {
+    System.exit(new CommandLine(new ScaleBench()).execute(args));
+  }
+
+  @Override
+  public Integer call() throws Exception {
+    Transport t = StreamBench.transport(transport);
+    out.println(StreamBench.RULE);
+    out.println(" Scaling: N echo connections, server and client in this JVM (" + t.name()
+        + (t instanceof RdmaTransport ? ", " + provider + " provider" : "") + ")");
+    out.println(" Java " + System.getProperty("java.version") + ", "
+        + Runtime.getRuntime().availableProcessors() + " cores, max heap "
+        + Runtime.getRuntime().maxMemory() / (1 << 20) + " MiB; " + size + "-byte messages, "
+        + concurrency + " connects in flight at most");
+    out.println(StreamBench.RULE);
+    out.println(HEADER);
+    for (int n : counts) {
+      out.println(run(t, n).line());
+      out.flush();
+    }
+    out.println(StreamBench.RULE);
+    return 0;
+  }
+
+  /** One N's figures. */
+  record Result(String transport, int n, int opened, double connectMicros, double p99Micros,
+      long registeredPerConnection, long directPerConnection, int threads, double idleCpu,
+      double echoRate, String failure) {
+    String line() {
+      return String.format("%-13s %7d %7d %10.1f %10.1f %11d %11d %8d %7.1f%% %12.0f  %s",
+          transport, n, opened, connectMicros, p99Micros, registeredPerConnection,
+          directPerConnection, threads, idleCpu, echoRate, failure == null ? "-" : failure);
+    }
+  }
+
+  private Result run(Transport t, int n) throws Exception {
+    ActorSystem system = ActorSystem.create("scale-bench", ConfigFactory.parseString(
+        "pekko.loglevel = ERROR\npekko.stdout-loglevel = ERROR\npekko-rdma.provider = " + provider
+            + "\n" + extraConfig).withFallback(ConfigFactory.load()));
+    try {
+      InetSocketAddress server = t.bind(system, host, () -> Flow.<ByteString>create())
+          .toCompletableFuture().get(30, TimeUnit.SECONDS);
+      System.gc();
+      Footprint before = Footprint.now(t, system);
+      int perConnection = Math.max(1, messages / n);
+      ByteString message = ByteString.fromArray(new byte[size]);
+      CompletableFuture<Done> go = new CompletableFuture<>();
+      List<CompletableFuture<Long>> echoed = new ArrayList<>(n);
+      long[] connectNanos = new long[n];
+      Semaphore inFlight = new Semaphore(concurrency);
+      AtomicReference<Throwable> failure = new AtomicReference<>();
+      long start = System.nanoTime();
+      int opened = 0;
+      List<CompletableFuture<?>> connects = new ArrayList<>(n);
+      for (int i = 0; i < n && failure.get() == null; i++) {
+        inFlight.acquire();
+        if (failure.get() != null) break;
+        int index = i;
+        long began = System.nanoTime();
+        Flow<ByteString, ByteString, ? extends CompletionStage<?>> flow = t.outgoing(system, server);
+        Pair<? extends CompletionStage<?>, CompletionStage<Long>> m =
+            Source.completionStage(go).flatMapConcat(d -> Source.repeat(message).take(perConnection))
+                .viaMat(flow, Keep.right())
+                .toMat(Sink.fold(0L, (sum, b) -> sum + b.size()), Keep.both())
+                .run(system);
+        CompletableFuture<?> c = m.first().toCompletableFuture().whenComplete((ok, e) -> {
+          connectNanos[index] = System.nanoTime() - began;
+          if (e != null) failure.compareAndSet(null, e);
+          inFlight.release();
+        });
+        connects.add(c);
+        echoed.add(m.second().toCompletableFuture());
+      }
+      for (CompletableFuture<?> c : connects) {
+        try {
+          c.get(120, TimeUnit.SECONDS);
+          opened++;
+        } catch (Exception e) {
+          failure.compareAndSet(null, e);
+        }
+      }
+      long connectTime = System.nanoTime() - start;
+      Thread.sleep(500);
+      System.gc();
+      Footprint idle = Footprint.now(t, system);
+      double idleCpu = idle.cpuPercentOver(idleSeconds);
+      double rate = 0;
+      if (failure.get() == null) {
+        long sent = System.nanoTime();
+        go.complete(Done.getInstance());
+        long expected = (long) perConnection * size;
+        for (CompletableFuture<Long> e : echoed) {
+          long got = e.get(300, TimeUnit.SECONDS);
+          if (got != expected) {
+            throw new IllegalStateException("a connection echoed " + got + " of " + expected
+                + " bytes");
+          }
+        }
+        rate = (double) perConnection * n / ((System.nanoTime() - sent) / 1e9);
+      } else {
+        go.completeExceptionally(new IllegalStateException("the run failed"));
+      }
+      long[] sorted = Arrays.copyOf(connectNanos, opened);
+      Arrays.sort(sorted);
+      int counted = Math.max(1, opened);
+      return new Result(t.name(), n, opened, connectTime / 1e3 / counted,
+          opened == 0 ? 0 : sorted[(int) Math.min(opened - 1, Math.ceil(opened * 0.99) - 1)] / 1e3,
+          (idle.registered - before.registered) / counted, (idle.direct - before.direct) / counted,
+          idle.threads, idleCpu, rate, describe(failure.get()));
+    } finally {
+      system.terminate();
+      system.getWhenTerminated().toCompletableFuture().get(120, TimeUnit.SECONDS);
+    }
+  }
+
+  private static String describe(Throwable e) {
+    if (e == null) return null;
+    Throwable root = e;
+    while ((root instanceof java.util.concurrent.ExecutionException
+        || root instanceof java.util.concurrent.CompletionException) && root.getCause() != null) {
+      root = root.getCause();
+    }
+    String text = root.getClass().getSimpleName() + ": " + root.getMessage();
+    return text.replace('\n', ' ');
+  }
+
+  /** What the process holds at one moment. */
+  record Footprint(long registered, long direct, int threads) {
+    static Footprint now(Transport t, ActorSystem system) {
+      long direct = 0;
+      for (BufferPoolMXBean b : ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class)) {
+        if (b.getName().equals("direct")) direct = b.getMemoryUsed();
+      }
+      return new Footprint(t.registeredBytes(system), direct,
+          ManagementFactory.getThreadMXBean().getThreadCount());
+    }
+
+    /** The process's CPU use over the next {@code seconds}, in percent of one core. */
+    double cpuPercentOver(int seconds) throws InterruptedException {
+      com.sun.management.OperatingSystemMXBean os = (com.sun.management.OperatingSystemMXBean)
+          ManagementFactory.getOperatingSystemMXBean();
+      long cpu = os.getProcessCpuTime();
+      long wall = System.nanoTime();
+      Thread.sleep(seconds * 1000L);
+      return 100.0 * (os.getProcessCpuTime() - cpu) / (System.nanoTime() - wall);
+    }
+  }
+}
