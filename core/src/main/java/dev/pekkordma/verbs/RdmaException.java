@@ -17,6 +17,7 @@ public class RdmaException extends RuntimeException {
   public static final int ENOSPC = 28;
   public static final int EOPNOTSUPP = 95;
   public static final int EADDRINUSE = 98;
+  public static final int EADDRNOTAVAIL = 99;
   public static final int ECONNREFUSED = 111;
   public static final int ETIMEDOUT = 110;
 

@@ -21,10 +21,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The passive side of a listening id: accepts TCP connections, gives each a thread of the
- * provider's pool to run TLS (when on) and read its REQ within the connect timeout, and hands a
- * valid request to the listening id. Until its REQ has come, a connection is nobody's: whatever
- * goes wrong is logged as a refusal naming the peer, and the connection closed.
+ * The passive side of a listening id: accepts links (TCP connections), gives each a thread of the
+ * provider's pool to run TLS (when on) and read its first REQ within the connect timeout, then
+ * reads the link ({@link CmLink}), handing each request to the listening id. Until its first REQ
+ * has come, a link is nobody's: whatever goes wrong is logged as a refusal naming the peer, and
+ * the link closed.
  */
 final class CmListener {
   private static final Logger log = LoggerFactory.getLogger(CmListener.class);
@@ -117,7 +118,7 @@ final class CmListener {
       return;
     }
     handshaking.add(s);
-    if (!resources.start("soft-cm-conn-" + server.getLocalPort() + "-" + s.getPort(),
+    if (!resources.start("soft-cm-link-" + server.getLocalPort() + "-" + s.getPort(),
         () -> serve(s, peer))) {
       handshaking.remove(s);
       pending.decrementAndGet();
@@ -143,7 +144,7 @@ final class CmListener {
       if (decided.compareAndSet(false, true)) refuse(raw, peer, overdue);
     }, limit);
     CmSocket c = null;
-    CmMessage req;
+    CmMessage.Framed req;
     try {
       raw.setTcpNoDelay(true);
       raw.setSoTimeout(CmChecks.millis(limit.multipliedBy(2))); // in case the channel closed
@@ -153,8 +154,8 @@ final class CmListener {
             SoftTls.peerIdentity(c.socket));
       }
       req = c.read();
-      if (req.kind() != CmMessage.Kind.REQ) {
-        throw new ProtocolException("expected REQ, got " + req.kind());
+      if (req.message().kind() != CmMessage.Kind.REQ) {
+        throw new ProtocolException("expected REQ, got " + req.message().kind());
       }
       if (!decided.compareAndSet(false, true)) throw new EOFException("closed by the deadline");
       raw.setSoTimeout(0);
@@ -172,13 +173,17 @@ final class CmListener {
       handshaking.remove(raw);
       pending.decrementAndGet();
     }
-    SoftCmId id = owner.offer(c, req);
-    if (id == null) {
-      c.trySend(CmMessage.rej(CmEvent.REJECT_NO_LISTENER, null));
-      c.close();
-      return;
+    CmLink.passive(c, this::request, resources).runPassive(req);
+  }
+
+  /** A REQ opening conversation {@code n} on {@code link}: the listening id's, or REJ. */
+  private void request(CmLink link, int n, CmMessage req) {
+    if (owner.offer(link, n, req) != null) return;
+    if (!stopped && owner.state() == CmState.LISTEN) {
+      log.warn("soft CM listener {}: rejected a connection from {}: {}", address, link.peer,
+          resources.refusal());
     }
-    new CmConversation(id).readLoop(c);
+    link.send(n, CmMessage.rej(CmEvent.REJECT_NO_LISTENER, null));
   }
 
   @Override

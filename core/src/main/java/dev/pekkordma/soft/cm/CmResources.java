@@ -14,9 +14,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * What all CM ids of one software provider share: the TLS every connection goes through, the
- * bounds a peer cannot push past, and the bounded pool of threads that read connections (one
- * per connection, from its TCP connect or accept to its end).
+ * What all CM ids of one software provider share: the TLS every link goes through, the bounds a
+ * peer cannot push past, the active side's links, and the bounded pool of threads that read and
+ * write links (two per link, from its TCP connect or accept to its end).
  */
 public final class CmResources {
   static final String MAX_CONNECTIONS = "pekko-rdma.cm.max-connections";
@@ -29,7 +29,10 @@ public final class CmResources {
   final int maxPendingHandshakes;
   final int maxConnections;
   final Duration connectTimeout;
+  final CmLinks outgoing = new CmLinks(this);
   private final ThreadPoolExecutor threads;
+  private final AtomicInteger links = new AtomicInteger();
+  private final AtomicInteger conversations = new AtomicInteger();
   private final AtomicBoolean warnedInTheClear = new AtomicBoolean();
 
   /** Reads the CM's bounds and sets up TLS ({@link SoftTls#from}) from {@code settings}. */
@@ -44,8 +47,8 @@ public final class CmResources {
     connectTimeout = settings.cmConnectTimeout();
     String prefix = "soft-cm-pool-" + POOLS.incrementAndGet() + "-";
     AtomicInteger n = new AtomicInteger();
-    // no queue: a connection gets a thread at once or is refused
-    threads = new ThreadPoolExecutor(0, maxConnections, 10, TimeUnit.SECONDS,
+    // no queue: a link gets its threads (a reader and a writer) at once or is refused
+    threads = new ThreadPoolExecutor(0, 2 * maxConnections, 10, TimeUnit.SECONDS,
         new SynchronousQueue<>(), r -> {
           Thread t = new Thread(r, prefix + n.incrementAndGet());
           t.setDaemon(true);
@@ -54,11 +57,34 @@ public final class CmResources {
   }
 
   /**
-   * Runs a connection's {@code body} on a thread of the pool, named {@code name} meanwhile;
-   * false when {@value #MAX_CONNECTIONS} connections are being read already (or the provider
-   * closed): see {@link #refusal}.
+   * Runs a link's reading {@code body} on a thread of the pool, named {@code name} meanwhile;
+   * false when {@value #MAX_CONNECTIONS} links are being read already (or the provider closed):
+   * see {@link #refusal}.
    */
   boolean start(String name, Runnable body) {
+    if (links.incrementAndGet() > maxConnections) {
+      links.decrementAndGet();
+      return false;
+    }
+    if (run(name, () -> {
+      try {
+        body.run();
+      } finally {
+        links.decrementAndGet();
+      }
+    })) {
+      return true;
+    }
+    links.decrementAndGet();
+    return false;
+  }
+
+  /** Runs a link's writing {@code body}: each read link has one, so no bound of its own. */
+  boolean startWriter(String name, Runnable body) {
+    return run(name, body);
+  }
+
+  private boolean run(String name, Runnable body) {
     try {
       threads.execute(() -> {
         Thread t = Thread.currentThread();
@@ -79,10 +105,23 @@ public final class CmResources {
     }
   }
 
-  /** Why {@link #start} said no, naming the setting. */
+  /** Why {@link #start} or {@link #openConversation} said no, naming the setting. */
   String refusal() {
     return threads.isShutdown() ? "the provider is closed"
         : maxConnections + " CM connections are open already (" + MAX_CONNECTIONS + ")";
+  }
+
+  /** Counts a new CM connection; false when {@value #MAX_CONNECTIONS} are open already. */
+  boolean openConversation() {
+    if (threads.isShutdown()) return false;
+    if (conversations.incrementAndGet() <= maxConnections) return true;
+    conversations.decrementAndGet();
+    return false;
+  }
+
+  /** A CM connection counted by {@link #openConversation} is over. */
+  void closeConversation() {
+    conversations.decrementAndGet();
   }
 
   /**

@@ -10,9 +10,8 @@ import java.net.Socket;
 import java.net.SocketException;
 
 /**
- * One CM connection's socket (TLS or plain) and its framed streams. Reads happen on the
- * connection's own thread, writes under its id's monitor; each frame we send is small and a
- * connection sends only a few, so a write never waits on a peer that does not read.
+ * A {@link CmLink}'s socket (TLS or plain) and its framed streams: the link's reading thread
+ * reads, its writing thread writes.
  */
 final class CmSocket implements AutoCloseable {
   final Socket socket;
@@ -24,8 +23,8 @@ final class CmSocket implements AutoCloseable {
   private CmSocket(Socket socket) throws IOException {
     this.socket = socket;
     this.peer = describe(socket);
-    in = new DataInputStream(new BufferedInputStream(socket.getInputStream(), 1024));
-    out = new DataOutputStream(new BufferedOutputStream(socket.getOutputStream(), 1024));
+    in = new DataInputStream(new BufferedInputStream(socket.getInputStream(), 8192));
+    out = new DataOutputStream(new BufferedOutputStream(socket.getOutputStream(), 8192));
   }
 
   /** Framed streams over {@code s}; closes it when they cannot be had. */
@@ -39,21 +38,14 @@ final class CmSocket implements AutoCloseable {
   }
 
   /** Reads one frame: EOFException at a clean end, ProtocolException for anything malformed. */
-  CmMessage read() throws IOException {
+  CmMessage.Framed read() throws IOException {
     return CmMessage.readFrom(in);
   }
 
-  void send(CmMessage m) throws IOException {
-    m.writeTo(out);
-  }
-
-  /** Sends {@code m} if it can; a peer that is gone shows when the connection is read. */
-  void trySend(CmMessage m) {
-    try {
-      send(m);
-    } catch (IOException e) {
-      // reported by what reads the connection
-    }
+  /** Writes frames made by {@link CmMessage#encode}; {@code flush} sends them. */
+  void write(byte[] frame, boolean flush) throws IOException {
+    out.write(frame);
+    if (flush) out.flush();
   }
 
   /** Ends our direction after a last frame, so that closing cannot reset it away. */

@@ -33,16 +33,16 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * A CM id of the software provider ({@code rdma_cm_id} with RDMA_PS_TCP). Its address is a real
- * TCP address: a listener is a server socket, and a connection is a TCP connection that carries
- * the IB CM's handshake (REQ, REP, RTU, REJ, DREQ, DREP) while the QPs it connects talk through
- * the provider's fabric. The TCP connection also stands for the peer being alive: when it breaks,
- * the peer is gone.
+ * A CM id of the software provider ({@code rdma_cm_id} with RDMA_PS_TCP). A listener's address is
+ * a real TCP address (a server socket); a connection is a conversation on a {@link CmLink}, the
+ * TCP connection that carries the IB CM's handshake (REQ, REP, RTU, REJ, DREQ, DREP) for every
+ * connection between the two processes, while the QPs it connects talk through the provider's
+ * fabric. The link also stands for the peer being alive: when it breaks, the peer is gone.
  *
- * <p>CmState lives under the id's monitor. Each connection has one thread reading its messages,
- * from the provider's bounded pool ({@link CmResources}), a listener one thread accepting
- * ({@link CmListener}); deadlines and short steps run on the channel's thread. Every frame a
- * peer sends is checked before it is acted on; one out of place ends the connection, logged.
+ * <p>CmState lives under the id's monitor. A link's thread hands the id its messages
+ * ({@link CmConversation}), a listener's thread accepts links ({@link CmListener}); deadlines and
+ * short steps run on the channel's thread. Every frame a peer sends is checked before it is
+ * acted on; one out of place ends the connection, logged.
  */
 public final class SoftCmId implements CmId {
   /**
@@ -68,10 +68,14 @@ public final class SoftCmId implements CmId {
   private InetSocketAddress portHeld;
   InetSocketAddress local;
   private InetSocketAddress remote;
-  /** The bound socket: it holds the port, then carries the active side's connection. */
+  /** rdma_bind_addr's socket: it holds the port in this host's port space, for a listen. */
   private Socket socket;
-  /** The connection (over TLS when it is on), once it is up. */
-  CmSocket conn;
+  /** The link the connection's messages go over, and the conversation's number on it. */
+  private CmLink link;
+  private int conversation;
+  private boolean outgoing;
+  private final CmConversation handler = new CmConversation(this);
+  private boolean requestSent;
   private CmListener listener;
   /** A DREQ after the disconnection is answered once; more are out of protocol. */
   boolean answeredLateDreq;
@@ -198,8 +202,12 @@ public final class SoftCmId implements CmId {
     beforeQuery = state;
     setState(CmState.ADDR_QUERY);
     long query = phase;
-    CmChecks.daemon("soft-cm-resolve-" + destination.getPort(),
-        () -> resolve(query, source, destination)).start();
+    if (destination.isUnresolved()) { // a name lookup may block: not on the channel's thread
+      CmChecks.daemon("soft-cm-resolve-" + destination.getPort(),
+          () -> resolve(query, source, destination)).start();
+    } else {
+      channel.schedule(() -> resolve(query, source, destination), Duration.ZERO);
+    }
     channel.schedule(() -> deadline(query), timeout);
   }
 
@@ -224,9 +232,8 @@ public final class SoftCmId implements CmId {
       if (phase != query) return;
       if (beforeQuery == CmState.IDLE) {
         InetAddress ip = from == null || from.isAnyLocalAddress() ? via : from;
-        Socket s;
         try {
-          s = bindSocket("rdma_resolve_addr",
+          portHeld = PortSpace.allocate("rdma_resolve_addr",
               new InetSocketAddress(ip, source == null ? 0 : source.getPort()));
         } catch (RdmaException e) {
           addressError(query, -e.errno());
@@ -235,11 +242,11 @@ public final class SoftCmId implements CmId {
         try {
           attach(ip);
         } catch (RuntimeException e) {
-          unbind(s);
+          PortSpace.release(portHeld);
+          portHeld = null;
           addressError(query, -RdmaException.ENODEV);
           return;
         }
-        socket = s;
         local = portHeld;
       } else if (from.isAnyLocalAddress()) {
         local = new InetSocketAddress(via, portHeld.getPort());
@@ -314,19 +321,37 @@ public final class SoftCmId implements CmId {
     ours = CmChecks.checked(verb, parameters, ConnectionParameters.MAX_CONNECT_PRIVATE_DATA,
         verbs);
     CmQpSteps.requireInit(verb, qp);
-    Socket s = socket;
     InetSocketAddress to = remote;
-    // the thread takes this monitor before it looks at the state, so it sees CONNECTING
-    if (!resources.start("soft-cm-conn-" + local.getPort() + "-" + to.getPort(),
-        () -> new CmConversation(this).runActive(s, to))) {
+    if (!resources.openConversation()) {
       throw new RdmaException(verb, RdmaException.EAGAIN, "cannot connect to "
           + CmSocket.describe(to) + ": " + resources.refusal());
     }
+    CmLinks.Joined joined;
+    try {
+      joined = resources.outgoing.join(local.getAddress(), to, handler);
+    } catch (RuntimeException e) {
+      resources.closeConversation();
+      throw e;
+    }
+    link = joined.link();
+    conversation = 0; // numbered when the REQ goes
+    outgoing = true;
+    requestSent = false;
     psn = newPsn();
     setState(CmState.CONNECTING);
     resources.warnIfInTheClear(to.getAddress(), "connecting to " + CmSocket.describe(to));
     long attempt = phase;
     channel.schedule(() -> deadline(attempt), support.connectTimeout());
+    if (joined.up()) linkUp();
+  }
+
+  /** The link is up: the REQ goes out, once. */
+  synchronized void linkUp() {
+    if (state != CmState.CONNECTING || requestSent || link == null) return;
+    requestSent = true;
+    CmMessage req = CmMessage.req(qp == null ? 0 : qp.qpNum(), psn, support.gid(verbs),
+        activeMtu(), ours, local.getPort());
+    conversation = link.request(handler, req);
   }
 
   /** The active side's REP: the QP goes to RTR and RTS, RTU goes back, and we are connected. */
@@ -342,12 +367,7 @@ public final class SoftCmId implements CmId {
         return false;
       }
     }
-    try {
-      conn.send(CmMessage.bare(CmMessage.Kind.RTU));
-    } catch (IOException e) {
-      end(CmState.CONNECT_ERROR, -ECONNRESET, null, null);
-      return false;
-    }
+    trySend(CmMessage.bare(CmMessage.Kind.RTU));
     setState(CmState.ESTABLISHED);
     post(CmEventType.ESTABLISHED, 0, rep.privateData(), rep.asSeenByReceiver());
     return true;
@@ -355,17 +375,22 @@ public final class SoftCmId implements CmId {
 
   // ---- the passive side (CmListener accepts and reads the REQ)
 
-  /** The new id for a request, posted as CONNECT_REQUEST; null when no longer listening. */
-  synchronized SoftCmId offer(CmSocket c, CmMessage req) {
+  /**
+   * The new id for a request, conversation {@code n} on {@code link}, posted as CONNECT_REQUEST;
+   * null when no longer listening or past {@value CmResources#MAX_CONNECTIONS}.
+   */
+  synchronized SoftCmId offer(CmLink link, int n, CmMessage req) {
     if (state != CmState.LISTEN) return null;
+    if (!resources.openConversation()) return null;
     SoftCmId id;
     try {
       id = channel.newId(context, "rdma_listen");
     } catch (RdmaException e) {
+      resources.closeConversation();
       return null; // the channel closed
     }
     try {
-      id.adopt(c, req);
+      id.adopt(link, n, req);
     } catch (RuntimeException e) {
       id.close();
       return null;
@@ -376,12 +401,15 @@ public final class SoftCmId implements CmId {
     return id;
   }
 
-  private synchronized void adopt(CmSocket c, CmMessage req) {
-    conn = c;
-    local = (InetSocketAddress) c.socket.getLocalSocketAddress();
-    remote = (InetSocketAddress) c.socket.getRemoteSocketAddress();
+  private synchronized void adopt(CmLink l, int n, CmMessage req) {
+    link = l;
+    conversation = n;
+    outgoing = false;
+    local = l.localAddress();
+    remote = new InetSocketAddress(l.remoteAddress().getAddress(), req.port());
     request = req;
-    attach(c.socket.getLocalAddress());
+    l.register(n, handler);
+    attach(local.getAddress());
     setState(CmState.CONNECT_REQUEST);
   }
 
@@ -404,12 +432,8 @@ public final class SoftCmId implements CmId {
     }
     ours = p;
     psn = newPsn();
-    try {
-      conn.send(CmMessage.rep(qp == null ? 0 : qp.qpNum(), psn, support.gid(verbs), mtu, p));
-    } catch (IOException e) {
-      end(CmState.CONNECT_ERROR, -ECONNRESET, null, null);
-      return;
-    }
+    trySend(CmMessage.rep(qp == null ? 0 : qp.qpNum(), psn, support.gid(verbs), mtu, p,
+        local.getPort()));
     setState(CmState.ACCEPTING);
     long attempt = phase;
     channel.schedule(() -> deadline(attempt), support.connectTimeout());
@@ -443,13 +467,8 @@ public final class SoftCmId implements CmId {
           + ConnectionParameters.MAX_REJECT_PRIVATE_DATA);
     }
     setState(CmState.REJECTED);
-    try {
-      conn.send(CmMessage.rej(CmEvent.REJECT_CONSUMER_DEFINED, data));
-      // the requester closes on REJ; closing first could reset the REJ away
-      conn.shutdownOutput();
-    } catch (IOException e) {
-      closeSocket(); // the requester is gone already
-    }
+    trySend(CmMessage.rej(CmEvent.REJECT_CONSUMER_DEFINED, data));
+    leaveLink(); // the requester's conversation ends with the REJ
   }
 
   // ---- disconnecting
@@ -466,12 +485,7 @@ public final class SoftCmId implements CmId {
     expect(verb, "ESTABLISHED", CmState.ESTABLISHED);
     CmQpSteps.flush(qp); // as rdma_disconnect does, before it sends DREQ
     setState(CmState.DISCONNECTING);
-    try {
-      conn.send(CmMessage.bare(CmMessage.Kind.DREQ));
-    } catch (IOException e) {
-      disconnected();
-      return;
-    }
+    trySend(CmMessage.bare(CmMessage.Kind.DREQ));
     long attempt = phase;
     channel.schedule(() -> deadline(attempt), support.connectTimeout());
   }
@@ -524,12 +538,13 @@ public final class SoftCmId implements CmId {
   }
 
   /**
-   * Drops the TCP connection with a reset and without a DREQ, as a process that dies would; this
-   * id reports nothing more about it. For tests that need a vanishing peer.
+   * Drops the link with a TCP reset and without a DREQ, as a process that dies would: every
+   * connection on it loses its peer; this id reports nothing more about it. For tests that need
+   * a vanishing peer.
    */
   synchronized void drop() {
     setState(CmState.DISCONNECTED);
-    if (conn != null) conn.reset();
+    if (link != null) link.reset();
     closeSocket();
   }
 
@@ -672,12 +687,26 @@ public final class SoftCmId implements CmId {
     return verbs.queryPort(1).activeMtu();
   }
 
+  /** Queues {@code m} for the peer; a peer that is gone shows when its link breaks. */
   void trySend(CmMessage m) {
-    if (conn != null) conn.trySend(m); // a peer that is gone shows when the connection is read
+    if (link != null && conversation != 0) link.send(conversation, m);
+  }
+
+  /** The conversation is over on this side: the link forgets it (and may close). */
+  void leaveLink() {
+    CmLink l = link;
+    if (l == null) return;
+    link = null;
+    if (outgoing) {
+      resources.outgoing.leave(l, handler, conversation);
+    } else {
+      l.forget(handler, conversation);
+    }
+    resources.closeConversation();
   }
 
   void closeSocket() {
-    closeQuietly(conn);
+    leaveLink();
     closeQuietly(socket);
   }
 

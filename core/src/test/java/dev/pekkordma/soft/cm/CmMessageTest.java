@@ -18,14 +18,18 @@ import org.junit.jupiter.api.Test;
 class CmMessageTest {
   private static final Gid GID = Gid.parse("fe80::1234:5678");
 
+  private static final int CONVERSATION = 0x1234567;
+
   private static byte[] encode(CmMessage m) throws IOException {
     ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-    m.writeTo(new DataOutputStream(bytes));
+    m.writeTo(new DataOutputStream(bytes), CONVERSATION);
     return bytes.toByteArray();
   }
 
   private static CmMessage decode(byte[] frame) throws IOException {
-    return CmMessage.readFrom(new DataInputStream(new ByteArrayInputStream(frame)));
+    CmMessage.Framed f = CmMessage.readFrom(new DataInputStream(new ByteArrayInputStream(frame)));
+    assertEquals(CONVERSATION, f.conversation(), "the frame's conversation");
+    return f.message();
   }
 
   private static byte[] bytes(int n) {
@@ -37,7 +41,7 @@ class CmMessageTest {
   @Test
   void reqAndRepKeepEveryField() throws IOException {
     ConnectionParameters p = new ConnectionParameters(bytes(56), 3, 5, 6, 2);
-    CmMessage req = CmMessage.req(0xabcdef, 0x123456, GID, Mtu.MTU_2048, p);
+    CmMessage req = CmMessage.req(0xabcdef, 0x123456, GID, Mtu.MTU_2048, p, 50001);
     CmMessage back = decode(encode(req));
     assertEquals(CmMessage.Kind.REQ, back.kind());
     assertEquals(0xabcdef, back.qpn());
@@ -49,9 +53,10 @@ class CmMessageTest {
     assertEquals(6, back.retryCount());
     assertEquals(2, back.rnrRetryCount());
     assertArrayEquals(bytes(56), back.privateData());
+    assertEquals(50001, back.port());
 
     CmMessage rep = CmMessage.rep(0, 7, GID, Mtu.MTU_4096, new ConnectionParameters(bytes(196),
-        1, 0, 7, 7));
+        1, 0, 7, 7), 65535);
     CmMessage repBack = decode(encode(rep));
     assertEquals(CmMessage.Kind.REP, repBack.kind());
     assertEquals(0, repBack.qpn());
@@ -61,7 +66,7 @@ class CmMessageTest {
   @Test
   void receiverSeesTheRequestersDepthsSwapped() {
     CmMessage req = CmMessage.req(1, 2, GID, Mtu.MTU_1024,
-        new ConnectionParameters(bytes(3), 4, 9, 5, 6));
+        new ConnectionParameters(bytes(3), 4, 9, 5, 6), 1);
     ConnectionParameters seen = req.asSeenByReceiver();
     assertEquals(9, seen.responderResources());
     assertEquals(4, seen.initiatorDepth());
@@ -79,7 +84,7 @@ class CmMessageTest {
     for (CmMessage.Kind k : new CmMessage.Kind[] {CmMessage.Kind.RTU, CmMessage.Kind.DREQ,
         CmMessage.Kind.DREP}) {
       byte[] frame = encode(CmMessage.bare(k));
-      assertEquals(4 + 5, frame.length, k + " is a bare frame");
+      assertEquals(4 + CmMessage.HEADER, frame.length, k + " is a bare frame");
       assertEquals(k, decode(frame).kind());
     }
   }
@@ -88,13 +93,13 @@ class CmMessageTest {
   void privateDataBeyondLibrdmacmsLimitsIsRefusedBothWays() throws IOException {
     ConnectionParameters big = new ConnectionParameters(bytes(57), 1, 1, 7, 7);
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-        () -> encode(CmMessage.req(1, 1, GID, Mtu.MTU_1024, big)));
+        () -> encode(CmMessage.req(1, 1, GID, Mtu.MTU_1024, big, 1)));
     assertTrue(e.getMessage().contains("at most 56"), e.getMessage());
     assertThrows(IllegalArgumentException.class, () -> encode(CmMessage.rej(28, bytes(149))));
 
     // a REQ claiming 57 bytes of private data, written by hand
     byte[] frame = encode(CmMessage.req(1, 1, GID, Mtu.MTU_1024,
-        new ConnectionParameters(bytes(56), 1, 1, 7, 7)));
+        new ConnectionParameters(bytes(56), 1, 1, 7, 7), 1));
     byte[] longer = Arrays.copyOf(frame, frame.length + 1);
     longer[3] += 1; // frame length
     longer[frame.length - 57] = 57; // private data length
@@ -104,7 +109,8 @@ class CmMessageTest {
 
   @Test
   void malformedFramesAreProtocolErrors() throws IOException {
-    byte[] good = encode(CmMessage.req(1, 1, GID, Mtu.MTU_1024, ConnectionParameters.defaults()));
+    byte[] good = encode(CmMessage.req(1, 1, GID, Mtu.MTU_1024, ConnectionParameters.defaults(),
+        1));
 
     byte[] badMagic = good.clone();
     badMagic[4] ^= 0x55;
@@ -118,7 +124,7 @@ class CmMessageTest {
 
     byte[] huge = {0x7f, 0, 0, 0};
     assertTrue(assertThrows(ProtocolException.class, () -> decode(huge)).getMessage()
-        .contains("bytes (valid: 5 to 512)"));
+        .contains("bytes (valid: 9 to 512)"));
 
     // the length says less than the REQ's fields need
     byte[] shortReq = Arrays.copyOf(good, 4 + 12);
@@ -127,7 +133,7 @@ class CmMessageTest {
         .contains("truncated"));
 
     byte[] badMtu = good.clone();
-    badMtu[4 + 5 + 8 + 16] = 9;
+    badMtu[4 + CmMessage.HEADER + 8 + 16] = 9;
     assertTrue(assertThrows(ProtocolException.class, () -> decode(badMtu)).getMessage()
         .contains("MTU"));
 
@@ -135,6 +141,13 @@ class CmMessageTest {
     trailing[3] += 2;
     assertTrue(assertThrows(ProtocolException.class, () -> decode(trailing)).getMessage()
         .contains("2 bytes too many"));
+
+    byte[] portZero = good.clone();
+    int port = 4 + CmMessage.HEADER + 8 + 16 + 5;
+    portZero[port] = 0;
+    portZero[port + 1] = 0;
+    assertTrue(assertThrows(ProtocolException.class, () -> decode(portZero)).getMessage()
+        .contains("port 0"));
 
     // a connection that ends mid-frame is an EOF, not a protocol error
     assertThrows(EOFException.class, () -> decode(Arrays.copyOf(good, good.length - 1)));

@@ -11,10 +11,15 @@ import java.util.Arrays;
 /**
  * CM frames written byte by byte as a peer would, independently of {@link CmMessage}'s own
  * writer, so that tests can send what it would never write: each frame is a 4-byte length, the
- * magic, the kind and the kind's fields.
+ * magic, the kind, the conversation ({@link #CONVERSATION} unless a test says otherwise) and the
+ * kind's fields.
  */
 final class Frames {
-  static final int MAGIC = 0x73434d31;
+  static final int MAGIC = 0x73434d32;
+  /** The conversation a test's frames belong to: the first on its link. */
+  static final int CONVERSATION = 1;
+  /** The port a test's REQ and REP name as their sender's. */
+  static final int PORT = 0x4321;
   static final int REQ = 1, REP = 2, RTU = 3, REJ = 4, DREQ = 5, DREP = 6;
   static final int MAX_REQ_DATA = 56, MAX_REP_DATA = 196, MAX_REJ_DATA = 148;
 
@@ -31,6 +36,7 @@ final class Frames {
       body.writeByte(1); // initiator depth
       body.writeByte(retry);
       body.writeByte(rnr);
+      body.writeShort(PORT);
       body.writeByte(data.length);
       body.write(data);
     });
@@ -60,13 +66,18 @@ final class Frames {
     void write(DataOutputStream body) throws IOException;
   }
 
-  /** length, magic, kind, then the body: the length counts magic, kind and body. */
+  /** length, magic, kind, conversation, then the body: the length counts all but itself. */
   static byte[] frame(int magic, int kind, Body body) {
+    return frame(magic, kind, CONVERSATION, body);
+  }
+
+  static byte[] frame(int magic, int kind, int conversation, Body body) {
     try {
       ByteArrayOutputStream inner = new ByteArrayOutputStream();
       DataOutputStream d = new DataOutputStream(inner);
       d.writeInt(magic);
       d.writeByte(kind);
+      d.writeInt(conversation);
       body.write(d);
       return withLength(inner.size(), inner.toByteArray());
     } catch (IOException e) {
@@ -101,7 +112,7 @@ final class Frames {
   static int readKind(InputStream in) throws IOException {
     DataInputStream d = new DataInputStream(in);
     int length = d.readInt();
-    if (length < 5 || length > 512) throw new IOException("frame of " + length + " bytes");
+    if (length < 9 || length > 512) throw new IOException("frame of " + length + " bytes");
     byte[] frame = new byte[length];
     d.readFully(frame);
     return frame[4];

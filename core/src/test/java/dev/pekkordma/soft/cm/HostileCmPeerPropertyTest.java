@@ -101,7 +101,7 @@ class HostileCmPeerPropertyTest {
       throws IOException {
     int mark = logs.mark();
     try (Socket s = HostileCmPeerTest.raw(listener)) {
-      Expected expected = Model.run(St.PRE_REQ, talk);
+      Expected expected = Model.run(St.PRE_REQ, talk, true);
       talk.sendAndEnd(s);
       HostileCmPeerTest.awaitClosedByPeer(s);
       checkEventsAndLog(server, expected, s, null, mark);
@@ -118,7 +118,7 @@ class HostileCmPeerPropertyTest {
       assertEquals(CmEventType.CONNECT_REQUEST, request.type(), request.toString());
       request.id().accept(ConnectionParameters.defaults());
       assertEquals(Frames.REP, Frames.readKind(s.getInputStream()));
-      Expected expected = Model.run(St.ACCEPTING, talk);
+      Expected expected = Model.run(St.ACCEPTING, talk, true);
       talk.sendAndEnd(s);
       HostileCmPeerTest.awaitClosedByPeer(s);
       checkEventsAndLog(server, expected, s, request.id(), mark);
@@ -133,7 +133,7 @@ class HostileCmPeerPropertyTest {
       CmId c = CmFixture.resolved(client, fake.address());
       c.connect(ConnectionParameters.defaults());
       try (Socket s = fake.acceptRequest()) {
-        Expected expected = Model.run(St.CONNECTING, talk);
+        Expected expected = Model.run(St.CONNECTING, talk, false);
         talk.sendAndEnd(s);
         HostileCmPeerTest.awaitClosedByPeer(s);
         checkEventsAndLog(client, expected, null, c, mark);
@@ -386,18 +386,33 @@ class HostileCmPeerPropertyTest {
 
   record Expected(List<Ev> events, boolean refused) {}
 
-  /** The soft CM's states as the IB CM defines them, for a peer that only talks. */
+  /**
+   * The soft CM's states as the IB CM defines them, for a peer that only talks. The conversation
+   * rides a link: once it is over, a {@code passive} side (a listener's link) still reads the
+   * link, where a frame for the ended conversation is dropped and anything else (a malformed
+   * frame, a REQ reusing its number) is refused; the active side closes its link and reads no
+   * more.
+   */
   static final class Model {
     private Model() {}
 
-    static Expected run(St start, Conversation talk) {
+    static Expected run(St start, Conversation talk, boolean passive) {
       List<Ev> events = new ArrayList<>();
       boolean refused = false;
       boolean answeredLateDreq = false;
+      boolean linkEnded = false;
       St st = start;
       for (Frame f : talk.frames) {
-        if (st == St.OVER) break;
+        if (linkEnded) break;
         int k = f.kind;
+        if (st == St.OVER) {
+          if (!passive) break;
+          if (k == 0 || k == Frames.REQ) {
+            refused = true;
+            linkEnded = true;
+          }
+          continue;
+        }
         switch (st) {
           case PRE_REQ:
             if (k == Frames.REQ) {
@@ -405,6 +420,7 @@ class HostileCmPeerPropertyTest {
               st = St.CONNECT_REQUEST;
             } else {
               refused = true;
+              linkEnded = true;
               st = St.OVER;
             }
             break;
@@ -422,6 +438,7 @@ class HostileCmPeerPropertyTest {
               st = St.OVER;
             } else {
               refused = true;
+              linkEnded = true;
               events.add(new Ev(CmEventType.CONNECT_ERROR, EPROTO, null));
               st = St.OVER;
             }
@@ -432,6 +449,7 @@ class HostileCmPeerPropertyTest {
               st = St.DISCONNECTED;
             } else {
               refused = true;
+              linkEnded = true;
               st = St.OVER;
             }
             break;
@@ -440,6 +458,7 @@ class HostileCmPeerPropertyTest {
               answeredLateDreq = true;
             } else {
               refused = k != Frames.DREP;
+              linkEnded = refused;
               st = St.OVER;
             }
             break;
