@@ -32,7 +32,7 @@ class RdmaSettingsTest {
     assertEquals(java.util.List.of("soft0"), s.soft().devices);
     assertEquals(4096, s.soft().mtu);
     assertEquals(32, s.cmMaxPendingHandshakes());
-    assertEquals(512, s.cmMaxConnections());
+    assertEquals(32768, s.cmMaxConnections());
     RdmaSettings.TlsSettings tls = s.soft().tls;
     assertFalse(tls.enabled);
     assertEquals("TLSv1.3", tls.protocol);
