@@ -9,8 +9,13 @@ import org.apache.pekko.stream.javadsl.Sink;
 import org.apache.pekko.stream.javadsl.Tcp;
 import org.apache.pekko.util.ByteString;
 
-/** Pekko Streams' javadsl {@code Tcp}, as it comes. */
+/**
+ * Pekko Streams' javadsl {@code Tcp}, as it comes but for the listen backlog: 1024 instead of 100,
+ * since with a burst of a thousand connects some accepted past a full backlog stall for minutes.
+ */
 final class TcpTransport implements Transport {
+  static final int BACKLOG = 1024;
+
   @Override
   public String name() {
     return "pekko-tcp";
@@ -19,7 +24,8 @@ final class TcpTransport implements Transport {
   @Override
   public CompletionStage<InetSocketAddress> bind(ActorSystem system, String host,
       Supplier<Flow<ByteString, ByteString, ?>> handler) {
-    return Tcp.get(system).bind(host, 0)
+    return Tcp.get(system).bind(host, 0, BACKLOG, java.util.List.of(), true,
+            java.util.Optional.empty())
         .to(Sink.foreach(c -> c.handleWith(handler.get(), system)))
         .run(system)
         .thenApply(Tcp.ServerBinding::localAddress);

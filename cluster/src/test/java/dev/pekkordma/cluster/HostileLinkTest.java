@@ -298,6 +298,9 @@ class HostileLinkTest {
     List<AutoCloseable> verbs = new ArrayList<>();
     int answered = 0;
     int held = 0;
+    int issued = 0;
+    long lastIssued = 0;
+    boolean sampled = false;
     java.util.Random uids = new java.util.Random(7);
     try {
       for (int i = 0; i < n; i++) {
@@ -307,7 +310,13 @@ class HostileLinkTest {
       }
       long deadline = System.nanoTime() + WAIT.toNanos();
       while (answered < n && System.nanoTime() < deadline) {
-        held = Math.max(held, x.resources().cmIds() - baseline.cmIds());
+        // counted once the burst is in and those turned away are gone (a moment), while the
+        // held ones wait (pekko-rdma.cluster.pending-request-timeout, 2 s)
+        long since = System.nanoTime() - lastIssued;
+        if (issued == n && since > 300_000_000L && since < 1_500_000_000L) {
+          held = Math.max(held, x.resources().cmIds() - baseline.cmIds());
+          sampled = true;
+        }
         CmEvent e = ch.awaitEvent(Duration.ofMillis(10));
         if (e == null) continue;
         switch (e.type()) {
@@ -320,6 +329,8 @@ class HostileLinkTest {
             e.id().createQp(pd, QpInitAttributes.of(QpType.RC, cq, cq).maxSendWr(1)
                 .maxRecvWr(1));
             e.id().connect(ConnectionParameters.withPrivateData(Hello.of(uids.nextLong())));
+            issued++;
+            lastIssued = System.nanoTime();
           }
           default -> answered++; // REJECTED, or anything else that ends the attempt
         }
@@ -340,9 +351,9 @@ class HostileLinkTest {
       ch.close();
       provider.close();
     }
-    // those held, and those being turned away: their CM ids go a moment later, and on a loaded
-    // machine (the whole suite) 40 were seen at once; holding every one would show as near n
-    assertTrue(held <= PendingRequests.MAX + 96, "x held " + held
+    // those held, and a few still being turned away; holding every one would show as near n
+    assertTrue(sampled, "the count was taken while requests were held");
+    assertTrue(held <= PendingRequests.MAX + 32, "x held " + held
         + " connection requests of no member at once");
     x.awaitResources(baseline);
     legitTrafficFlows();

@@ -12,6 +12,8 @@ import dev.pekkordma.verbs.PortAttributes;
 import dev.pekkordma.verbs.PortState;
 import dev.pekkordma.verbs.RdmaDevice;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
@@ -31,7 +33,8 @@ final class SoftDevice {
   final SoftEngine engine;
   final LocalPeer localPeer;
   final List<SoftContext> contexts = new CopyOnWriteArrayList<>();
-  final List<Runnable> removalListeners = new CopyOnWriteArrayList<>();
+  /** One per CM id on the device: a set, as thousands come and go. */
+  final Set<Runnable> removalListeners = ConcurrentHashMap.newKeySet();
   private volatile PortState portState = PortState.ACTIVE;
   private volatile boolean fatal;
   /** Bumped by each fatal error: contexts opened before it stay dead. */

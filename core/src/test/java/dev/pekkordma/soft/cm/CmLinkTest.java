@@ -1,0 +1,115 @@
+package dev.pekkordma.soft.cm;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.pekkordma.cm.CmEvent;
+import dev.pekkordma.cm.CmEventChannel;
+import dev.pekkordma.cm.CmEventType;
+import dev.pekkordma.cm.CmId;
+import dev.pekkordma.cm.ConnectionParameters;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The CM connections between two processes ride one link: many connections cost neither a thread
+ * nor a socket each, each keeps its own port, and a peer that stops reading loses its link
+ * without holding anything of ours.
+ */
+class CmLinkTest extends CmFixture {
+  @Test
+  void manyConnectionsShareOneLinkAndKeepTheirOwnPorts() {
+    CmEventChannel server = channel();
+    CmEventChannel client = channel();
+    CmId listener = listener(server);
+    List<CmId> clients = new ArrayList<>();
+    List<CmId> accepted = new ArrayList<>();
+    Set<InetSocketAddress> remotes = new HashSet<>();
+    connect(10, listener, client, server, clients, accepted, remotes);
+    int withTen = softThreads();
+    connect(290, listener, client, server, clients, accepted, remotes);
+    assertEquals(withTen, softThreads(), "the provider's threads with ten connections and 300");
+    Set<InetSocketAddress> locals = new HashSet<>();
+    for (CmId c : clients) locals.add(c.localAddress());
+    assertEquals(300, locals.size(), "each connection has a port of its own");
+    assertEquals(locals, remotes, "the listener sees each connection's own address");
+    assertEquals(1, ((SoftCmId) clients.get(0)).resources.outgoing.size(), "one link");
+
+    for (CmId c : clients) c.disconnect();
+    for (CmId c : clients) expect(client, CmEventType.DISCONNECTED);
+    for (CmId a : accepted) expect(server, CmEventType.DISCONNECTED);
+    for (CmId c : clients) c.close();
+    for (CmId a : accepted) a.close();
+    listener.close();
+  }
+
+  private static void connect(int n, CmId listener, CmEventChannel client,
+      CmEventChannel server, List<CmId> clients, List<CmId> accepted,
+      Set<InetSocketAddress> remotes) {
+    for (int i = 0; i < n; i++) {
+      CmId c = resolved(client, listener.localAddress());
+      c.connect(ConnectionParameters.withPrivateData(new byte[] {(byte) i}));
+      clients.add(c);
+    }
+    for (int i = 0; i < n; i++) {
+      CmEvent request = expect(server, CmEventType.CONNECT_REQUEST);
+      remotes.add(request.id().remoteAddress());
+      request.id().accept(ConnectionParameters.defaults());
+      accepted.add(request.id());
+    }
+    for (int i = 0; i < n; i++) expect(client, CmEventType.ESTABLISHED);
+    for (int i = 0; i < n; i++) expect(server, CmEventType.ESTABLISHED);
+  }
+
+  private static int softThreads() {
+    int n = 0;
+    for (Thread t : Thread.getAllStackTraces().keySet()) {
+      if (t.isAlive() && t.getName().startsWith("soft-")) n++;
+    }
+    return n;
+  }
+
+  @Test
+  void aPeerThatStopsReadingIsCutOffAndItsConnectionsEnd() throws Exception {
+    CmEventChannel server = channel();
+    CmId listener = listener(server);
+    try (Socket s = new Socket()) {
+      s.setReceiveBufferSize(4096); // so that what it does not read backs up soon
+      s.connect(listener.localAddress());
+      // REQs on numbers going up, each accepted (a REP each), and not one byte read back
+      byte[] req = Frames.validReq();
+      int requests = 0;
+      List<CmId> ids = new ArrayList<>();
+      long deadline = System.nanoTime() + 60_000_000_000L;
+      boolean cut = false;
+      while (!cut && System.nanoTime() < deadline) {
+        for (int i = 0; i < 200; i++) {
+          int n = ++requests;
+          HostileCmPeerTest.send(s, Frames.frame(Frames.MAGIC, Frames.REQ, n,
+              body -> body.write(java.util.Arrays.copyOfRange(req, 13, req.length))));
+        }
+        CmEvent e;
+        while ((e = server.awaitEvent(java.time.Duration.ofMillis(20))) != null) {
+          ids.add(e.id());
+          if (e.type() == CmEventType.CONNECT_REQUEST) {
+            e.id().accept(ConnectionParameters.withPrivateData(new byte[196]));
+          } else if (e.type() == CmEventType.CONNECT_ERROR) {
+            cut = true;
+          }
+        }
+      }
+      assertTrue(cut, "the link is cut once " + CmLink.MAX_QUEUED + " bytes wait for it ("
+          + requests + " REQs sent)");
+      for (CmId id : new HashSet<>(ids)) {
+        if (id != listener) id.close();
+      }
+      HostileCmPeerTest.awaitClosedByPeer(s);
+    }
+    listener.close();
+  }
+}
