@@ -16,6 +16,11 @@
 #      write_bw, run in (a)'s rounds: with Pekko's default dispatcher and with its affinity pool.
 #      Inside the VM too (with (b)): the streams layer on the native provider against rdma-perf's
 #      write_bw, both on rxe0 (rdma_cm needs its 192.0.2.1).
+#  (d) scaling: N echo connections in one JVM (ScaleBench), the streams layer on the software
+#      provider against Pekko Tcp, for N in SCALE_N: connect time per connection (SCALE_CONCURRENCY
+#      connects in flight), registered and direct memory per connection, threads, idle CPU, and
+#      the rate of 64-byte echoes; each side with the JVM's default settings. ScaleReport prints
+#      them side by side and draws scale.png.
 #  A part whose module is not built is reported as a gap, saying so.
 #
 # Not a test: figures depend on the machine and its load (uptime is recorded with them).
@@ -32,6 +37,7 @@
 #   VM_PARTS="perftest streams"   the VM's halves: (b), and (c) on the native provider
 #   OUT=bench/results/DATE        where outputs, manifest.tsv and throughput.png go
 #   MVN_ARGS=            extra Maven arguments, e.g. -o -Dmaven.repo.local=...
+#   SCALE_N=1,100,1000,10000  SCALE_CONCURRENCY=1000   (d)'s connection counts and burst
 #   SKIP_BUILD=1         use what is built
 set -uo pipefail
 { # read whole before it runs: editing this file during a run cannot derail it
@@ -220,9 +226,28 @@ else
   manifest note "$CN" "not run (no VM run, or the native provider is not built): see (b)"
 fi
 
+# ---- (d) scaling: N connections, the streams layer against Tcp -------------------------------
+D="(d) scaling: N echo connections in one JVM, the streams layer (software provider) against Pekko Tcp"
+: > "$OUT/scale-tcp.tsv"
+: > "$OUT/scale-rdma.tsv"
+if [[ $STREAMS == yes ]]; then
+  say "$D: N = ${SCALE_N:-1,100,1000,10000}"
+  # the JVM's defaults (heap and direct memory), as a user would start it
+  SCALE=(java -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$CP" dev.pekkordma.benchmarks.ScaleBench
+    -N "${SCALE_N:-1,100,1000,10000}" --concurrency "${SCALE_CONCURRENCY:-1000}")
+  "${SCALE[@]}" --transport tcp --tsv "$OUT/scale-tcp.tsv" > "$OUT/scale-tcp.txt" 2>&1 \
+    || say "Tcp scaling failed: see $OUT/scale-tcp.txt"
+  "${SCALE[@]}" --transport rdma --provider soft --tsv "$OUT/scale-rdma.tsv" \
+    > "$OUT/scale-rdma.txt" 2>&1 || say "streams scaling failed: see $OUT/scale-rdma.txt"
+else
+  manifest note "$D" "GAP: the streams layer is not built."
+fi
+
 echo
 echo "benchmark run in $OUT"
 sed 's/^/  /' "$OUT/machine.txt"
 "${JAVA[@]}" dev.pekkordma.benchmarks.BenchReport "$OUT"
+echo
+"${JAVA[@]}" dev.pekkordma.benchmarks.ScaleReport "$OUT" scale-tcp.tsv scale-rdma.tsv
 exit
 }

@@ -78,6 +78,10 @@ public final class ScaleBench implements Callable<Integer> {
       description = "Extra configuration (HOCON) for the actor system.")
   String extraConfig;
 
+  @Option(names = "--tsv",
+      description = "Also append each N's figures to this file, tab-separated, for ScaleReport.")
+  java.nio.file.Path tsv;
+
   private final PrintStream out;
 
   ScaleBench() {
@@ -105,8 +109,13 @@ public final class ScaleBench implements Callable<Integer> {
     out.println(StreamBench.RULE);
     out.println(HEADER);
     for (int n : counts) {
-      out.println(run(t, n).line());
+      Result r = run(t, n);
+      out.println(r.line());
       out.flush();
+      if (tsv != null) {
+        java.nio.file.Files.writeString(tsv, r.tsv() + "\n", java.nio.file.StandardOpenOption.CREATE,
+            java.nio.file.StandardOpenOption.APPEND);
+      }
     }
     out.println(StreamBench.RULE);
     return 0;
@@ -120,6 +129,23 @@ public final class ScaleBench implements Callable<Integer> {
       return String.format("%-13s %7d %7d %10.1f %10.1f %11d %11d %8d %7.1f%% %12.0f  %s",
           transport, n, opened, connectMicros, p99Micros, registeredPerConnection,
           directPerConnection, threads, idleCpu, echoRate, failure == null ? "-" : failure);
+    }
+
+    String tsv() {
+      return String.join("\t", transport, String.valueOf(n), String.valueOf(opened),
+          String.format("%.1f", connectMicros), String.format("%.1f", p99Micros),
+          String.valueOf(registeredPerConnection), String.valueOf(directPerConnection),
+          String.valueOf(threads), String.format("%.1f", idleCpu), String.format("%.0f", echoRate),
+          failure == null ? "-" : failure);
+    }
+
+    /** A line written by {@link #tsv}. */
+    static Result parse(String line) {
+      String[] f = line.split("\t", 11);
+      return new Result(f[0], Integer.parseInt(f[1]), Integer.parseInt(f[2]),
+          Double.parseDouble(f[3]), Double.parseDouble(f[4]), Long.parseLong(f[5]),
+          Long.parseLong(f[6]), Integer.parseInt(f[7]), Double.parseDouble(f[8]),
+          Double.parseDouble(f[9]), f[10].equals("-") ? null : f[10]);
     }
   }
 
