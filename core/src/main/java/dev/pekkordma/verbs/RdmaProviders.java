@@ -6,9 +6,16 @@ import dev.pekkordma.config.RdmaSettings;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.ServiceLoader;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
-/** Picks and creates the provider named by {@code pekko-rdma.provider}: auto, native or soft. */
+/**
+ * Picks and creates the provider named by {@code pekko-rdma.provider}: auto, native or soft; the
+ * choice and why is logged once at INFO, so that nobody runs on the emulation unawares.
+ */
 public final class RdmaProviders {
+  private static final Logger log = LoggerFactory.getLogger(RdmaProviders.class);
+
   private RdmaProviders() {}
 
   /** From the default config (application.conf over the jars' reference.conf). */
@@ -21,24 +28,39 @@ public final class RdmaProviders {
     Config lib = config.getConfig(RdmaSettings.ROOT);
     List<RdmaProviderFactory> factories = new ArrayList<>();
     ServiceLoader.load(RdmaProviderFactory.class).forEach(factories::add);
+    String key = RdmaSettings.ROOT + ".provider = " + settings.provider();
     switch (settings.provider()) {
       case "soft":
-        return find(factories, "soft").create(lib);
+        return chosen(find(factories, "soft").create(lib), key);
       case "native": {
         RdmaProviderFactory f = find(factories, "native");
         if (!f.devicesPresent()) {
           throw new RdmaException("ibv_get_device_list", RdmaException.ENODEV,
-              RdmaSettings.ROOT + ".provider = native, but " + f.whyUnavailable());
+              key + ", but " + f.whyUnavailable());
         }
-        return f.create(lib);
+        return chosen(f.create(lib), key);
       }
       default: { // auto
+        String why = "pekko-rdma-native is not on the class path";
         for (RdmaProviderFactory f : factories) {
-          if (f.name().equals("native") && f.devicesPresent()) return f.create(lib);
+          if (!f.name().equals("native")) continue;
+          if (f.devicesPresent()) return chosen(f.create(lib), key);
+          why = f.whyUnavailable();
         }
-        return find(factories, "soft").create(lib);
+        return chosen(find(factories, "soft").create(lib), key + ", and " + why);
       }
     }
+  }
+
+  /** Logs which provider serves and why: "native: 2 devices (mlx5_0, rxe0)". */
+  private static RdmaProvider chosen(RdmaProvider p, String why) {
+    if (log.isInfoEnabled()) {
+      List<String> names = new ArrayList<>();
+      for (RdmaDevice d : p.devices()) names.add(d.name());
+      log.info("pekko-rdma: the {} provider, {} device(s) {} ({})", p.name(), names.size(), names,
+          why);
+    }
+    return p;
   }
 
   private static RdmaProviderFactory find(List<RdmaProviderFactory> factories, String name) {

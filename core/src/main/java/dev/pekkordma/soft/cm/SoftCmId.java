@@ -202,13 +202,13 @@ public final class SoftCmId implements CmId {
     beforeQuery = state;
     setState(CmState.ADDR_QUERY);
     long query = phase;
-    if (destination.isUnresolved()) { // a name lookup may block: not on the channel's thread
+    channel.schedule(() -> deadline(query), timeout);
+    if (destination.isUnresolved()) { // a name lookup may block: not on the caller's thread
       CmChecks.daemon("soft-cm-resolve-" + destination.getPort(),
           () -> resolve(query, source, destination)).start();
     } else {
-      channel.schedule(() -> resolve(query, source, destination), Duration.ZERO);
+      resolve(query, source, destination); // a route lookup: quick, and the event says the rest
     }
-    channel.schedule(() -> deadline(query), timeout);
   }
 
   /** Finds the route and source address as the kernel would, then takes a port there. */
@@ -269,8 +269,7 @@ public final class SoftCmId implements CmId {
     requireTimeout(verb, timeout);
     expect(verb, "ADDR_RESOLVED (resolve the address first)", CmState.ADDR_RESOLVED);
     setState(CmState.ROUTE_QUERY);
-    long query = phase;
-    channel.schedule(() -> route(query), Duration.ZERO);
+    route(phase); // the port's state is all there is to look up; the event says it
   }
 
   private synchronized void route(long query) {
