@@ -140,12 +140,8 @@ final class ConnectionLogic extends TimerGraphStageLogic {
           close.stopReading(receiver.arrivals.size(), receiver.partial(),
               receiver.takenWhole());
         }
-        if (!halfClose || upstreamDone) {
-          // a full close: nothing more is sent either
-          if (!isClosed(in)) cancel(in);
-          upstreamDone = true;
-          if (writer != null) writer.drop();
-        }
+        // as Tcp's: our reading side ending does not end our writing side, whose upstream
+        // may still be sending (an element on its way, then its completion)
         progress();
       }
     });

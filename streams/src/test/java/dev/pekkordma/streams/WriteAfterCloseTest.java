@@ -1,0 +1,82 @@
+package dev.pekkordma.streams;
+
+import static dev.pekkordma.streams.StreamsTestKit.HOST;
+import static dev.pekkordma.streams.StreamsTestKit.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.InetSocketAddress;
+import java.util.List;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.stream.OverflowStrategy;
+import org.apache.pekko.stream.javadsl.Flow;
+import org.apache.pekko.stream.javadsl.Keep;
+import org.apache.pekko.stream.javadsl.Sink;
+import org.apache.pekko.stream.javadsl.SinkQueueWithCancel;
+import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.stream.javadsl.SourceQueueWithComplete;
+import org.apache.pekko.util.ByteString;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Closing as Tcp does: a server that answers and closes is heard in full (its reading side
+ * ending does not drop what it still writes), and a client that writes after the server has
+ * closed completely is told, as Tcp's write fails with a broken pipe: nothing the server's
+ * application did not take is reported delivered.
+ */
+class WriteAfterCloseTest {
+  static ActorSystem<Void> system;
+  static RdmaStreams rdma;
+
+  @BeforeAll
+  static void start() {
+    system = StreamsTestKit.system("WriteAfterCloseTest", "");
+    rdma = StreamsTestKit.streams(system);
+  }
+
+  @AfterAll
+  static void stop() {
+    system.terminate();
+  }
+
+  @Test
+  void aServerThatAnswersOneAndClosesIsHeard() throws Exception {
+    ServerBinding server = await(rdma.bindAndHandle(Flow.of(ByteString.class).take(1), HOST, 0));
+    InetSocketAddress at = new InetSocketAddress(HOST, server.localAddress().getPort());
+    var r = await(Source.single(ByteString.fromString("one"))
+        .concat(Source.maybe())
+        .via(rdma.outgoingConnection(HOST, at.getPort()))
+        .runWith(Sink.seq(), system));
+    assertEquals(List.of(ByteString.fromString("one")), r, "the answer, then the end");
+    await(server.unbind());
+  }
+
+  @Test
+  void aWriteAfterTheServerClosedFailsAndIsNotCountedDelivered() throws Exception {
+    // the server takes one message, answers it and closes both directions
+    ServerBinding server = await(rdma.bindAndHandle(Flow.of(ByteString.class).take(1), HOST, 0));
+    InetSocketAddress at = new InetSocketAddress(HOST, server.localAddress().getPort());
+    var m = Source.<ByteString>queue(4, OverflowStrategy.backpressure())
+        .viaMat(rdma.outgoingConnectionWithResult(at, rdma.settings(), true), Keep.both())
+        .toMat(Sink.queue(), Keep.both())
+        .run(system);
+    SourceQueueWithComplete<ByteString> out = m.first().first();
+    CompletionStage<TransferResult> closed = m.first().second().second();
+    SinkQueueWithCancel<ByteString> in = m.second();
+    await(out.offer(ByteString.fromString("one")));
+    assertEquals("one", await(in.pull()).orElseThrow().utf8String());
+    assertTrue(await(in.pull()).isEmpty(), "the server closed");
+    // the server's application is gone: this one can reach nobody
+    out.offer(ByteString.fromString("two"));
+    ExecutionException e = assertThrows(ExecutionException.class, () -> await(closed));
+    assertTrue(String.valueOf(e.getCause().getMessage()).contains("the peer stopped reading")
+        && e.getCause().getMessage().contains("3-byte element cannot be delivered"),
+        String.valueOf(e.getCause()));
+    await(server.unbind());
+  }
+}
