@@ -57,6 +57,32 @@ class WriteAfterCloseTest {
   }
 
   @Test
+  void aWriteAfterAServerThatNeverCancelledHasClosedFails() throws Exception {
+    // the server reads everything, says goodbye and closes (without half-close): no CANCEL
+    ServerBinding server = await(rdma.bindAndHandle(Flow.fromSinkAndSource(Sink.ignore(),
+        Source.single(ByteString.fromString("bye"))), HOST, 0));
+    InetSocketAddress at = new InetSocketAddress(HOST, server.localAddress().getPort());
+    var m = Source.<ByteString>queue(4, OverflowStrategy.backpressure())
+        .viaMat(rdma.outgoingConnectionWithResult(at, rdma.settings(), true), Keep.both())
+        .toMat(Sink.queue(), Keep.both())
+        .run(system);
+    SourceQueueWithComplete<ByteString> out = m.first().first();
+    CompletionStage<TransferResult> closed = m.first().second().second();
+    SinkQueueWithCancel<ByteString> in = m.second();
+    await(out.offer(ByteString.fromString("one")));
+    assertEquals("bye", await(in.pull()).orElseThrow().utf8String());
+    assertTrue(await(in.pull()).isEmpty(), "the server closed");
+    Thread.sleep(200); // its end has reached us
+    out.offer(ByteString.fromString("two"));
+    out.complete();
+    ExecutionException e = assertThrows(ExecutionException.class, () -> await(closed),
+        "a write nobody could take is not a graceful close");
+    assertTrue(String.valueOf(e.getCause().getMessage()).contains("cannot be delivered"),
+        String.valueOf(e.getCause()));
+    await(server.unbind());
+  }
+
+  @Test
   void aWriteAfterTheServerClosedFailsAndIsNotCountedDelivered() throws Exception {
     // the server takes one message, answers it and closes both directions
     ServerBinding server = await(rdma.bindAndHandle(Flow.of(ByteString.class).take(1), HOST, 0));

@@ -72,6 +72,8 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   private Throwable cause;
   private boolean accepted;
   private boolean downstreamCancelled;
+  /** The peer closed gracefully and went while our writing side was still open. */
+  private boolean peerClosed;
 
   private AsyncCallback<CmEvent> cmEvents;
   private AsyncCallback<RuntimeException> cmStopped;
@@ -108,6 +110,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
       @Override
       public void onUpstreamFinish() {
         upstreamDone = true;
+        if (peerClosed) finish();
         progress();
       }
 
@@ -152,23 +155,22 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   }
 
   private String peerName() {
-    return remote == null ? "the client at " + RdmaStreamException.format(listening())
+    return remote == null ? "the client at " + RdmaStreamException.format(peer())
         : RdmaStreamException.format(remote);
   }
 
   private RdmaStreamException failure(String reason) {
-    return remote == null ? new RdmaStreamException("listening on", listening(), reason)
+    return remote == null ? new RdmaStreamException("listening on", peer(), reason)
         : new RdmaStreamException("RDMA connection to", remote, reason);
   }
 
-  /** The peer, or where a listener awaits it. */
+  /**
+   * The peer, or where a listener awaits the one client: once bound, with the port that port 0
+   * picked.
+   */
   private InetSocketAddress peer() {
-    return remote != null ? remote : listening();
-  }
-
-  /** Where the one client is awaited: once bound, with the port that port 0 picked. */
-  private InetSocketAddress listening() {
-    return bound != null ? bound : ((ConnectionStage.Role.ListenOnce) role).address();
+    return remote != null ? remote
+        : bound != null ? bound : ((ConnectionStage.Role.ListenOnce) role).address();
   }
 
   // ------------------------------------------------------------ connecting
@@ -361,19 +363,17 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   // ------------------------------------------------------------ sending
 
   private void onElement(Object element) {
-    if (close.hasPeerCancelled()) {
-      fail(failure("the peer stopped reading (its stream was cancelled): a further "
-          + (element instanceof ByteString bs ? bs.length() + "-byte element" : "element")
+    String gone = peerClosed ? "the peer closed the connection"
+        : close.hasPeerCancelled() ? "the peer stopped reading (its stream was cancelled)" : null;
+    if (gone != null) {
+      fail(failure(gone + ": a further " + ElementWriter.describe(element)
           + " cannot be delivered"));
       return;
     }
     if (element instanceof ByteString bs) {
-      int writeMax = writer.writeMax();
-      if (bs.length() > writeMax && settings.oversize() == RdmaStreamSettings.Oversize.FAIL) {
-        fail(failure("a ByteString of " + bs.length() + " bytes is larger than "
-            + settings.path() + ".buffer-size (" + writeMax + " bytes" + (writeMax < slotSize
-            ? ", the peer's" : "") + "); raise it, or set " + settings.path()
-            + ".oversize-chunks = split"));
+      String oversize = writer.oversize(bs.length(), settings);
+      if (oversize != null) {
+        fail(failure(oversize));
         return;
       }
     } else if (!(element instanceof BulkChunk)) {
@@ -644,10 +644,16 @@ final class ConnectionLogic extends TimerGraphStageLogic {
         receiver.arrivals.size(), sender.outstanding());
     String failed = close.whenPeerGone(reason, receiver.arrivals.size(), writer.busy(),
         writer.messagesSent);
-    if (failed == null) {
-      finish();
-    } else {
+    if (failed != null) {
       fail(failure(failed));
+    } else if (!upstreamDone && !isClosed(in)) {
+      // it closed completely while our writing side is open: as with Tcp, our end of data is
+      // still a graceful close, and an element more fails (a broken pipe)
+      peerClosed = true;
+      tearDown();
+      if (!hasBeenPulled(in)) pull(in);
+    } else {
+      finish();
     }
   }
 

@@ -1,5 +1,6 @@
 package dev.pekkordma.streams.impl;
 
+import dev.pekkordma.streams.RdmaStreamSettings;
 import dev.pekkordma.memory.NativeMemory;
 import dev.pekkordma.streams.BulkChunk;
 import java.nio.ByteBuffer;
@@ -39,6 +40,24 @@ final class ElementWriter {
 
   int writeMax() {
     return writeMax;
+  }
+
+  /**
+   * Why a ByteString of {@code length} bytes cannot go under {@code settings} (longer than a
+   * write, and oversize-chunks = fail), or null.
+   */
+  String oversize(int length, RdmaStreamSettings settings) {
+    if (length <= writeMax || settings.oversize() != RdmaStreamSettings.Oversize.FAIL) {
+      return null;
+    }
+    return "a ByteString of " + length + " bytes is larger than " + settings.path()
+        + ".buffer-size (" + writeMax + " bytes" + (writeMax < slotSize ? ", the peer's" : "")
+        + "); raise it, or set " + settings.path() + ".oversize-chunks = split";
+  }
+
+  /** An element as messages name it: "a 3-byte element". */
+  static String describe(Object element) {
+    return element instanceof ByteString bs ? bs.length() + "-byte element" : "element";
   }
 
   /** Whether an element is still being written. */
