@@ -1,5 +1,8 @@
 package dev.pekkordma.streams;
 
+import dev.pekkordma.verbs.RdmaException;
+import org.apache.pekko.stream.BindFailedException;
+
 import java.net.InetSocketAddress;
 
 /**
@@ -27,6 +30,20 @@ public class RdmaStreamException extends RuntimeException {
 
   public String reason() {
     return reason;
+  }
+
+  /**
+   * What a binding that failed fails with: Pekko's {@code BindFailedException}, as {@code Tcp}'s
+   * does, when the address is in use ({@code cause} saying so), with this failure as its cause;
+   * else this failure.
+   */
+  public static RuntimeException bindFailure(RdmaStreamException failure, RuntimeException cause) {
+    if (cause instanceof RdmaException r && r.errno() == RdmaException.EADDRINUSE) {
+      BindFailedException e = new BindFailedException();
+      e.initCause(failure);
+      return e;
+    }
+    return failure;
   }
 
   /** host:port, as the messages print it. */

@@ -127,7 +127,8 @@ public final class BindStage
         listener.listen(settings.backlog());
         bound = listener.localAddress();
       } catch (RuntimeException e) {
-        RdmaStreamException ex = new RdmaStreamException("binding to", address, e.getMessage(), e);
+        RuntimeException ex = RdmaStreamException.bindFailure(
+            new RdmaStreamException("binding to", address, e.getMessage(), e), e);
         binding.completeExceptionally(ex);
         failStage(ex);
         return;

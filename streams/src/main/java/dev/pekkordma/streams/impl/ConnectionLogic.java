@@ -11,6 +11,7 @@ import dev.pekkordma.streams.TransferResult;
 import dev.pekkordma.verbs.WcStatus;
 import dev.pekkordma.verbs.WorkCompletions;
 import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import org.apache.pekko.Done;
@@ -182,6 +183,11 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     cmEvents = createAsyncCallback(this::onCmEvent);
     cmStopped = createAsyncCallback(this::onCmStopped);
     wake = createAsyncCallback(x -> drainCq());
+    if (active() && remote.isUnresolved()) { // as Tcp's, an UnknownHostException
+      fail(new RdmaStreamException("RDMA connection to", remote, "unknown host",
+          new UnknownHostException(remote.getHostString())));
+      return;
+    }
     try {
       if (role instanceof ConnectionStage.Role.ListenOnce once) {
         InetSocketAddress listenAt = once.address();
@@ -216,9 +222,9 @@ final class ConnectionLogic extends TimerGraphStageLogic {
         acceptRequest(passive.privateData());
       }
     } catch (RuntimeException e) {
-      fail(failure((role instanceof ConnectionStage.Role.ListenOnce ? "binding: "
-          : active() ? "connecting: "
-          : "accepting: ") + e.getMessage()));
+      String doing = role instanceof ConnectionStage.Role.ListenOnce ? "binding: "
+          : active() ? "connecting: " : "accepting: ";
+      fail(RdmaStreamException.bindFailure(failure(doing + e.getMessage()), e));
     }
   }
 
@@ -532,22 +538,14 @@ final class ConnectionLogic extends TimerGraphStageLogic {
 
   private void broken(int status, String what) {
     WcStatus s = WcStatus.of(status);
-    if (s == WcStatus.WR_FLUSH_ERR) {
-      // the QP went to the error state: the CM's DISCONNECTED usually says why, shortly
-      if (flushReason == null) {
-        String cause = res.qp != null ? res.qp.errorCause().orElse(null) : null;
-        flushReason = "the QP went to the error state (" + what + " completed with "
-            + s.description + ", " + s + ")" + (cause != null ? ": " + cause : "");
-        scheduleOnce("flushed", FLUSH_GRACE);
-      }
-      return;
-    }
     String cause = res.qp != null ? res.qp.errorCause().orElse(null) : null;
-    fail(failure(what + " completed with " + s.description + " (" + s + ")"
-        + (cause != null ? ": " + cause
-            : s == WcStatus.RETRY_EXC_ERR ? ": the peer is unreachable" : "")
-        + (s == WcStatus.LOC_LEN_ERR ? ": the peer sent a SEND with data (ours take none)"
-            : "")));
+    if (s != WcStatus.WR_FLUSH_ERR) {
+      fail(failure(CompletionFailure.describe(what, s, cause)));
+    } else if (flushReason == null) {
+      // the QP went to the error state: the CM's DISCONNECTED usually says why, shortly
+      flushReason = CompletionFailure.flushed(what, s, cause);
+      scheduleOnce("flushed", FLUSH_GRACE);
+    }
   }
 
   private void repost() {

@@ -24,24 +24,45 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * Closing as Tcp does: a server that answers and closes is heard in full (its reading side
+ * Failing and closing as Tcp does: an address in use is a {@code BindFailedException}, an
+ * unknown host an {@code UnknownHostException}; a server that answers and closes is heard in full (its reading side
  * ending does not drop what it still writes), and a client that writes after the server has
  * closed completely is told, as Tcp's write fails with a broken pipe: nothing the server's
  * application did not take is reported delivered.
  */
-class WriteAfterCloseTest {
+class TcpParityTest {
   static ActorSystem<Void> system;
   static RdmaStreams rdma;
 
   @BeforeAll
   static void start() {
-    system = StreamsTestKit.system("WriteAfterCloseTest", "");
+    system = StreamsTestKit.system("TcpParityTest", "");
     rdma = StreamsTestKit.streams(system);
   }
 
   @AfterAll
   static void stop() {
     system.terminate();
+  }
+
+  @Test
+  void anAddressInUseAndAnUnknownHostFailAsTcpsDo() throws Exception {
+    ServerBinding first = await(rdma.bindAndHandle(Flow.of(ByteString.class), HOST, 0));
+    ExecutionException inUse = assertThrows(ExecutionException.class, () -> await(
+        rdma.bindAndHandle(Flow.of(ByteString.class), HOST, first.localAddress().getPort())));
+    assertTrue(inUse.getCause() instanceof org.apache.pekko.stream.BindFailedException,
+        String.valueOf(inUse.getCause()));
+    assertTrue(inUse.getCause().getCause().getMessage().contains("in use"),
+        String.valueOf(inUse.getCause().getCause()));
+    await(first.unbind());
+
+    ExecutionException unknown = assertThrows(ExecutionException.class, () -> await(
+        Source.single(ByteString.fromString("x"))
+            .via(rdma.outgoingConnection("no-such-host.invalid", 9))
+            .runWith(Sink.seq(), system)));
+    assertTrue(unknown.getCause() instanceof RdmaStreamException
+        && unknown.getCause().getCause() instanceof java.net.UnknownHostException,
+        String.valueOf(unknown.getCause()));
   }
 
   @Test
