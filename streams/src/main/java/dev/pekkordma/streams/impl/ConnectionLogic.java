@@ -50,11 +50,13 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   private InetSocketAddress remote;
   private CmId listener;
   private final CompletableFuture<Done> unbound = new CompletableFuture<>();
-  private final int slots;
+  private final int slots; // the first ring's
+  private final int ringSlotSize;
+  private final RingSizing sizing; // null: the ring stays as it is
+  private RingExchange rings;
   private final int slotSize;
   private final int sqDepth;
   private final int rqDepth;
-  private final int creditThreshold;
   private final ProtocolValidator rules;
   private Phase phase = Phase.RESOLVING_ADDRESS;
   private CmId id;
@@ -94,12 +96,15 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     this.mat = mat;
     this.remote = role instanceof ConnectionStage.Role.Outgoing o ? o.remote()
         : role instanceof ConnectionStage.Role.Incoming i ? i.request().remote() : null;
-    this.slots = settings.receiveBuffers();
     this.slotSize = settings.bufferSize();
+    this.sizing = keepBoundaries && !lend
+        ? RingSizing.of(rt.ringSizing, settings.receiveBuffers(), slotSize) : null;
+    this.slots = sizing != null ? sizing.initial().count() : settings.receiveBuffers();
+    this.ringSlotSize = sizing != null ? sizing.initial().size() : slotSize;
     this.sqDepth = settings.sendQueueDepth();
-    this.rqDepth = settings.receiveBuffers() + 8;
-    this.creditThreshold = Math.max(1, (slots + 3) / 4);
-    this.rules = new ProtocolValidator(slots, slotSize,
+    // writes into an old ring and a new one may both wait to be taken
+    this.rqDepth = settings.receiveBuffers() + (sizing != null ? slots : 0) + 8;
+    this.rules = new ProtocolValidator(slots, ringSlotSize,
         keepBoundaries ? settings.maxMessageSize() : Long.MAX_VALUE,
         settings.path() + ".max-message-size");
     setHandler(in, new AbstractInHandler() {
@@ -320,12 +325,13 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   /** The connection's id: what it opens goes with it. */
   private void take(CmId cmId) {
     id = cmId;
-    res = new ConnectionResources(rt, cmId, slots, slotSize, settings.sendBuffers(), sqDepth,
+    res = new ConnectionResources(rt, cmId, slots, ringSlotSize, slotSize, settings.sendBuffers(),
+        sqDepth,
         rqDepth, settings.inlineThreshold(), settings.path());
   }
 
   private Wire.Ring ourRing() {
-    return new Wire.Ring(res.ringMr.address(), res.ringMr.rkey(), slots, slotSize);
+    return res.ring.describe();
   }
 
   private void usePeerRing(Wire.Ring peer) {
@@ -340,7 +346,8 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     int sendCount = settings.sendBuffers();
     sender = new Sender(res.qp, res.sendWr, sqDepth, settings.signalEvery(), sendCount);
     writer = new ElementWriter(sender, res, slotSize, sendCount);
-    receiver = new Receiver(res.ringMemory, slots, slotSize, rqDepth, keepBoundaries);
+    receiver = new Receiver(res.ring.slots(), rqDepth, keepBoundaries, res::closeRing);
+    rings = new RingExchange(res, receiver, sender, rules, writer, sizing, slotSize, peerName());
     if (downstreamCancelled) receiver.discarding = true;
     repost();
     res.cq.requestNotify(false);
@@ -352,12 +359,25 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     established = true;
     cancelTimer("connect");
     mat.connected().complete(Handles.get().outgoing(remote, id.localAddress()));
+    if (sizing != null) {
+      scheduleWithFixedDelay("resize", sizing.shrinkAfter(), sizing.shrinkAfter());
+    }
     if (!isClosed(in) && !upstreamDone) pull(in);
     drainCq();
   }
 
+  /** Whether our ring may be replaced: data may still come, and downstream wants it. */
+  private boolean mayResize() {
+    return !outDone && !receiver.discarding && close.theirs() == CloseHandshake.Theirs.OPEN;
+  }
+
   @Override
   public void onTimer(Object key) {
+    if ("resize".equals(key)) {
+      if (phase == Phase.RUNNING && !stopped()) rings.maybeAnnounce(true, mayResize());
+      progress();
+      return;
+    }
     if ("connect".equals(key)) {
       fail(failure("not connected within " + settings.connectTimeout() + " ("
           + settings.path() + ".connect-timeout)"));
@@ -427,11 +447,15 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   /** CANCEL, FIN_ACK, FIN and credits, when they are due and the send queue has room. */
   private void sendControl() {
     if (stopped() || phase != Phase.RUNNING) return;
+    if (sender.ringAckDue() && sender.mayControl()) { // before any write into its new ring
+      postControl(Wire.RING_ACK);
+      rings.acknowledged();
+    }
     CloseHandshake.Control c;
     // a lent ring's buffers count as taken once released
     while (!stopped() && (c = close.next(sender.mayControl(), upstreamDone && !writer.busy(),
         receiver.lent() == null || receiver.lent().allReturned(),
-        receiver.creditsOwed() >= creditThreshold)) != CloseHandshake.Control.NONE) {
+        receiver.creditsOwed() >= receiver.creditThreshold())) != CloseHandshake.Control.NONE) {
       switch (c) {
         case CANCEL ->
             postControl(Wire.CANCEL, (int) (close.takenAtCancel() & Wire.CREDIT_MASK));
@@ -492,17 +516,25 @@ final class ConnectionLogic extends TimerGraphStageLogic {
         return;
       }
       sender.credited(Wire.credits(imm));
-      if (kind == Wire.CONTROL) {
-        int code = Wire.code(imm);
-        if (code == Wire.FIN) {
-          close.peerFin();
-          enqueue(0, Arrivals.FIN);
-        } else if (code == Wire.FIN_ACK) {
-          close.finAcked();
-        }
-      } else {
+      int code = kind == Wire.CONTROL ? Wire.code(imm) : -1;
+      if (code == Wire.FIN) {
+        close.peerFin();
+        if (!receiver.finArrived()) overrun();
+      } else if (code == Wire.FIN_ACK) {
+        close.finAcked();
+      } else if (code == Wire.RING_ACK) {
+        receiver.peerAcked();
+      } else if (code == Wire.RING) {
+        long at = receiver.arrived(Wire.Ring.LENGTH, Arrivals.SKIP);
+        String bad = at < 0 ? null : rings.peerRing(at);
+        if (at < 0) overrun();
+        if (bad != null) fail(failure("protocol error: " + bad));
+      } else if (kind != Wire.CONTROL) {
         int length = wcs.byteLength(i);
-        enqueue(length, kind == Wire.MORE ? Arrivals.MORE : Arrivals.END);
+        if (receiver.arrived(length, kind == Wire.MORE ? Arrivals.MORE : Arrivals.END) < 0) {
+          overrun();
+        }
+        rings.arrived(length, kind == Wire.MORE);
       }
       return;
     }
@@ -530,10 +562,8 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     }
   }
 
-  private void enqueue(int length, byte kind) {
-    if (!receiver.arrivals.add(length, kind)) {
-      fail(failure("protocol error: the peer wrote more messages than it had credits"));
-    }
+  private void overrun() {
+    fail(failure("protocol error: the peer wrote more messages than it had credits"));
   }
 
   private void broken(int status, String what) {
@@ -596,7 +626,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
       receiver.woken();
       progress();
     });
-    LeasedRing ring = new LeasedRing(res.ringMemory, slots, slotSize, peerName(),
+    LeasedRing ring = new LeasedRing(res.ring.memory, slots, slotSize, peerName(),
         () -> released.invoke(Boolean.TRUE), res::ringFreed);
     receiver.lend(ring);
     res.lentRing = ring;
@@ -607,6 +637,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     if (stopped() || phase != Phase.RUNNING) return;
     deliver();
     if (stopped()) return;
+    rings.maybeAnnounce(false, mayResize());
     trySend();
     if (stopped()) return;
     sendControl();

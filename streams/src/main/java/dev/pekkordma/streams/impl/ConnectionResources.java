@@ -15,6 +15,8 @@ import dev.pekkordma.verbs.QueuePair;
 import dev.pekkordma.verbs.RecvRequests;
 import dev.pekkordma.verbs.SendRequests;
 import dev.pekkordma.verbs.WorkCompletions;
+import java.util.ArrayList;
+import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -29,20 +31,22 @@ final class ConnectionResources implements AutoCloseable {
 
   private final StreamsRuntime rt;
   final CmId id;
-  final int slots;
-  final int slotSize;
+  final int slots; // the first ring's
+  final int ringSlotSize;
+  final int slotSize; // the send buffers'
   final int sqDepth;
   final int rqDepth;
   private final int sendBuffers;
   private final int inlineThreshold;
   private final String settingsPath;
   int inlineMax;
-  private MemoryBudget.Reservation ringReservation;
   private MemoryBudget.Reservation sendReservation;
   CompletionHub hub;
   ProtectionDomain pd;
-  OffHeapBuffer ringMemory;
-  MemoryRegion ringMr;
+  /** The first receive ring; more may follow (see {@link #openRing}). */
+  ReceiveRing ring;
+  private final List<ReceiveRing> rings = new ArrayList<>();
+  private String peer;
   OffHeapBuffer sendMemory;
   MemoryRegion sendMr;
   OffHeapBuffer scratch;
@@ -56,11 +60,12 @@ final class ConnectionResources implements AutoCloseable {
   private boolean closed;
 
   /** The id's resources, none opened yet: {@link #open} opens them, {@link #close} frees them. */
-  ConnectionResources(StreamsRuntime rt, CmId id, int slots, int slotSize, int sendBuffers,
-      int sqDepth, int rqDepth, int inlineThreshold, String settingsPath) {
+  ConnectionResources(StreamsRuntime rt, CmId id, int slots, int ringSlotSize, int slotSize,
+      int sendBuffers, int sqDepth, int rqDepth, int inlineThreshold, String settingsPath) {
     this.rt = rt;
     this.id = id;
     this.slots = slots;
+    this.ringSlotSize = ringSlotSize;
     this.slotSize = slotSize;
     this.sendBuffers = sendBuffers;
     this.sqDepth = sqDepth;
@@ -76,19 +81,16 @@ final class ConnectionResources implements AutoCloseable {
    * opened.
    */
   void open(Runnable wake, String peer) {
-    long ringBytes = (long) slots * slotSize;
+    this.peer = peer;
     long sendBytes = (long) sendBuffers * slotSize;
     String lower = settingsPath + ".receive-buffers, .send-buffers or .buffer-size";
-    ringReservation = rt.runtime.memory().reserve(ringBytes,
-        "the receive ring of a stream connection with " + peer, lower);
-    sendReservation = rt.runtime.memory().reserve(sendBytes,
-        "the send buffers of a stream connection with " + peer, lower);
     DeviceContext device = id.verbs();
     hub = rt.hubs.acquire(device);
     inlineMax = Math.min(inlineThreshold, device.queryDevice().maxInlineData());
-    ringMemory = OffHeapBuffer.allocate((long) slots * slotSize);
     pd = device.allocPd();
-    ringMr = pd.registerMemory(ringMemory, Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+    ring = openRing(slots, ringSlotSize);
+    sendReservation = rt.runtime.memory().reserve(sendBytes,
+        "the send buffers of a stream connection with " + peer, lower);
     sendMemory = OffHeapBuffer.allocate((long) sendBuffers * slotSize);
     sendMr = pd.registerMemory(sendMemory, Access.LOCAL_WRITE);
     scratch = OffHeapBuffer.allocate(Math.max(1, inlineMax));
@@ -98,6 +100,69 @@ final class ConnectionResources implements AutoCloseable {
     cq = hub.createCq(sqDepth + rqDepth, wake);
     qp = id.createQp(pd, QpInitAttributes.of(QpType.RC, cq, cq)
         .maxSendWr(sqDepth).maxRecvWr(rqDepth).maxInlineData(inlineMax));
+  }
+
+  /**
+   * A receive ring of {@code count} slots of {@code size} bytes, reserved from the budget (which
+   * may refuse it: {@link dev.pekkordma.runtime.RegisteredMemoryExhaustedException}),
+   * allocated and registered for the peer to write into. {@link #close} frees what is left open.
+   */
+  ReceiveRing openRing(int count, int size) {
+    MemoryBudget.Reservation bytes = rt.runtime.memory().reserve((long) count * size,
+        "a receive ring of a stream connection with " + peer,
+        settingsPath + ".receive-buffers or .buffer-size");
+    OffHeapBuffer memory = null;
+    try {
+      memory = OffHeapBuffer.allocate((long) count * size);
+      MemoryRegion mr = pd.registerMemory(memory, Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+      ReceiveRing r = new ReceiveRing(memory, mr, count, size, bytes);
+      rings.add(r);
+      return r;
+    } catch (RuntimeException e) {
+      if (memory != null) memory.close();
+      bytes.close();
+      throw e;
+    }
+  }
+
+  /** The ring replaced and all its writes taken: deregistered and freed. */
+  void closeRing(Receiver.Slots slots) {
+    for (ReceiveRing r : rings) {
+      if (r.memory == slots.memory()) {
+        rings.remove(r);
+        closeQuietly(r.mr);
+        r.memory.close();
+        r.bytes.close();
+        return;
+      }
+    }
+  }
+
+  /** A receive ring: memory the peer writes into, registered for it, and its share of the budget. */
+  static final class ReceiveRing {
+    final OffHeapBuffer memory;
+    final MemoryRegion mr;
+    final int count;
+    final int size;
+    private final MemoryBudget.Reservation bytes;
+
+    ReceiveRing(OffHeapBuffer memory, MemoryRegion mr, int count, int size,
+        MemoryBudget.Reservation bytes) {
+      this.memory = memory;
+      this.mr = mr;
+      this.count = count;
+      this.size = size;
+      this.bytes = bytes;
+    }
+
+    Receiver.Slots slots() {
+      return new Receiver.Slots(memory, count, size);
+    }
+
+    /** What the peer is told of it. */
+    Wire.Ring describe() {
+      return new Wire.Ring(mr.address(), mr.rkey(), count, size);
+    }
   }
 
   /** Posts {@code count} receives (they take no data: every message is a write or is empty). */
@@ -128,7 +193,7 @@ final class ConnectionResources implements AutoCloseable {
         // reported by the id's destruction below if it matters
       }
     }
-    closeQuietly(ringMr);
+    for (ReceiveRing r : rings) closeQuietly(r.mr);
     closeQuietly(sendMr);
     if (pd != null) {
       try {
@@ -137,12 +202,15 @@ final class ConnectionResources implements AutoCloseable {
         log.warn("{}: deallocating the connection's PD failed: {}", peer, e.getMessage());
       }
     }
-    if (lentRing != null) {
-      lentRing.close(); // the memory stays until the application has released every buffer
-    } else {
-      if (ringMemory != null) ringMemory.close();
-      ringFreed();
+    for (ReceiveRing r : rings) {
+      if (r == ring && lentRing != null) {
+        lentRing.close(); // the memory stays until the application has released every buffer
+      } else {
+        r.memory.close();
+        r.bytes.close();
+      }
     }
+    rings.clear();
     if (sendMemory != null) sendMemory.close();
     if (sendReservation != null) sendReservation.close();
     if (scratch != null) scratch.close();
@@ -154,9 +222,9 @@ final class ConnectionResources implements AutoCloseable {
     if (wcs != null) wcs.close();
   }
 
-  /** The ring's memory is freed: its share of the budget goes back. */
+  /** The lent ring's memory is freed: its share of the budget goes back. */
   void ringFreed() {
-    if (ringReservation != null) ringReservation.close();
+    if (ring != null) ring.bytes.close();
   }
 
   @Override

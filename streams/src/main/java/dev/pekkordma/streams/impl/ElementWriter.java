@@ -55,6 +55,25 @@ final class ElementWriter {
         + "); raise it, or set " + settings.path() + ".oversize-chunks = split";
   }
 
+  /**
+   * Writes {@code payload} (a RING) into the peer's next slot with {@code imm}, inline or from a
+   * send buffer; false when it cannot go now (no credit, no buffer).
+   */
+  boolean writeRing(byte[] payload, int imm) {
+    if (!sender.mayWrite()) return false;
+    if (payload.length <= res.inlineMax) {
+      NativeMemory.copyFromArray(payload, 0, res.scratch.address(), payload.length);
+      sender.write(res.scratch.address(), payload.length, 0, imm, -1, true);
+      return true;
+    }
+    int buffer = sender.takeBuffer();
+    if (buffer < 0) return false;
+    long address = res.sendMr.address() + (long) buffer * slotSize;
+    NativeMemory.copyFromArray(payload, 0, address, payload.length);
+    sender.write(address, payload.length, res.sendMr.lkey(), imm, buffer, false);
+    return true;
+  }
+
   /** An element as messages name it: "a 3-byte element". */
   static String describe(Object element) {
     return element instanceof ByteString bs ? bs.length() + "-byte element" : "element";

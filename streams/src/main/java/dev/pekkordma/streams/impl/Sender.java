@@ -33,7 +33,9 @@ final class Sender {
   private int peerSlots;
   private int peerSlotSize;
   private int credits;
-  private long writes;
+  private long writes; // into every ring of the peer's
+  private long ringWrites; // into its current ring: the next goes to slot ringWrites % peerSlots
+  private Wire.Ring pendingRing; // the peer's new ring, written to once our RING_ACK is posted
 
   Sender(QueuePair qp, SendRequests wr, int sqDepth, int signalEvery, int sendBuffers) {
     this.qp = qp;
@@ -53,6 +55,26 @@ final class Sender {
     peerSlots = peer.slots();
     peerSlotSize = peer.slotSize();
     credits = peerSlots;
+    ringWrites = 0;
+  }
+
+  /**
+   * The peer replaces its ring (its RING, checked already): nothing more is written until our
+   * RING_ACK is posted ({@link #ringAcknowledged}), after our last write into the old ring.
+   */
+  void peerReplacesRing(Wire.Ring next) {
+    pendingRing = next;
+  }
+
+  /** Whether a RING_ACK is due. */
+  boolean ringAckDue() {
+    return pendingRing != null;
+  }
+
+  /** Our RING_ACK is posted: writes go to the new ring, slot 0 first, a credit for each slot. */
+  void ringAcknowledged() {
+    peerRing(pendingRing);
+    pendingRing = null;
   }
 
   int peerSlotSize() {
@@ -69,9 +91,12 @@ final class Sender {
     return outstanding;
   }
 
-  /** Whether a data write may go now: a credit and a send-queue entry outside the reserve. */
+  /**
+   * Whether a data write may go now: a credit and a send-queue entry outside the reserve, and
+   * no RING_ACK due.
+   */
   boolean mayWrite() {
-    return credits > 0 && outstanding < sqDepth - CONTROL_RESERVE;
+    return credits > 0 && outstanding < sqDepth - CONTROL_RESERVE && pendingRing == null;
   }
 
   /** Whether a control message fits in the send queue now. */
@@ -104,10 +129,11 @@ final class Sender {
    * taking a credit. A failed post gives the buffer back and throws.
    */
   void write(long address, int length, int lkey, int imm, int buffer, boolean inline) {
-    long slot = writes % peerSlots;
+    long slot = ringWrites % peerSlots;
     post(WrOpcode.RDMA_WRITE_WITH_IMM, address, length, lkey, peerRing + slot * peerSlotSize,
         imm, buffer, inline, false);
     writes++;
+    ringWrites++;
     credits--;
   }
 

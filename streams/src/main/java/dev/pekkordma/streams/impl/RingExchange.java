@@ -1,0 +1,91 @@
+package dev.pekkordma.streams.impl;
+
+import dev.pekkordma.memory.NativeMemory;
+import dev.pekkordma.runtime.RegisteredMemoryExhaustedException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Rings replaced while a connection runs ({@link Wire}'s RING and RING_ACK), both ways: ours,
+ * when {@link RingSizing} says so and the budget has room, and the peer's, which our writes
+ * follow once our RING_ACK is posted. Used on the stage's thread.
+ */
+final class RingExchange {
+  private static final Logger log = LoggerFactory.getLogger(RingExchange.class);
+
+  private final ConnectionResources res;
+  private final Receiver receiver;
+  private final Sender sender;
+  private final ProtocolValidator rules;
+  private final ElementWriter writer;
+  private final RingSizing sizing; // null: our ring stays as it is
+  private final int sendSize; // the most one of our writes carries: our send buffers' size
+  private final String peer;
+
+  RingExchange(ConnectionResources res, Receiver receiver, Sender sender, ProtocolValidator rules,
+      ElementWriter writer, RingSizing sizing, int sendSize, String peer) {
+    this.res = res;
+    this.receiver = receiver;
+    this.sender = sender;
+    this.rules = rules;
+    this.writer = writer;
+    this.sizing = sizing;
+    this.sendSize = sendSize;
+    this.peer = peer;
+  }
+
+  /** A data write arrived into our ring: {@code length} bytes, more of its message to come. */
+  void arrived(int length, boolean more) {
+    if (sizing == null) return;
+    Receiver.Slots w = receiver.writerRing();
+    sizing.arrived(length, more, w.count(), w.size(), receiver.arrivals.size());
+  }
+
+  /**
+   * The peer's RING landed at {@code address} in our ring: our writes go to the ring it
+   * describes once our RING_ACK is posted. Null, or what is wrong with it.
+   */
+  String peerRing(long address) {
+    byte[] b = new byte[Wire.Ring.LENGTH];
+    NativeMemory.copyToArray(address, b, 0, b.length);
+    try {
+      sender.peerReplacesRing(Wire.Ring.decode(b));
+      return null;
+    } catch (IllegalArgumentException e) {
+      return "its RING: " + e.getMessage();
+    }
+  }
+
+  /** Our RING_ACK is posted: what we write goes to the peer's new ring. */
+  void acknowledged() {
+    sender.ringAcknowledged();
+    rules.acknowledgedPeerRing(sender.writes());
+    writer.writeMax(Math.min(sendSize, sender.peerSlotSize()));
+  }
+
+  /**
+   * Announces a new ring of ours when one is due ({@code tick}: the shrink timer fired) and
+   * {@code possible}: a write can carry the RING now, and no replacement is under way.
+   */
+  void maybeAnnounce(boolean tick, boolean possible) {
+    if (sizing == null) return;
+    RingSizing.Plan p = sizing.due(tick, receiver.taken());
+    if (p == null || !possible || receiver.replacing() || !sender.mayWrite()) return;
+    ConnectionResources.ReceiveRing next;
+    try {
+      next = res.openRing(p.count(), p.size());
+    } catch (RegisteredMemoryExhaustedException e) {
+      log.debug("{}: the receive ring stays as it is: {}", peer, e.getMessage());
+      sizing.refused(p);
+      return;
+    }
+    Wire.Ring d = next.describe();
+    if (!writer.writeRing(d.encode(), Wire.control(Wire.RING, 0))) {
+      res.closeRing(next.slots());
+      return;
+    }
+    rules.announced(d);
+    receiver.announce(next.slots());
+    sizing.announced(p);
+  }
+}
