@@ -15,8 +15,8 @@ import dev.pekkordma.verbs.WcOpcode;
  * message's writes together stay within {@code max-message-size} where the stage puts messages
  * together. Control comes as a zero-length SEND of a known code, but for a RING: an RDMA WRITE
  * of {@link Wire.Ring#LENGTH} bytes, counted as a write, never a second before our RING_ACK of
- * the first. Credits returned never exceed our writes into its current ring not yet credited,
- * and a CREDIT returns at least one. FIN and CANCEL come once each, the FIN not in the middle of
+ * the first (a RING may follow its FIN: it still reads). Credits returned never exceed our
+ * writes into its current ring not yet credited, and a CREDIT returns at least one. FIN and CANCEL come once each, the FIN not in the middle of
  * a message; FIN_ACK once, after our FIN; a RING_ACK only for a RING of ours; a CANCEL takes at
  * most the writes we made. Once the peer acknowledges our RING, our new ring's slots are what
  * it may write.
@@ -36,6 +36,7 @@ final class ProtocolValidator {
   private boolean finAck;
   private boolean cancel;
   private boolean finSent;
+  private int peerFirstSlot = Integer.MAX_VALUE;
   private Wire.Ring announced; // our RING the peer has not acknowledged yet
   private boolean peerRingUnacked; // its RING we have not acknowledged yet
 
@@ -50,8 +51,12 @@ final class ProtocolValidator {
     this.granted = slots;
   }
 
-  /** The peer's ring, checked by {@link Wire.Ring#decode}: none of its rules depend on it. */
+  /**
+   * The peer's first ring, checked by {@link Wire.Ring#decode}: its slots are no larger than the
+   * peer's writes can be, which bounds what its MORE writes must carry.
+   */
   void peerRing(Wire.Ring ring) {
+    peerFirstSlot = ring.slotSize();
   }
 
   /** We sent a RING: once the peer acknowledges it, {@code next}'s slots are what it may write. */
@@ -114,7 +119,7 @@ final class ProtocolValidator {
       return "more writes than the credits we gave: write #" + (written + 1) + " with "
           + granted + " granted";
     }
-    int least = Math.min(Wire.MIN_PIECE, slotSize);
+    int least = Math.min(Math.min(Wire.MIN_PIECE, slotSize), peerFirstSlot);
     if (more && byteLength < least) {
       return "a MORE write of " + byteLength + " bytes: one that more writes continue carries at"
           + " least " + least;
@@ -135,7 +140,6 @@ final class ProtocolValidator {
       return "a RING on " + (opcode == WcOpcode.RECV ? "a SEND" : "an RDMA WRITE") + " of "
           + unsigned(byteLength) + " bytes: a RING is an RDMA WRITE of " + Wire.Ring.LENGTH;
     }
-    if (fin) return "a RING after its FIN";
     if (peerRingUnacked) return "a second RING before we acknowledged its first";
     if (written >= granted) {
       return "more writes than the credits we gave: its RING, write #" + (written + 1) + " with "
