@@ -35,10 +35,10 @@ import org.junit.jupiter.api.Test;
  */
 class MemoryBudgetTest {
   /**
-   * Each end of a connection reserves its send buffers (2 MiB by default) and its receive ring,
-   * which starts small (16 KiB).
+   * Each end of a connection reserves its receive ring and its send buffers, which start small:
+   * four slots and two buffers of 4 KiB.
    */
-  static final long END = 32 * 64 * 1024L + 4 * 4096;
+  static final long END = 4 * 4096 + 2 * 4096;
   static ActorSystem<Void> system;
   static RdmaStreams rdma;
   static MemoryBudget budget;
@@ -47,7 +47,7 @@ class MemoryBudgetTest {
   static void start() {
     // one connection (both ends in this system) and half of another
     system = StreamsTestKit.system("MemoryBudgetTest",
-        "pekko-rdma.runtime.max-registered-memory = " + (2 * END + END * 3 / 4));
+        "pekko-rdma.runtime.max-registered-memory = " + (2 * END + END / 2));
     rdma = StreamsTestKit.streams(system);
     budget = RdmaRuntime.get(system).memory();
   }

@@ -326,8 +326,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   private void take(CmId cmId) {
     id = cmId;
     res = new ConnectionResources(rt, cmId, slots, ringSlotSize, slotSize, settings.sendBuffers(),
-        sqDepth,
-        rqDepth, settings.inlineThreshold(), settings.path());
+        sqDepth, rqDepth, settings.inlineThreshold(), settings.path(), sizing != null);
   }
 
   private Wire.Ring ourRing() {
@@ -337,17 +336,15 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   private void usePeerRing(Wire.Ring peer) {
     rules.peerRing(peer);
     sender.peerRing(peer);
-    writer.writeMax(Math.min(slotSize, peer.slotSize()));
   }
 
   /** The QP and everything it uses, registered once for the connection's life. */
   private void setUp() {
     res.open(() -> wake.invoke(Boolean.TRUE), peerName());
-    int sendCount = settings.sendBuffers();
-    sender = new Sender(res.qp, res.sendWr, sqDepth, settings.signalEvery(), sendCount);
-    writer = new ElementWriter(sender, res, slotSize, sendCount);
+    sender = new Sender(res.qp, res.sendWr, sqDepth, settings.signalEvery(), res.send);
+    writer = new ElementWriter(sender, res, slotSize, res.send);
     receiver = new Receiver(res.ring.slots(), rqDepth, keepBoundaries, res::closeRing);
-    rings = new RingExchange(res, receiver, sender, rules, writer, sizing, slotSize, peerName());
+    rings = new RingExchange(res, receiver, sender, rules, writer, sizing, peerName());
     if (downstreamCancelled) receiver.discarding = true;
     repost();
     res.cq.requestNotify(false);
@@ -359,9 +356,6 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     established = true;
     cancelTimer("connect");
     mat.connected().complete(Handles.get().outgoing(remote, id.localAddress()));
-    if (sizing != null) {
-      scheduleWithFixedDelay("resize", sizing.shrinkAfter(), sizing.shrinkAfter());
-    }
     if (!isClosed(in) && !upstreamDone) pull(in);
     drainCq();
   }
@@ -374,7 +368,10 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   @Override
   public void onTimer(Object key) {
     if ("resize".equals(key)) {
-      if (phase == Phase.RUNNING && !stopped()) rings.maybeAnnounce(true, mayResize());
+      if (phase == Phase.RUNNING && !stopped()) {
+        rings.maybeAnnounce(true, mayResize());
+        rings.resizeSend(true);
+      }
       progress();
       return;
     }
@@ -638,6 +635,16 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     deliver();
     if (stopped()) return;
     rings.maybeAnnounce(false, mayResize());
+    rings.resizeSend(false);
+    // ticks only while something is large: ten thousand idle connections cost no timer
+    boolean ticking = isTimerActive("resize");
+    if (rings.anyLarge() != ticking) {
+      if (ticking) {
+        cancelTimer("resize");
+      } else {
+        scheduleWithFixedDelay("resize", sizing.shrinkAfter(), sizing.shrinkAfter());
+      }
+    }
     trySend();
     if (stopped()) return;
     sendControl();

@@ -28,6 +28,10 @@ import org.slf4j.LoggerFactory;
 final class ConnectionResources implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(ConnectionResources.class);
   static final long RECV_WR_ID = -1L;
+  /** An elastic connection's small send area: what an idle connection keeps. */
+  static final int SMALL_SEND_COUNT = 2;
+  static final int SMALL_SEND_SIZE = 4096;
+  private static final long SEND_BACKOFF_NANOS = 2_000_000_000L;
 
   private final StreamsRuntime rt;
   final CmId id;
@@ -40,15 +44,14 @@ final class ConnectionResources implements AutoCloseable {
   private final int inlineThreshold;
   private final String settingsPath;
   int inlineMax;
-  private MemoryBudget.Reservation sendReservation;
+  private final boolean elastic;
   CompletionHub hub;
   ProtectionDomain pd;
   /** The first receive ring; more may follow (see {@link #openRing}). */
   ReceiveRing ring;
   private final List<ReceiveRing> rings = new ArrayList<>();
   private String peer;
-  OffHeapBuffer sendMemory;
-  MemoryRegion sendMr;
+  SendBuffers send;
   OffHeapBuffer scratch;
   CompletionQueue cq;
   QueuePair qp;
@@ -61,7 +64,9 @@ final class ConnectionResources implements AutoCloseable {
 
   /** The id's resources, none opened yet: {@link #open} opens them, {@link #close} frees them. */
   ConnectionResources(StreamsRuntime rt, CmId id, int slots, int ringSlotSize, int slotSize,
-      int sendBuffers, int sqDepth, int rqDepth, int inlineThreshold, String settingsPath) {
+      int sendBuffers, int sqDepth, int rqDepth, int inlineThreshold, String settingsPath,
+      boolean elastic) {
+    this.elastic = elastic;
     this.rt = rt;
     this.id = id;
     this.slots = slots;
@@ -82,17 +87,18 @@ final class ConnectionResources implements AutoCloseable {
    */
   void open(Runnable wake, String peer) {
     this.peer = peer;
-    long sendBytes = (long) sendBuffers * slotSize;
-    String lower = settingsPath + ".receive-buffers, .send-buffers or .buffer-size";
     DeviceContext device = id.verbs();
     hub = rt.hubs.acquire(device);
     inlineMax = Math.min(inlineThreshold, device.queryDevice().maxInlineData());
     pd = device.allocPd();
     ring = openRing(slots, ringSlotSize);
-    sendReservation = rt.runtime.memory().reserve(sendBytes,
-        "the send buffers of a stream connection with " + peer, lower);
-    sendMemory = OffHeapBuffer.allocate((long) sendBuffers * slotSize);
-    sendMr = pd.registerMemory(sendMemory, Access.LOCAL_WRITE);
+    if (elastic) {
+      send = new SendBuffers(openSendArea(Math.min(SMALL_SEND_COUNT, sendBuffers),
+          Math.min(SMALL_SEND_SIZE, slotSize)), () -> openSendArea(sendBuffers, slotSize),
+          this::closeSendArea, SEND_BACKOFF_NANOS);
+    } else {
+      send = new SendBuffers(openSendArea(sendBuffers, slotSize));
+    }
     scratch = OffHeapBuffer.allocate(Math.max(1, inlineMax));
     sendWr = new SendRequests(1, 1);
     recvWr = new RecvRequests(rqDepth, 1);
@@ -136,6 +142,29 @@ final class ConnectionResources implements AutoCloseable {
         return;
       }
     }
+  }
+
+  /** Registered send buffers, reserved from the budget first (which may refuse them). */
+  SendBuffers.Area openSendArea(int count, int size) {
+    MemoryBudget.Reservation bytes = rt.runtime.memory().reserve((long) count * size,
+        "the send buffers of a stream connection with " + peer,
+        settingsPath + ".send-buffers or .buffer-size");
+    OffHeapBuffer memory = null;
+    try {
+      memory = OffHeapBuffer.allocate((long) count * size);
+      MemoryRegion mr = pd.registerMemory(memory, Access.LOCAL_WRITE);
+      return new SendBuffers.Area(memory, mr, count, size, bytes);
+    } catch (RuntimeException e) {
+      if (memory != null) memory.close();
+      bytes.close();
+      throw e;
+    }
+  }
+
+  private void closeSendArea(SendBuffers.Area a) {
+    closeQuietly(a.mr);
+    a.memory.close();
+    a.bytes.close();
   }
 
   /** A receive ring: memory the peer writes into, registered for it, and its share of the budget. */
@@ -194,7 +223,8 @@ final class ConnectionResources implements AutoCloseable {
       }
     }
     for (ReceiveRing r : rings) closeQuietly(r.mr);
-    closeQuietly(sendMr);
+    SendBuffers.Area[] areas = send != null ? send.areas() : new SendBuffers.Area[0];
+    for (SendBuffers.Area a : areas) closeQuietly(a.mr);
     if (pd != null) {
       try {
         pd.close();
@@ -211,8 +241,10 @@ final class ConnectionResources implements AutoCloseable {
       }
     }
     rings.clear();
-    if (sendMemory != null) sendMemory.close();
-    if (sendReservation != null) sendReservation.close();
+    for (SendBuffers.Area a : areas) {
+      a.memory.close();
+      a.bytes.close();
+    }
     if (scratch != null) scratch.close();
     if (cq != null) hub.closeCq(cq);
     rt.cm().destroy(id, reject);

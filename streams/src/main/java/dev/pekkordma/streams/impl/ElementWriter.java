@@ -16,8 +16,8 @@ final class ElementWriter {
   private final Sender sender;
   private final ConnectionResources res;
   private final int slotSize;
-  private final ByteBuffer[] views;
-  private int writeMax;
+  private final SendBuffers buffers;
+  private int ourMax; // what our side allows a write: buffer-size
   private Object current;
   private byte[] bytes;
   private int offset;
@@ -25,21 +25,17 @@ final class ElementWriter {
   long bytesSent;
   long messagesSent;
 
-  ElementWriter(Sender sender, ConnectionResources res, int slotSize, int sendBuffers) {
+  ElementWriter(Sender sender, ConnectionResources res, int slotSize, SendBuffers buffers) {
     this.sender = sender;
     this.res = res;
     this.slotSize = slotSize;
-    this.views = new ByteBuffer[sendBuffers];
-    for (int i = 0; i < sendBuffers; i++) views[i] = res.sendMemory.view(i * slotSize, slotSize);
+    this.buffers = buffers;
+    this.ourMax = slotSize;
   }
 
-  /** The most one write carries: our slots and the peer's, whichever are smaller. */
-  void writeMax(int max) {
-    writeMax = max;
-  }
-
+  /** The most one write carries: our send buffers and the peer's slots, whichever smaller. */
   int writeMax() {
-    return writeMax;
+    return Math.min(Math.min(ourMax, buffers.size()), sender.peerSlotSize());
   }
 
   /**
@@ -47,6 +43,7 @@ final class ElementWriter {
    * write, and oversize-chunks = fail), or null.
    */
   String oversize(int length, RdmaStreamSettings settings) {
+    int writeMax = Math.min(ourMax, sender.peerSlotSize()); // what a write may carry at most
     if (length <= writeMax || settings.oversize() != RdmaStreamSettings.Oversize.FAIL) {
       return null;
     }
@@ -68,9 +65,9 @@ final class ElementWriter {
     }
     int buffer = sender.takeBuffer();
     if (buffer < 0) return false;
-    long address = res.sendMr.address() + (long) buffer * slotSize;
+    long address = buffers.address(buffer);
     NativeMemory.copyFromArray(payload, 0, address, payload.length);
-    sender.write(address, payload.length, res.sendMr.lkey(), imm, buffer, false);
+    sender.write(address, payload.length, buffers.lkey(buffer), imm, buffer, false);
     return true;
   }
 
@@ -97,6 +94,7 @@ final class ElementWriter {
     if (element instanceof ByteString bs) {
       length = bs.length();
       bytes = bs.toArrayUnsafe();
+      if (length > res.inlineMax) buffers.toSend(length);
     } else {
       length = -1;
       bytes = null;
@@ -111,6 +109,7 @@ final class ElementWriter {
    */
   boolean writeSome(IntSupplier credits) {
     while (current != null && sender.mayWrite()) {
+      int writeMax = writeMax();
       int n;
       boolean last;
       int buffer = -1;
@@ -120,7 +119,7 @@ final class ElementWriter {
       if (current instanceof BulkChunk chunk) {
         buffer = sender.takeBuffer();
         if (buffer < 0) return false;
-        ByteBuffer view = views[buffer];
+        ByteBuffer view = buffers.view(buffer);
         view.clear().limit(writeMax);
         try {
           chunk.writeTo(view);
@@ -131,8 +130,8 @@ final class ElementWriter {
         n = view.position();
         last = true;
         inline = false;
-        address = res.sendMr.address() + (long) buffer * slotSize;
-        lkey = res.sendMr.lkey();
+        address = buffers.address(buffer);
+        lkey = buffers.lkey(buffer);
       } else {
         n = Math.min(length - offset, writeMax);
         last = offset + n == length;
@@ -143,8 +142,8 @@ final class ElementWriter {
         } else {
           buffer = sender.takeBuffer();
           if (buffer < 0) return false;
-          address = res.sendMr.address() + (long) buffer * slotSize;
-          lkey = res.sendMr.lkey();
+          address = buffers.address(buffer);
+          lkey = buffers.lkey(buffer);
         }
         if (n > 0) NativeMemory.copyFromArray(bytes, offset, address, n);
       }

@@ -19,18 +19,16 @@ final class RingExchange {
   private final ProtocolValidator rules;
   private final ElementWriter writer;
   private final RingSizing sizing; // null: our ring stays as it is
-  private final int sendSize; // the most one of our writes carries: our send buffers' size
   private final String peer;
 
   RingExchange(ConnectionResources res, Receiver receiver, Sender sender, ProtocolValidator rules,
-      ElementWriter writer, RingSizing sizing, int sendSize, String peer) {
+      ElementWriter writer, RingSizing sizing, String peer) {
     this.res = res;
     this.receiver = receiver;
     this.sender = sender;
     this.rules = rules;
     this.writer = writer;
     this.sizing = sizing;
-    this.sendSize = sendSize;
     this.peer = peer;
   }
 
@@ -60,17 +58,31 @@ final class RingExchange {
   void acknowledged() {
     sender.ringAcknowledged();
     rules.acknowledgedPeerRing(sender.writes());
-    writer.writeMax(Math.min(sendSize, sender.peerSlotSize()));
+  }
+
+  /** Our send buffers follow what we send: the large area while busy (see SendBuffers). */
+  void resizeSend(boolean tick) {
+    res.send.resize(tick);
+    // writes left unsignalled would hold the large area's buffers for good
+    if (tick && res.send.retiring()) sender.flushUnsignaled();
+  }
+
+  /** Whether anything is large, so that a tick may find it idle and shrink it. */
+  boolean anyLarge() {
+    return sizing != null && (sizing.atLarge() || res.send.large());
   }
 
   /**
-   * Announces a new ring of ours when one is due ({@code tick}: the shrink timer fired) and
-   * {@code possible}: a write can carry the RING now, and no replacement is under way.
+   * Announces a new ring of ours when one is due ({@code tick}: the shrink timer fired), a write
+   * can carry the RING now, and no replacement is under way; a larger one only while
+   * {@code reading} (more data may come, and downstream wants it).
    */
-  void maybeAnnounce(boolean tick, boolean possible) {
+  void maybeAnnounce(boolean tick, boolean reading) {
     if (sizing == null) return;
     RingSizing.Plan p = sizing.due(tick, receiver.taken());
-    if (p == null || !possible || receiver.replacing() || !sender.mayWrite()) return;
+    if (p == null || (p.large() && !reading) || receiver.replacing() || !sender.mayWrite()) {
+      return;
+    }
     ConnectionResources.ReceiveRing next;
     try {
       next = res.openRing(p.count(), p.size());

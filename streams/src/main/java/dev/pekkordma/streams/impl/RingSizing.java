@@ -94,6 +94,11 @@ final class RingSizing {
     return null;
   }
 
+  /** Whether the ring in use, or announced, is the large one. */
+  boolean atLarge() {
+    return atLarge;
+  }
+
   /** {@code p} was announced. */
   void announced(Plan p) {
     atLarge = p.large();

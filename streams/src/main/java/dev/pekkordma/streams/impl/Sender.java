@@ -20,8 +20,7 @@ final class Sender {
   private final SendRequests wr;
   private final int sqDepth;
   private final int signalEvery;
-  private final int[] freeBuffers;
-  private int freeCount;
+  private final SendBuffers buffers;
   private final int[] bufferOf; // by wr_id % sqDepth: the send buffer the request reads, or -1
   private long nextWrId;
   private long oldestWrId;
@@ -37,14 +36,12 @@ final class Sender {
   private long ringWrites; // into its current ring: the next goes to slot ringWrites % peerSlots
   private Wire.Ring pendingRing; // the peer's new ring, written to once our RING_ACK is posted
 
-  Sender(QueuePair qp, SendRequests wr, int sqDepth, int signalEvery, int sendBuffers) {
+  Sender(QueuePair qp, SendRequests wr, int sqDepth, int signalEvery, SendBuffers buffers) {
     this.qp = qp;
     this.wr = wr;
     this.sqDepth = sqDepth;
     this.signalEvery = signalEvery;
-    this.freeBuffers = new int[sendBuffers];
-    for (int i = 0; i < sendBuffers; i++) freeBuffers[i] = sendBuffers - 1 - i;
-    this.freeCount = sendBuffers;
+    this.buffers = buffers;
     this.bufferOf = new int[sqDepth];
   }
 
@@ -113,14 +110,14 @@ final class Sender {
     return credits;
   }
 
-  /** A free send buffer's index, or -1 when all are in flight. */
+  /** A free send buffer's id, or -1 when all are in flight. */
   int takeBuffer() {
-    return freeCount == 0 ? -1 : freeBuffers[--freeCount];
+    return buffers.take();
   }
 
   /** A buffer taken but not posted. */
   void giveBack(int buffer) {
-    freeBuffers[freeCount++] = buffer;
+    buffers.giveBack(buffer);
   }
 
   /**
@@ -146,7 +143,7 @@ final class Sender {
       int imm, int buffer, boolean inline, boolean control) {
     boolean signal = control || ++unsignaled >= signalEvery
         || outstanding + 1 >= sqDepth - CONTROL_RESERVE
-        || (buffer >= 0 && freeCount == 0);
+        || (buffer >= 0 && buffers.noneFree());
     if (signal) unsignaled = 0;
     long wrId = nextWrId;
     wr.clear();
@@ -166,11 +163,33 @@ final class Sender {
     outstanding++;
   }
 
+  /**
+   * Asks for a completion of what went unsignalled, so that its buffers come back: a zero-length
+   * RDMA WRITE, signalled, which the peer never hears of (no immediate: no receive, no memory
+   * touched). Nothing when nothing is unsignalled or the send queue is full.
+   */
+  void flushUnsignaled() {
+    if (unsignaled == 0 || outstanding >= sqDepth || peerSlots == 0) return;
+    unsignaled = 0;
+    long wrId = nextWrId;
+    wr.clear();
+    wr.add(wrId, WrOpcode.RDMA_WRITE, SendRequests.SIGNALED);
+    wr.rdma(peerRing, peerRkey);
+    try {
+      qp.postSend(wr);
+    } catch (RuntimeException e) {
+      throw new PostFailed(WrOpcode.RDMA_WRITE, e);
+    }
+    bufferOf[(int) (wrId % sqDepth)] = -1;
+    nextWrId++;
+    outstanding++;
+  }
+
   /** A send's completion: it and every unsignalled send before it are done with their buffers. */
   void completed(long wrId) {
     for (long k = oldestWrId; k <= wrId; k++) {
       int buffer = bufferOf[(int) (k % sqDepth)];
-      if (buffer >= 0) freeBuffers[freeCount++] = buffer;
+      if (buffer >= 0) buffers.giveBack(buffer);
       outstanding--;
     }
     if (wrId >= oldestWrId) oldestWrId = wrId + 1;
