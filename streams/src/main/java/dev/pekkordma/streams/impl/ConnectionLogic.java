@@ -50,9 +50,8 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   private InetSocketAddress remote;
   private CmId listener;
   private final CompletableFuture<Done> unbound = new CompletableFuture<>();
-  private final int slots; // the first ring's
-  private final int ringSlotSize;
   private final RingSizing sizing; // null: the ring stays as it is
+  private final RingSizing.Plan first; // the ring a connection starts with
   private RingExchange rings;
   private final int slotSize;
   private final int sqDepth;
@@ -75,8 +74,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   private Throwable cause;
   private boolean accepted;
   private boolean downstreamCancelled;
-  /** The peer closed gracefully and went while our writing side was still open. */
-  private boolean peerClosed;
+  private boolean peerClosed; // gracefully, and went while our writing side was still open
 
   private AsyncCallback<CmEvent> cmEvents;
   private AsyncCallback<RuntimeException> cmStopped;
@@ -99,12 +97,12 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     this.slotSize = settings.bufferSize();
     this.sizing = keepBoundaries && !lend
         ? RingSizing.of(rt.ringSizing, settings.receiveBuffers(), slotSize) : null;
-    this.slots = sizing != null ? sizing.initial().count() : settings.receiveBuffers();
-    this.ringSlotSize = sizing != null ? sizing.initial().size() : slotSize;
+    this.first = sizing != null ? sizing.initial()
+        : new RingSizing.Plan(settings.receiveBuffers(), slotSize, true);
     this.sqDepth = settings.sendQueueDepth();
     // writes into an old ring and a new one may both wait to be taken
-    this.rqDepth = settings.receiveBuffers() + (sizing != null ? slots : 0) + 8;
-    this.rules = new ProtocolValidator(slots, ringSlotSize,
+    this.rqDepth = settings.receiveBuffers() + (sizing != null ? first.count() : 0) + 8;
+    this.rules = new ProtocolValidator(first.count(), first.size(),
         keepBoundaries ? settings.maxMessageSize() : Long.MAX_VALUE,
         settings.path() + ".max-message-size");
     setHandler(in, new AbstractInHandler() {
@@ -140,17 +138,12 @@ final class ConnectionLogic extends TimerGraphStageLogic {
           fail(IdleTimeout.named(cause, settings, peer()));
           return;
         }
-        if (receiver != null) receiver.discarding = true;
         // our application stopped reading before the peer's end: the peer hears it (CANCEL),
-        // and fails if anything it wrote was dropped, and once it has, any element after
-        if (receiver == null) {
-          close.stopReading(0, false, 0);
-        } else {
-          close.stopReading(receiver.arrivals.size(), receiver.partial(),
-              receiver.takenWhole());
-        }
-        // as Tcp's: our reading side ending does not end our writing side, whose upstream
-        // may still be sending (an element on its way, then its completion)
+        // and fails if anything it wrote was dropped, and once it has, any element after; as
+        // Tcp's, our writing side goes on (an element on its way, then its completion)
+        if (receiver != null) receiver.discarding = true;
+        close.stopReading(receiver == null ? 0 : receiver.arrivals.size(),
+            receiver != null && receiver.partial(), receiver == null ? 0 : receiver.takenWhole());
         progress();
       }
     });
@@ -286,18 +279,10 @@ final class ConnectionLogic extends TimerGraphStageLogic {
         case TIMEWAIT_EXIT:
           return;
         default:
-          if (phase != Phase.RUNNING) {
-            String status = e.status() != 0 ? " (status " + e.status() + ")" : "";
-            String why = e.type() == CmEventType.REJECTED
-                ? "connection refused: REJECTED" + status + " (nobody listens there?)"
-                : e.type() + status;
-            fail(failure((active() ? "connecting: " : "accepting: ") + why));
-            return;
-          }
+          if (phase != Phase.RUNNING) fail(failure(doing() + CompletionFailure.cmEvent(e)));
       }
     } catch (RuntimeException ex) {
-      String doing = phase == Phase.RUNNING ? "" : active() ? "connecting: " : "accepting: ";
-      fail(failure(doing + e.type() + ": " + ex.getMessage()));
+      fail(failure(doing() + e.type() + ": " + ex.getMessage()));
     }
   }
 
@@ -309,8 +294,13 @@ final class ConnectionLogic extends TimerGraphStageLogic {
           + " show only when a request to it fails", peerName(), why.getMessage());
       return;
     }
-    String doing = phase == Phase.LISTENING ? "" : active() ? "connecting: " : "accepting: ";
-    fail(failure(doing + "the CM event reader stopped: " + why.getMessage()));
+    fail(failure((phase == Phase.LISTENING ? "" : doing()) + "the CM event reader stopped: "
+        + why.getMessage()));
+  }
+
+  /** What a failure was doing: "connecting: ", "accepting: ", or nothing once running. */
+  private String doing() {
+    return phase == Phase.RUNNING ? "" : active() ? "connecting: " : "accepting: ";
   }
 
   /** Accepts a request whose private data names the client's ring, checked before we set up. */
@@ -325,7 +315,8 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   /** The connection's id: what it opens goes with it. */
   private void take(CmId cmId) {
     id = cmId;
-    res = new ConnectionResources(rt, cmId, slots, ringSlotSize, slotSize, settings.sendBuffers(),
+    res = new ConnectionResources(rt, cmId, first.count(), first.size(), slotSize,
+        settings.sendBuffers(),
         sqDepth, rqDepth, settings.inlineThreshold(), settings.path(), sizing != null);
   }
 
@@ -360,22 +351,28 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     drainCq();
   }
 
-  /** Whether our ring may be replaced: data may still come, and downstream wants it. */
-  private boolean mayResize() {
-    return !outDone && !receiver.discarding && close.theirs() == CloseHandshake.Theirs.OPEN;
+  /**
+   * Our ring and send buffers follow the traffic ({@code tick}: the resize timer), which ticks
+   * only while something is large: ten thousand idle connections cost no timer.
+   */
+  private void resize(boolean tick) {
+    if (stopped() || phase != Phase.RUNNING || sizing == null) return;
+    rings.maybeAnnounce(tick, !outDone && !receiver.discarding
+        && close.theirs() == CloseHandshake.Theirs.OPEN);
+    rings.resizeSend(tick);
+    if (rings.anyLarge() == isTimerActive("resize")) return;
+    if (rings.anyLarge()) {
+      scheduleWithFixedDelay("resize", sizing.shrinkAfter(), sizing.shrinkAfter());
+    } else {
+      cancelTimer("resize");
+    }
   }
 
   @Override
   public void onTimer(Object key) {
     if ("resize".equals(key)) {
-      if (phase == Phase.RUNNING && !stopped()) {
-        rings.maybeAnnounce(true, mayResize());
-        rings.resizeSend(true);
-      }
-      progress();
-      return;
-    }
-    if ("connect".equals(key)) {
+      resize(true);
+    } else if ("connect".equals(key)) {
       fail(failure("not connected within " + settings.connectTimeout() + " ("
           + settings.path() + ".connect-timeout)"));
     } else if ("flushed".equals(key)) {
@@ -514,25 +511,10 @@ final class ConnectionLogic extends TimerGraphStageLogic {
       }
       sender.credited(Wire.credits(imm));
       int code = kind == Wire.CONTROL ? Wire.code(imm) : -1;
-      if (code == Wire.FIN) {
-        close.peerFin();
-        if (!receiver.finArrived()) overrun();
-      } else if (code == Wire.FIN_ACK) {
-        close.finAcked();
-      } else if (code == Wire.RING_ACK) {
-        receiver.peerAcked();
-      } else if (code == Wire.RING) {
-        long at = receiver.arrived(Wire.Ring.LENGTH, Arrivals.SKIP);
-        String bad = at < 0 ? null : rings.peerRing(at);
-        if (at < 0) overrun();
-        if (bad != null) fail(failure("protocol error: " + bad));
-      } else if (kind != Wire.CONTROL) {
-        int length = wcs.byteLength(i);
-        if (receiver.arrived(length, kind == Wire.MORE ? Arrivals.MORE : Arrivals.END) < 0) {
-          overrun();
-        }
-        rings.arrived(length, kind == Wire.MORE);
-      }
+      if (code == Wire.FIN) close.peerFin();
+      if (code == Wire.FIN_ACK) close.finAcked();
+      String bad = rings.received(kind, code, wcs.byteLength(i));
+      if (bad != null) fail(failure("protocol error: " + bad));
       return;
     }
     sender.completed(wrId);
@@ -545,22 +527,15 @@ final class ConnectionLogic extends TimerGraphStageLogic {
    * (Tcp's write after the peer closed). With nothing lost our upstream may still complete.
    */
   private void peerStoppedReading(int taken) {
-    close.peerCancelled();
-    long dropped = (sender.writes() - taken) & Wire.CREDIT_MASK;
-    if (dropped != 0 || writer.busy()) {
-      fail(failure("the peer stopped reading (its stream was cancelled) with " + dropped
-          + " of our writes not taken" + (writer.busy() ? " and an element still to send"
-          : "")));
+    String lost = close.peerCancelled(sender.writes(), taken, writer.busy());
+    if (lost != null) {
+      fail(failure(lost));
       return;
     }
     if (!halfClose && !upstreamDone) {
       upstreamDone = true;
       if (!isClosed(in)) cancel(in);
     }
-  }
-
-  private void overrun() {
-    fail(failure("protocol error: the peer wrote more messages than it had credits"));
   }
 
   private void broken(int status, String what) {
@@ -623,28 +598,16 @@ final class ConnectionLogic extends TimerGraphStageLogic {
       receiver.woken();
       progress();
     });
-    LeasedRing ring = new LeasedRing(res.ring.memory, slots, slotSize, peerName(),
-        () -> released.invoke(Boolean.TRUE), res::ringFreed);
-    receiver.lend(ring);
-    res.lentRing = ring;
+    res.lend(receiver, peerName(), () -> released.invoke(Boolean.TRUE));
   }
+
 
   /** After anything happened: deliver, send, say what is due, and see if we are done. */
   private void progress() {
     if (stopped() || phase != Phase.RUNNING) return;
     deliver();
     if (stopped()) return;
-    rings.maybeAnnounce(false, mayResize());
-    rings.resizeSend(false);
-    // ticks only while something is large: ten thousand idle connections cost no timer
-    boolean ticking = isTimerActive("resize");
-    if (rings.anyLarge() != ticking) {
-      if (ticking) {
-        cancelTimer("resize");
-      } else {
-        scheduleWithFixedDelay("resize", sizing.shrinkAfter(), sizing.shrinkAfter());
-      }
-    }
+    resize(false);
     trySend();
     if (stopped()) return;
     sendControl();
@@ -662,8 +625,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
         active() ? "client" : "server", peerName(), writer.messagesSent,
         receiver.messagesReceived);
     mat.closed().complete(new TransferResult(writer.bytesSent, writer.messagesSent,
-        receiver.bytesReceived,
-        receiver.messagesReceived));
+        receiver.bytesReceived, receiver.messagesReceived));
     completeStage();
   }
 

@@ -254,6 +254,15 @@ final class ConnectionResources implements AutoCloseable {
     if (wcs != null) wcs.close();
   }
 
+  /**
+   * The first ring goes to a {@link LeasedRing} for {@code receiver} to lend, which runs
+   * {@code wake} on releases and frees the memory after the last.
+   */
+  void lend(Receiver receiver, String peer, Runnable wake) {
+    lentRing = new LeasedRing(ring.memory, ring.count, ring.size, peer, wake, this::ringFreed);
+    receiver.lend(lentRing);
+  }
+
   /** The lent ring's memory is freed: its share of the budget goes back. */
   void ringFreed() {
     if (ring != null) ring.bytes.close();

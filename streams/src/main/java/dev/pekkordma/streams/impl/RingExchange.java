@@ -6,9 +6,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Rings replaced while a connection runs ({@link Wire}'s RING and RING_ACK), both ways: ours,
- * when {@link RingSizing} says so and the budget has room, and the peer's, which our writes
- * follow once our RING_ACK is posted. Used on the stage's thread.
+ * What each message that passed the checks means for the receive side, and rings replaced while
+ * a connection runs ({@link Wire}'s RING and RING_ACK), both ways: ours, when {@link RingSizing}
+ * says so and the budget has room, and the peer's, which our writes follow once our RING_ACK is
+ * posted. Used on the stage's thread.
  */
 final class RingExchange {
   private static final Logger log = LoggerFactory.getLogger(RingExchange.class);
@@ -32,8 +33,31 @@ final class RingExchange {
     this.peer = peer;
   }
 
+  private static final String OVERRUN = "the peer wrote more messages than it had credits";
+
+  /**
+   * A message of {@code kind} ({@code code} for control, else -1) and {@code length} bytes, its
+   * checks passed: queued for downstream, or acted on. Null, or what is wrong with it.
+   */
+  String received(int kind, int code, int length) {
+    if (code == Wire.FIN) return receiver.finArrived() ? null : OVERRUN;
+    if (code == Wire.RING_ACK) {
+      receiver.peerAcked();
+      return null;
+    }
+    if (code == Wire.RING) {
+      long at = receiver.arrived(Wire.Ring.LENGTH, Arrivals.SKIP);
+      return at < 0 ? OVERRUN : peerRing(at);
+    }
+    if (kind == Wire.CONTROL) return null;
+    boolean more = kind == Wire.MORE;
+    if (receiver.arrived(length, more ? Arrivals.MORE : Arrivals.END) < 0) return OVERRUN;
+    arrived(length, more);
+    return null;
+  }
+
   /** A data write arrived into our ring: {@code length} bytes, more of its message to come. */
-  void arrived(int length, boolean more) {
+  private void arrived(int length, boolean more) {
     if (sizing == null) return;
     Receiver.Slots w = receiver.writerRing();
     sizing.arrived(length, more, w.count(), w.size(), receiver.arrivals.size());
@@ -43,7 +67,7 @@ final class RingExchange {
    * The peer's RING landed at {@code address} in our ring: our writes go to the ring it
    * describes once our RING_ACK is posted. Null, or what is wrong with it.
    */
-  String peerRing(long address) {
+  private String peerRing(long address) {
     byte[] b = new byte[Wire.Ring.LENGTH];
     NativeMemory.copyToArray(address, b, 0, b.length);
     try {
