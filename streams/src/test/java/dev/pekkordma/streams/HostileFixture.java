@@ -90,7 +90,10 @@ final class HostileFixture implements AutoCloseable {
   HostileFixture(String name, String extraConfig) throws Exception {
     previousHandler = Thread.getDefaultUncaughtExceptionHandler();
     Thread.setDefaultUncaughtExceptionHandler((t, e) -> uncaught.add(e));
-    system = StreamsTestKit.system(name, extraConfig);
+    // fixed rings: the resources counted after each attack must not move with the legit
+    // connection's traffic (the peer's RINGs are still taken and checked)
+    system = StreamsTestKit.system(name, "pekko-rdma.streams.elastic-ring.enabled = off\n"
+        + extraConfig);
     rdma = StreamsTestKit.streams(system);
     hostile = RdmaProviders.load(ConfigFactory.parseString("pekko-rdma.provider = soft\n"
         + "pekko-rdma.cm.connect-timeout = 5s").withFallback(ConfigFactory.load()));

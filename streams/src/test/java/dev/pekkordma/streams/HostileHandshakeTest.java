@@ -76,9 +76,9 @@ class HostileHandshakeTest {
           return b;
         }), "magic"),
         Arguments.of("another version", bytes(b -> {
-          b[4] = 3;
+          b[4] = 2;
           return b;
-        }), "version 3"),
+        }), "version 2"),
         Arguments.of("reserved bytes set", bytes(b -> {
           b[6] = 1;
           return b;

@@ -9,6 +9,8 @@ import static dev.pekkordma.streams.HostileWire.END;
 import static dev.pekkordma.streams.HostileWire.FIN;
 import static dev.pekkordma.streams.HostileWire.FIN_ACK;
 import static dev.pekkordma.streams.HostileWire.MORE;
+import static dev.pekkordma.streams.HostileWire.RING;
+import static dev.pekkordma.streams.HostileWire.RING_ACK;
 import static dev.pekkordma.streams.HostileWire.control;
 import static dev.pekkordma.streams.HostileWire.data;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -80,6 +82,35 @@ class HostileMessageTest {
   @Test
   void anUnknownControlCode() throws Exception {
     attack((p, s) -> p.send(control(17, 0)), "protocol error", "control code 17");
+  }
+
+  @Test
+  void aRingDescribingNoRing() throws Exception {
+    attack((p, s) -> p.writeSlot(0, pattern(28, 3), control(RING, 0)), "protocol error",
+        "its RING", "magic");
+  }
+
+  @Test
+  void aRingOfTheWrongLength() throws Exception {
+    attack((p, s) -> p.writeSlot(0, pattern(8, 4), control(RING, 0)), "protocol error",
+        "a RING is an RDMA WRITE of 28");
+  }
+
+  @Test
+  void aRingOnASend() throws Exception {
+    attack((p, s) -> p.send(control(RING, 0)), "protocol error", "a RING on a SEND");
+  }
+
+  @Test
+  void aRingAckForNoRingOfOurs() throws Exception {
+    attack((p, s) -> p.send(control(RING_ACK, 0)), "protocol error",
+        "a RING_ACK with no RING of ours");
+  }
+
+  @Test
+  void aRingWhoseRingWrapsTheAddressSpace() throws Exception {
+    attack((p, s) -> p.writeSlot(0, HostileWire.ring(HostileWire.MAGIC, HostileWire.VERSION,
+        -4096L, 7, 4, 4096), control(RING, 0)), "protocol error", "its RING", "wraps");
   }
 
   @Test

@@ -10,7 +10,7 @@ import java.nio.ByteOrder;
  */
 final class HostileWire {
   static final int MAGIC = 0x50525354; // "PRST"
-  static final byte VERSION = 2;
+  static final byte VERSION = 3;
   static final int RING_LENGTH = 28;
 
   static final int END = 0;
@@ -20,6 +20,8 @@ final class HostileWire {
   static final int FIN = 1;
   static final int FIN_ACK = 2;
   static final int CANCEL = 3;
+  static final int RING = 4;
+  static final int RING_ACK = 5;
 
   private HostileWire() {}
 

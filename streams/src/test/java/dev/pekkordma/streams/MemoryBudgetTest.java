@@ -34,8 +34,11 @@ import org.junit.jupiter.api.Test;
  * reads holds only its own connection's memory, and the other connections keep flowing.
  */
 class MemoryBudgetTest {
-  /** Each end of a connection reserves its ring and its send buffers: 4 MiB by default. */
-  static final long END = 2 * 32 * 64 * 1024L;
+  /**
+   * Each end of a connection reserves its receive ring and its send buffers, which start small:
+   * four slots and two buffers of 4 KiB.
+   */
+  static final long END = 4 * 4096 + 2 * 4096;
   static ActorSystem<Void> system;
   static RdmaStreams rdma;
   static MemoryBudget budget;
@@ -44,7 +47,7 @@ class MemoryBudgetTest {
   static void start() {
     // one connection (both ends in this system) and half of another
     system = StreamsTestKit.system("MemoryBudgetTest",
-        "pekko-rdma.runtime.max-registered-memory = " + (2 * END + END * 3 / 4));
+        "pekko-rdma.runtime.max-registered-memory = " + (2 * END + END / 2));
     rdma = StreamsTestKit.streams(system);
     budget = RdmaRuntime.get(system).memory();
   }

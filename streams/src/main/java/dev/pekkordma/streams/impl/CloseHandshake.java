@@ -68,8 +68,17 @@ final class CloseHandshake {
     takenAtCancel = takenWhole;
   }
 
-  void peerCancelled() {
+  /**
+   * The peer's CANCEL: its application took {@code taken} of our {@code ourWrites} writes (modulo
+   * 2^24). Null when nothing was lost, else the failure: writes dropped, or an element ({@code
+   * busy}) still to send.
+   */
+  String peerCancelled(long ourWrites, int taken, boolean busy) {
     peerCancelled = true;
+    long dropped = (ourWrites - taken) & Wire.CREDIT_MASK;
+    if (dropped == 0 && !busy) return null;
+    return "the peer stopped reading (its stream was cancelled) with " + dropped
+        + " of our writes not taken" + (busy ? " and an element still to send" : "");
   }
 
   boolean hasPeerCancelled() {

@@ -1,8 +1,10 @@
 package dev.pekkordma.streams.impl;
 
+import dev.pekkordma.cm.CmEvent;
+import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.verbs.WcStatus;
 
-/** How a work completion's error status reads in a connection's failure. */
+/** How a work completion's error status, or a CM event, reads in a connection's failure. */
 final class CompletionFailure {
   private CompletionFailure() {}
 
@@ -12,6 +14,14 @@ final class CompletionFailure {
         + (cause != null ? ": " + cause
             : s == WcStatus.RETRY_EXC_ERR ? ": the peer is unreachable" : "")
         + (s == WcStatus.LOC_LEN_ERR ? ": the peer sent a SEND with data (ours take none)" : "");
+  }
+
+  /** A CM event that ends a connection attempt. */
+  static String cmEvent(CmEvent e) {
+    String status = e.status() != 0 ? " (status " + e.status() + ")" : "";
+    return e.type() == CmEventType.REJECTED
+        ? "connection refused: REJECTED" + status + " (nobody listens there?)"
+        : e.type() + status;
   }
 
   /** The QP went to the error state, which flushed {@code what}. */

@@ -50,11 +50,12 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   private InetSocketAddress remote;
   private CmId listener;
   private final CompletableFuture<Done> unbound = new CompletableFuture<>();
-  private final int slots;
+  private final RingSizing sizing; // null: the ring stays as it is
+  private final RingSizing.Plan first; // the ring a connection starts with
+  private RingExchange rings;
   private final int slotSize;
   private final int sqDepth;
   private final int rqDepth;
-  private final int creditThreshold;
   private final ProtocolValidator rules;
   private Phase phase = Phase.RESOLVING_ADDRESS;
   private CmId id;
@@ -73,8 +74,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   private Throwable cause;
   private boolean accepted;
   private boolean downstreamCancelled;
-  /** The peer closed gracefully and went while our writing side was still open. */
-  private boolean peerClosed;
+  private boolean peerClosed; // gracefully, and went while our writing side was still open
 
   private AsyncCallback<CmEvent> cmEvents;
   private AsyncCallback<RuntimeException> cmStopped;
@@ -94,12 +94,15 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     this.mat = mat;
     this.remote = role instanceof ConnectionStage.Role.Outgoing o ? o.remote()
         : role instanceof ConnectionStage.Role.Incoming i ? i.request().remote() : null;
-    this.slots = settings.receiveBuffers();
     this.slotSize = settings.bufferSize();
+    this.sizing = keepBoundaries && !lend
+        ? RingSizing.of(rt.ringSizing, settings.receiveBuffers(), slotSize) : null;
+    this.first = sizing != null ? sizing.initial()
+        : new RingSizing.Plan(settings.receiveBuffers(), slotSize, true);
     this.sqDepth = settings.sendQueueDepth();
-    this.rqDepth = settings.receiveBuffers() + 8;
-    this.creditThreshold = Math.max(1, (slots + 3) / 4);
-    this.rules = new ProtocolValidator(slots, slotSize,
+    // writes into an old ring and a new one may both wait to be taken
+    this.rqDepth = settings.receiveBuffers() + (sizing != null ? first.count() : 0) + 8;
+    this.rules = new ProtocolValidator(first.count(), first.size(),
         keepBoundaries ? settings.maxMessageSize() : Long.MAX_VALUE,
         settings.path() + ".max-message-size");
     setHandler(in, new AbstractInHandler() {
@@ -135,17 +138,12 @@ final class ConnectionLogic extends TimerGraphStageLogic {
           fail(IdleTimeout.named(cause, settings, peer()));
           return;
         }
-        if (receiver != null) receiver.discarding = true;
         // our application stopped reading before the peer's end: the peer hears it (CANCEL),
-        // and fails if anything it wrote was dropped, and once it has, any element after
-        if (receiver == null) {
-          close.stopReading(0, false, 0);
-        } else {
-          close.stopReading(receiver.arrivals.size(), receiver.partial(),
-              receiver.takenWhole());
-        }
-        // as Tcp's: our reading side ending does not end our writing side, whose upstream
-        // may still be sending (an element on its way, then its completion)
+        // and fails if anything it wrote was dropped, and once it has, any element after; as
+        // Tcp's, our writing side goes on (an element on its way, then its completion)
+        if (receiver != null) receiver.discarding = true;
+        close.stopReading(receiver == null ? 0 : receiver.arrivals.size(),
+            receiver != null && receiver.partial(), receiver == null ? 0 : receiver.takenWhole());
         progress();
       }
     });
@@ -281,18 +279,10 @@ final class ConnectionLogic extends TimerGraphStageLogic {
         case TIMEWAIT_EXIT:
           return;
         default:
-          if (phase != Phase.RUNNING) {
-            String status = e.status() != 0 ? " (status " + e.status() + ")" : "";
-            String why = e.type() == CmEventType.REJECTED
-                ? "connection refused: REJECTED" + status + " (nobody listens there?)"
-                : e.type() + status;
-            fail(failure((active() ? "connecting: " : "accepting: ") + why));
-            return;
-          }
+          if (phase != Phase.RUNNING) fail(failure(doing() + CompletionFailure.cmEvent(e)));
       }
     } catch (RuntimeException ex) {
-      String doing = phase == Phase.RUNNING ? "" : active() ? "connecting: " : "accepting: ";
-      fail(failure(doing + e.type() + ": " + ex.getMessage()));
+      fail(failure(doing() + e.type() + ": " + ex.getMessage()));
     }
   }
 
@@ -304,8 +294,13 @@ final class ConnectionLogic extends TimerGraphStageLogic {
           + " show only when a request to it fails", peerName(), why.getMessage());
       return;
     }
-    String doing = phase == Phase.LISTENING ? "" : active() ? "connecting: " : "accepting: ";
-    fail(failure(doing + "the CM event reader stopped: " + why.getMessage()));
+    fail(failure((phase == Phase.LISTENING ? "" : doing()) + "the CM event reader stopped: "
+        + why.getMessage()));
+  }
+
+  /** What a failure was doing: "connecting: ", "accepting: ", or nothing once running. */
+  private String doing() {
+    return phase == Phase.RUNNING ? "" : active() ? "connecting: " : "accepting: ";
   }
 
   /** Accepts a request whose private data names the client's ring, checked before we set up. */
@@ -320,27 +315,27 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   /** The connection's id: what it opens goes with it. */
   private void take(CmId cmId) {
     id = cmId;
-    res = new ConnectionResources(rt, cmId, slots, slotSize, settings.sendBuffers(), sqDepth,
-        rqDepth, settings.inlineThreshold(), settings.path());
+    res = new ConnectionResources(rt, cmId, first.count(), first.size(), slotSize,
+        settings.sendBuffers(),
+        sqDepth, rqDepth, settings.inlineThreshold(), settings.path(), sizing != null);
   }
 
   private Wire.Ring ourRing() {
-    return new Wire.Ring(res.ringMr.address(), res.ringMr.rkey(), slots, slotSize);
+    return res.ring.describe();
   }
 
   private void usePeerRing(Wire.Ring peer) {
     rules.peerRing(peer);
     sender.peerRing(peer);
-    writer.writeMax(Math.min(slotSize, peer.slotSize()));
   }
 
   /** The QP and everything it uses, registered once for the connection's life. */
   private void setUp() {
     res.open(() -> wake.invoke(Boolean.TRUE), peerName());
-    int sendCount = settings.sendBuffers();
-    sender = new Sender(res.qp, res.sendWr, sqDepth, settings.signalEvery(), sendCount);
-    writer = new ElementWriter(sender, res, slotSize, sendCount);
-    receiver = new Receiver(res.ringMemory, slots, slotSize, rqDepth, keepBoundaries);
+    sender = new Sender(res.qp, res.sendWr, sqDepth, settings.signalEvery(), res.send);
+    writer = new ElementWriter(sender, res, slotSize, res.send);
+    receiver = new Receiver(res.ring.slots(), rqDepth, keepBoundaries, res::closeRing);
+    rings = new RingExchange(res, receiver, sender, rules, writer, sizing, peerName());
     if (downstreamCancelled) receiver.discarding = true;
     repost();
     res.cq.requestNotify(false);
@@ -356,9 +351,28 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     drainCq();
   }
 
+  /**
+   * Our ring and send buffers follow the traffic ({@code tick}: the resize timer), which ticks
+   * only while something is large: ten thousand idle connections cost no timer.
+   */
+  private void resize(boolean tick) {
+    if (stopped() || phase != Phase.RUNNING || sizing == null) return;
+    rings.maybeAnnounce(tick, !outDone && !receiver.discarding
+        && close.theirs() == CloseHandshake.Theirs.OPEN);
+    rings.resizeSend(tick);
+    if (rings.anyLarge() == isTimerActive("resize")) return;
+    if (rings.anyLarge()) {
+      scheduleWithFixedDelay("resize", sizing.shrinkAfter(), sizing.shrinkAfter());
+    } else {
+      cancelTimer("resize");
+    }
+  }
+
   @Override
   public void onTimer(Object key) {
-    if ("connect".equals(key)) {
+    if ("resize".equals(key)) {
+      resize(true);
+    } else if ("connect".equals(key)) {
       fail(failure("not connected within " + settings.connectTimeout() + " ("
           + settings.path() + ".connect-timeout)"));
     } else if ("flushed".equals(key)) {
@@ -427,11 +441,15 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   /** CANCEL, FIN_ACK, FIN and credits, when they are due and the send queue has room. */
   private void sendControl() {
     if (stopped() || phase != Phase.RUNNING) return;
+    if (sender.ringAckDue() && sender.mayControl()) { // before any write into its new ring
+      postControl(Wire.RING_ACK);
+      rings.acknowledged();
+    }
     CloseHandshake.Control c;
     // a lent ring's buffers count as taken once released
     while (!stopped() && (c = close.next(sender.mayControl(), upstreamDone && !writer.busy(),
         receiver.lent() == null || receiver.lent().allReturned(),
-        receiver.creditsOwed() >= creditThreshold)) != CloseHandshake.Control.NONE) {
+        receiver.creditsOwed() >= receiver.creditThreshold())) != CloseHandshake.Control.NONE) {
       switch (c) {
         case CANCEL ->
             postControl(Wire.CANCEL, (int) (close.takenAtCancel() & Wire.CREDIT_MASK));
@@ -492,18 +510,11 @@ final class ConnectionLogic extends TimerGraphStageLogic {
         return;
       }
       sender.credited(Wire.credits(imm));
-      if (kind == Wire.CONTROL) {
-        int code = Wire.code(imm);
-        if (code == Wire.FIN) {
-          close.peerFin();
-          enqueue(0, Arrivals.FIN);
-        } else if (code == Wire.FIN_ACK) {
-          close.finAcked();
-        }
-      } else {
-        int length = wcs.byteLength(i);
-        enqueue(length, kind == Wire.MORE ? Arrivals.MORE : Arrivals.END);
-      }
+      int code = kind == Wire.CONTROL ? Wire.code(imm) : -1;
+      if (code == Wire.FIN) close.peerFin();
+      if (code == Wire.FIN_ACK) close.finAcked();
+      String bad = rings.received(kind, code, wcs.byteLength(i));
+      if (bad != null) fail(failure("protocol error: " + bad));
       return;
     }
     sender.completed(wrId);
@@ -516,23 +527,14 @@ final class ConnectionLogic extends TimerGraphStageLogic {
    * (Tcp's write after the peer closed). With nothing lost our upstream may still complete.
    */
   private void peerStoppedReading(int taken) {
-    close.peerCancelled();
-    long dropped = (sender.writes() - taken) & Wire.CREDIT_MASK;
-    if (dropped != 0 || writer.busy()) {
-      fail(failure("the peer stopped reading (its stream was cancelled) with " + dropped
-          + " of our writes not taken" + (writer.busy() ? " and an element still to send"
-          : "")));
+    String lost = close.peerCancelled(sender.writes(), taken, writer.busy());
+    if (lost != null) {
+      fail(failure(lost));
       return;
     }
     if (!halfClose && !upstreamDone) {
       upstreamDone = true;
       if (!isClosed(in)) cancel(in);
-    }
-  }
-
-  private void enqueue(int length, byte kind) {
-    if (!receiver.arrivals.add(length, kind)) {
-      fail(failure("protocol error: the peer wrote more messages than it had credits"));
     }
   }
 
@@ -596,17 +598,16 @@ final class ConnectionLogic extends TimerGraphStageLogic {
       receiver.woken();
       progress();
     });
-    LeasedRing ring = new LeasedRing(res.ringMemory, slots, slotSize, peerName(),
-        () -> released.invoke(Boolean.TRUE), res::ringFreed);
-    receiver.lend(ring);
-    res.lentRing = ring;
+    res.lend(receiver, peerName(), () -> released.invoke(Boolean.TRUE));
   }
+
 
   /** After anything happened: deliver, send, say what is due, and see if we are done. */
   private void progress() {
     if (stopped() || phase != Phase.RUNNING) return;
     deliver();
     if (stopped()) return;
+    resize(false);
     trySend();
     if (stopped()) return;
     sendControl();
@@ -624,8 +625,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
         active() ? "client" : "server", peerName(), writer.messagesSent,
         receiver.messagesReceived);
     mat.closed().complete(new TransferResult(writer.bytesSent, writer.messagesSent,
-        receiver.bytesReceived,
-        receiver.messagesReceived));
+        receiver.bytesReceived, receiver.messagesReceived));
     completeStage();
   }
 

@@ -16,8 +16,8 @@ final class ElementWriter {
   private final Sender sender;
   private final ConnectionResources res;
   private final int slotSize;
-  private final ByteBuffer[] views;
-  private int writeMax;
+  private final SendBuffers buffers;
+  private int ourMax; // what our side allows a write: buffer-size
   private Object current;
   private byte[] bytes;
   private int offset;
@@ -25,21 +25,17 @@ final class ElementWriter {
   long bytesSent;
   long messagesSent;
 
-  ElementWriter(Sender sender, ConnectionResources res, int slotSize, int sendBuffers) {
+  ElementWriter(Sender sender, ConnectionResources res, int slotSize, SendBuffers buffers) {
     this.sender = sender;
     this.res = res;
     this.slotSize = slotSize;
-    this.views = new ByteBuffer[sendBuffers];
-    for (int i = 0; i < sendBuffers; i++) views[i] = res.sendMemory.view(i * slotSize, slotSize);
+    this.buffers = buffers;
+    this.ourMax = slotSize;
   }
 
-  /** The most one write carries: our slots and the peer's, whichever are smaller. */
-  void writeMax(int max) {
-    writeMax = max;
-  }
-
+  /** The most one write carries: our send buffers and the peer's slots, whichever smaller. */
   int writeMax() {
-    return writeMax;
+    return Math.min(Math.min(ourMax, buffers.size()), sender.peerSlotSize());
   }
 
   /**
@@ -47,12 +43,32 @@ final class ElementWriter {
    * write, and oversize-chunks = fail), or null.
    */
   String oversize(int length, RdmaStreamSettings settings) {
+    int writeMax = Math.min(ourMax, sender.peerSlotSize()); // what a write may carry at most
     if (length <= writeMax || settings.oversize() != RdmaStreamSettings.Oversize.FAIL) {
       return null;
     }
     return "a ByteString of " + length + " bytes is larger than " + settings.path()
         + ".buffer-size (" + writeMax + " bytes" + (writeMax < slotSize ? ", the peer's" : "")
         + "); raise it, or set " + settings.path() + ".oversize-chunks = split";
+  }
+
+  /**
+   * Writes {@code payload} (a RING) into the peer's next slot with {@code imm}, inline or from a
+   * send buffer; false when it cannot go now (no credit, no buffer).
+   */
+  boolean writeRing(byte[] payload, int imm) {
+    if (!sender.mayWrite()) return false;
+    if (payload.length <= res.inlineMax) {
+      NativeMemory.copyFromArray(payload, 0, res.scratch.address(), payload.length);
+      sender.write(res.scratch.address(), payload.length, 0, imm, -1, true);
+      return true;
+    }
+    int buffer = sender.takeBuffer();
+    if (buffer < 0) return false;
+    long address = buffers.address(buffer);
+    NativeMemory.copyFromArray(payload, 0, address, payload.length);
+    sender.write(address, payload.length, buffers.lkey(buffer), imm, buffer, false);
+    return true;
   }
 
   /** An element as messages name it: "a 3-byte element". */
@@ -78,6 +94,7 @@ final class ElementWriter {
     if (element instanceof ByteString bs) {
       length = bs.length();
       bytes = bs.toArrayUnsafe();
+      if (length > res.inlineMax) buffers.toSend(length);
     } else {
       length = -1;
       bytes = null;
@@ -92,6 +109,7 @@ final class ElementWriter {
    */
   boolean writeSome(IntSupplier credits) {
     while (current != null && sender.mayWrite()) {
+      int writeMax = writeMax();
       int n;
       boolean last;
       int buffer = -1;
@@ -101,7 +119,7 @@ final class ElementWriter {
       if (current instanceof BulkChunk chunk) {
         buffer = sender.takeBuffer();
         if (buffer < 0) return false;
-        ByteBuffer view = views[buffer];
+        ByteBuffer view = buffers.view(buffer);
         view.clear().limit(writeMax);
         try {
           chunk.writeTo(view);
@@ -112,8 +130,8 @@ final class ElementWriter {
         n = view.position();
         last = true;
         inline = false;
-        address = res.sendMr.address() + (long) buffer * slotSize;
-        lkey = res.sendMr.lkey();
+        address = buffers.address(buffer);
+        lkey = buffers.lkey(buffer);
       } else {
         n = Math.min(length - offset, writeMax);
         last = offset + n == length;
@@ -124,8 +142,8 @@ final class ElementWriter {
         } else {
           buffer = sender.takeBuffer();
           if (buffer < 0) return false;
-          address = res.sendMr.address() + (long) buffer * slotSize;
-          lkey = res.sendMr.lkey();
+          address = buffers.address(buffer);
+          lkey = buffers.lkey(buffer);
         }
         if (n > 0) NativeMemory.copyFromArray(bytes, offset, address, n);
       }

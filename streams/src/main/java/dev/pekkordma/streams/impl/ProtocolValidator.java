@@ -11,19 +11,22 @@ import dev.pekkordma.verbs.WcOpcode;
  * <p>The rules: every message has an immediate of a known kind. Data comes as an RDMA WRITE
  * WITH IMM of at most a slot, never more writes than the slots we granted (our ring, then each
  * credit we sent), never after the peer's FIN; a MORE write (more writes continue the message)
- * carries exactly the largest write both rings allow, and a message's writes together stay
- * within {@code max-message-size} where the stage puts messages together. Control comes as a
- * zero-length SEND of a known code. Credits returned never exceed our writes not yet credited,
- * and a CREDIT returns at least one. FIN and CANCEL come once each, the FIN not in the middle of
- * a message; FIN_ACK once, after our FIN; a CANCEL takes at most the writes we made.
+ * carries at least {@link Wire#MIN_PIECE} bytes (or a whole slot, if ours are smaller), and a
+ * message's writes together stay within {@code max-message-size} where the stage puts messages
+ * together. Control comes as a zero-length SEND of a known code, but for a RING: an RDMA WRITE
+ * of {@link Wire.Ring#LENGTH} bytes, counted as a write, never a second before our RING_ACK of
+ * the first (a RING may follow its FIN: it still reads). Credits returned never exceed our
+ * writes into its current ring not yet credited, and a CREDIT returns at least one. FIN and CANCEL come once each, the FIN not in the middle of
+ * a message; FIN_ACK once, after our FIN; a RING_ACK only for a RING of ours; a CANCEL takes at
+ * most the writes we made. Once the peer acknowledges our RING, our new ring's slots are what
+ * it may write.
  */
 final class ProtocolValidator {
   private static final long WRAP = 1L << 24; // a CANCEL's count is modulo this
 
-  private final int slotSize;
+  private int slotSize;
   private final long maxMessage; // Long.MAX_VALUE: the stage does not put messages together
   private final String maxMessageSetting;
-  private int fullWrite; // what a MORE write carries: min(our slot, the peer's)
   private long granted; // writes the peer may have made so far
   private long written; // data writes it made
   private long returned; // credits it gave back
@@ -33,6 +36,9 @@ final class ProtocolValidator {
   private boolean finAck;
   private boolean cancel;
   private boolean finSent;
+  private int peerFirstSlot = Integer.MAX_VALUE;
+  private Wire.Ring announced; // our RING the peer has not acknowledged yet
+  private boolean peerRingUnacked; // its RING we have not acknowledged yet
 
   /**
    * Our ring of {@code slots} slots of {@code slotSize} bytes; messages put together are at
@@ -43,12 +49,28 @@ final class ProtocolValidator {
     this.maxMessage = maxMessage;
     this.maxMessageSetting = maxMessageSetting;
     this.granted = slots;
-    this.fullWrite = slotSize;
   }
 
-  /** The peer's ring, checked by {@link Wire.Ring#decode}. */
+  /**
+   * The peer's first ring, checked by {@link Wire.Ring#decode}: its slots are no larger than the
+   * peer's writes can be, which bounds what its MORE writes must carry.
+   */
   void peerRing(Wire.Ring ring) {
-    fullWrite = Math.min(slotSize, ring.slotSize());
+    peerFirstSlot = ring.slotSize();
+  }
+
+  /** We sent a RING: once the peer acknowledges it, {@code next}'s slots are what it may write. */
+  void announced(Wire.Ring next) {
+    announced = next;
+  }
+
+  /**
+   * We acknowledged the peer's RING, having made {@code ourWrites} writes in all: the credits it
+   * returns from now on are for our writes into its new ring.
+   */
+  void acknowledgedPeerRing(long ourWrites) {
+    peerRingUnacked = false;
+    returned = ourWrites;
   }
 
   /** We sent {@code n} credits: the peer may write that many more. */
@@ -72,6 +94,9 @@ final class ProtocolValidator {
           + " bytes)";
     }
     int kind = Wire.kind(imm);
+    if (kind == Wire.CONTROL && Wire.code(imm) == Wire.RING) {
+      return ring(opcode, byteLength, imm, ourWrites);
+    }
     if (kind == Wire.CONTROL) return control(opcode, byteLength, imm, ourWrites);
     if (kind != Wire.END && kind != Wire.MORE) {
       return "unknown message kind " + kind + " in immediate " + hex(imm);
@@ -94,9 +119,10 @@ final class ProtocolValidator {
       return "more writes than the credits we gave: write #" + (written + 1) + " with "
           + granted + " granted";
     }
-    if (more && byteLength != fullWrite) {
-      return "a MORE write of " + byteLength + " bytes: one that more writes continue carries "
-          + fullWrite;
+    int least = Math.min(Math.min(Wire.MIN_PIECE, slotSize), peerFirstSlot);
+    if (more && byteLength < least) {
+      return "a MORE write of " + byteLength + " bytes: one that more writes continue carries at"
+          + " least " + least;
     }
     message += byteLength;
     if (message > maxMessage) {
@@ -106,6 +132,22 @@ final class ProtocolValidator {
     midMessage = more;
     if (!more) message = 0;
     return null;
+  }
+
+  /** The peer's RING: a write into our next slot, of a ring's description. */
+  private String ring(WcOpcode opcode, int byteLength, int imm, long ourWrites) {
+    if (opcode != WcOpcode.RECV_RDMA_WITH_IMM || byteLength != Wire.Ring.LENGTH) {
+      return "a RING on " + (opcode == WcOpcode.RECV ? "a SEND" : "an RDMA WRITE") + " of "
+          + unsigned(byteLength) + " bytes: a RING is an RDMA WRITE of " + Wire.Ring.LENGTH;
+    }
+    if (peerRingUnacked) return "a second RING before we acknowledged its first";
+    if (written >= granted) {
+      return "more writes than the credits we gave: its RING, write #" + (written + 1) + " with "
+          + granted + " granted";
+    }
+    written++;
+    peerRingUnacked = true;
+    return credits(Wire.credits(imm), ourWrites);
   }
 
   private String control(WcOpcode opcode, int byteLength, int imm, long ourWrites) {
@@ -127,6 +169,13 @@ final class ProtocolValidator {
         if (!finSent) return "a FIN_ACK before our FIN";
         if (finAck) return "a second FIN_ACK";
         finAck = true;
+        return credits(field, ourWrites);
+      case Wire.RING_ACK:
+        if (announced == null) return "a RING_ACK with no RING of ours to acknowledge";
+        // its writes into our old ring are all in; the new ring's slots are all free
+        granted = written + announced.slots();
+        slotSize = announced.slotSize();
+        announced = null;
         return credits(field, ourWrites);
       case Wire.CANCEL:
         if (cancel) return "a second CANCEL";

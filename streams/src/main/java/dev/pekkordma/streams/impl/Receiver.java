@@ -2,6 +2,7 @@ package dev.pekkordma.streams.impl;
 
 import dev.pekkordma.memory.NativeMemory;
 import dev.pekkordma.memory.OffHeapBuffer;
+import java.util.function.Consumer;
 import org.apache.pekko.util.ByteString;
 import org.apache.pekko.util.ByteStringBuilder;
 
@@ -10,15 +11,32 @@ import org.apache.pekko.util.ByteStringBuilder;
  * the credits owed to the peer for slots freed, the receives to post again, and the ByteStrings
  * the peer split into several writes, put together again. A lending receiver hands the slots
  * out in place instead ({@link LeasedRing}) and owes a credit only when a slot is released.
+ *
+ * <p>The ring may be replaced ({@link #announce}): from then on the old ring's slots are credited
+ * no more; the peer's RING_ACK ({@link #peerAcked}) says where its writes go next, and once the
+ * last write into the old ring is taken, the old ring is retired and the new one read.
  */
 final class Receiver {
+  /** A ring of slots in memory. */
+  record Slots(OffHeapBuffer memory, int count, int size) {
+    long address(long slot) {
+      return memory.address() + slot * size;
+    }
+  }
+
   final Arrivals arrivals;
-  private final OffHeapBuffer ringMemory;
-  private final int slots;
-  private final int slotSize;
+  private final Consumer<Slots> retired;
   private final boolean keepBoundaries;
+  private Slots ring; // where takes read
+  private int ringGen;
+  private Slots next; // announced to the peer
+  private Slots writerRing; // where the peer writes now
+  private int writerGen;
+  private long writerArrived; // writes into writerRing so far
+  private boolean crediting = true; // false once the ring is replaced
   private LeasedRing lent;
-  private long consumed; // data messages taken: the next is in slot consumed % slots
+  private long consumed; // writes taken from the ring: the next is in slot consumed % count
+  private long taken; // writes taken from every ring
   private int creditsOwed;
   private int receivesToPost;
   private ByteStringBuilder pieces;
@@ -30,12 +48,83 @@ final class Receiver {
 
   Receiver(OffHeapBuffer ringMemory, int slots, int slotSize, int receives,
       boolean keepBoundaries) {
+    this(new Slots(ringMemory, slots, slotSize), receives, keepBoundaries, r -> { });
+  }
+
+  /** Reads {@code ring}; a ring replaced goes to {@code retired} once its last write is taken. */
+  Receiver(Slots ring, int receives, boolean keepBoundaries, Consumer<Slots> retired) {
     this.arrivals = new Arrivals(receives);
-    this.ringMemory = ringMemory;
-    this.slots = slots;
-    this.slotSize = slotSize;
+    this.ring = ring;
+    this.writerRing = ring;
+    this.retired = retired;
     this.receivesToPost = receives;
     this.keepBoundaries = keepBoundaries;
+  }
+
+  /**
+   * A write ({@link Arrivals#END}, {@link Arrivals#MORE}, or the peer's RING as
+   * {@link Arrivals#SKIP}) came into the peer's current ring: the address of its slot, or -1
+   * when the peer wrote more than it had credits for.
+   */
+  long arrived(int length, byte kind) {
+    if (!arrivals.add(length, kind, writerGen)) return -1;
+    return writerRing.address(writerArrived++ % writerRing.count());
+  }
+
+  /** The peer's FIN came. False: the peer sent more than it had credits for. */
+  boolean finArrived() {
+    return arrivals.add(0, Arrivals.FIN, writerGen);
+  }
+
+  /** We told the peer of {@code next}: no slot of the current ring is credited from now on. */
+  void announce(Slots next) {
+    this.next = next;
+    crediting = false;
+    creditsOwed = 0;
+  }
+
+  /** Whether a ring announced is still to be acknowledged or reached. */
+  boolean replacing() {
+    return next != null;
+  }
+
+  /** The peer acknowledged our RING: what it writes from now on goes into the new ring. */
+  void peerAcked() {
+    writerRing = next;
+    writerGen = ringGen + 1;
+    writerArrived = 0;
+    retireIfDone();
+  }
+
+  /** The ring the takes read. */
+  Slots ring() {
+    return ring;
+  }
+
+  /** The ring the peer writes into now. */
+  Slots writerRing() {
+    return writerRing;
+  }
+
+  /** Writes taken from every ring. */
+  long taken() {
+    return taken;
+  }
+
+  /** Credits worth a CREDIT message of their own: a quarter of the ring. */
+  int creditThreshold() {
+    return Math.max(1, (ring.count() + 3) / 4);
+  }
+
+  private void retireIfDone() {
+    if (next == null || writerGen == ringGen) return;
+    if (arrivals.size() > 0 && arrivals.nextRing() == ringGen) return; // old writes remain
+    retired.accept(ring);
+    ring = next;
+    ringGen = writerGen;
+    next = null;
+    consumed = 0;
+    crediting = true;
   }
 
   /** Lends the ring's slots from now on. */
@@ -85,9 +174,9 @@ final class Receiver {
     return pieces != null;
   }
 
-  /** Data writes the application has taken whole. */
+  /** Writes the application has taken whole (the peer's RINGs count as taken). */
   long takenWhole() {
-    return consumed - pieceWrites;
+    return taken - pieceWrites;
   }
 
   /**
@@ -96,19 +185,35 @@ final class Receiver {
    * discarded). Fails naming the slot when a peer wrote into a lent slot not yet released.
    */
   Object take() {
+    retireIfDone();
     byte kind = arrivals.nextKind();
     int length = arrivals.nextLength();
     arrivals.pop();
-    int slot = (int) (consumed % slots);
+    long slot = consumed % ring.count();
     consumed++;
+    taken++;
+    try {
+      if (kind == Arrivals.SKIP) { // the peer's RING: its slot, nothing for downstream
+        if (lent != null) {
+          lendOrSkip(0, kind);
+        } else if (crediting) {
+          creditsOwed++;
+        }
+        return null;
+      }
+      return takeData(slot, length, kind);
+    } finally {
+      retireIfDone();
+    }
+  }
+
+  private Object takeData(long slot, int length, byte kind) {
     bytesReceived += length;
     if (lent != null) return lendOrSkip(length, kind);
-    creditsOwed++;
+    if (crediting) creditsOwed++;
     if (discarding) return null;
     byte[] bytes = new byte[length];
-    if (length > 0) {
-      NativeMemory.copyToArray(ringMemory.address() + (long) slot * slotSize, bytes, 0, length);
-    }
+    if (length > 0) NativeMemory.copyToArray(ring.address(slot), bytes, 0, length);
     // pieces are copied into the builder's one growing array: a message of many small writes
     // holds no object per write
     if (kind == Arrivals.MORE && keepBoundaries) {
@@ -135,7 +240,7 @@ final class Receiver {
       throw new IllegalStateException("protocol error: the peer wrote into ring slot "
           + lent.nextSlot() + " before it was released and credited");
     }
-    if (discarding) {
+    if (discarding || kind == Arrivals.SKIP) {
       lent.skip();
       creditsOwed += lent.reclaim();
       return null;

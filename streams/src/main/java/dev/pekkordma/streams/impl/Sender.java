@@ -20,8 +20,7 @@ final class Sender {
   private final SendRequests wr;
   private final int sqDepth;
   private final int signalEvery;
-  private final int[] freeBuffers;
-  private int freeCount;
+  private final SendBuffers buffers;
   private final int[] bufferOf; // by wr_id % sqDepth: the send buffer the request reads, or -1
   private long nextWrId;
   private long oldestWrId;
@@ -33,16 +32,16 @@ final class Sender {
   private int peerSlots;
   private int peerSlotSize;
   private int credits;
-  private long writes;
+  private long writes; // into every ring of the peer's
+  private long ringWrites; // into its current ring: the next goes to slot ringWrites % peerSlots
+  private Wire.Ring pendingRing; // the peer's new ring, written to once our RING_ACK is posted
 
-  Sender(QueuePair qp, SendRequests wr, int sqDepth, int signalEvery, int sendBuffers) {
+  Sender(QueuePair qp, SendRequests wr, int sqDepth, int signalEvery, SendBuffers buffers) {
     this.qp = qp;
     this.wr = wr;
     this.sqDepth = sqDepth;
     this.signalEvery = signalEvery;
-    this.freeBuffers = new int[sendBuffers];
-    for (int i = 0; i < sendBuffers; i++) freeBuffers[i] = sendBuffers - 1 - i;
-    this.freeCount = sendBuffers;
+    this.buffers = buffers;
     this.bufferOf = new int[sqDepth];
   }
 
@@ -53,6 +52,26 @@ final class Sender {
     peerSlots = peer.slots();
     peerSlotSize = peer.slotSize();
     credits = peerSlots;
+    ringWrites = 0;
+  }
+
+  /**
+   * The peer replaces its ring (its RING, checked already): nothing more is written until our
+   * RING_ACK is posted ({@link #ringAcknowledged}), after our last write into the old ring.
+   */
+  void peerReplacesRing(Wire.Ring next) {
+    pendingRing = next;
+  }
+
+  /** Whether a RING_ACK is due. */
+  boolean ringAckDue() {
+    return pendingRing != null;
+  }
+
+  /** Our RING_ACK is posted: writes go to the new ring, slot 0 first, a credit for each slot. */
+  void ringAcknowledged() {
+    peerRing(pendingRing);
+    pendingRing = null;
   }
 
   int peerSlotSize() {
@@ -69,9 +88,12 @@ final class Sender {
     return outstanding;
   }
 
-  /** Whether a data write may go now: a credit and a send-queue entry outside the reserve. */
+  /**
+   * Whether a data write may go now: a credit and a send-queue entry outside the reserve, and
+   * no RING_ACK due.
+   */
   boolean mayWrite() {
-    return credits > 0 && outstanding < sqDepth - CONTROL_RESERVE;
+    return credits > 0 && outstanding < sqDepth - CONTROL_RESERVE && pendingRing == null;
   }
 
   /** Whether a control message fits in the send queue now. */
@@ -88,14 +110,14 @@ final class Sender {
     return credits;
   }
 
-  /** A free send buffer's index, or -1 when all are in flight. */
+  /** A free send buffer's id, or -1 when all are in flight. */
   int takeBuffer() {
-    return freeCount == 0 ? -1 : freeBuffers[--freeCount];
+    return buffers.take();
   }
 
   /** A buffer taken but not posted. */
   void giveBack(int buffer) {
-    freeBuffers[freeCount++] = buffer;
+    buffers.giveBack(buffer);
   }
 
   /**
@@ -104,10 +126,11 @@ final class Sender {
    * taking a credit. A failed post gives the buffer back and throws.
    */
   void write(long address, int length, int lkey, int imm, int buffer, boolean inline) {
-    long slot = writes % peerSlots;
+    long slot = ringWrites % peerSlots;
     post(WrOpcode.RDMA_WRITE_WITH_IMM, address, length, lkey, peerRing + slot * peerSlotSize,
         imm, buffer, inline, false);
     writes++;
+    ringWrites++;
     credits--;
   }
 
@@ -120,7 +143,7 @@ final class Sender {
       int imm, int buffer, boolean inline, boolean control) {
     boolean signal = control || ++unsignaled >= signalEvery
         || outstanding + 1 >= sqDepth - CONTROL_RESERVE
-        || (buffer >= 0 && freeCount == 0);
+        || (buffer >= 0 && buffers.noneFree());
     if (signal) unsignaled = 0;
     long wrId = nextWrId;
     wr.clear();
@@ -140,11 +163,33 @@ final class Sender {
     outstanding++;
   }
 
+  /**
+   * Asks for a completion of what went unsignalled, so that its buffers come back: a zero-length
+   * RDMA WRITE, signalled, which the peer never hears of (no immediate: no receive, no memory
+   * touched). Nothing when nothing is unsignalled or the send queue is full.
+   */
+  void flushUnsignaled() {
+    if (unsignaled == 0 || outstanding >= sqDepth || peerSlots == 0) return;
+    unsignaled = 0;
+    long wrId = nextWrId;
+    wr.clear();
+    wr.add(wrId, WrOpcode.RDMA_WRITE, SendRequests.SIGNALED);
+    wr.rdma(peerRing, peerRkey);
+    try {
+      qp.postSend(wr);
+    } catch (RuntimeException e) {
+      throw new PostFailed(WrOpcode.RDMA_WRITE, e);
+    }
+    bufferOf[(int) (wrId % sqDepth)] = -1;
+    nextWrId++;
+    outstanding++;
+  }
+
   /** A send's completion: it and every unsignalled send before it are done with their buffers. */
   void completed(long wrId) {
     for (long k = oldestWrId; k <= wrId; k++) {
       int buffer = bufferOf[(int) (k % sqDepth)];
-      if (buffer >= 0) freeBuffers[freeCount++] = buffer;
+      if (buffer >= 0) buffers.giveBack(buffer);
       outstanding--;
     }
     if (wrId >= oldestWrId) oldestWrId = wrId + 1;

@@ -17,6 +17,7 @@ public final class StreamsRuntime {
   public final RdmaStreamSettings settings;
   public final RdmaStreamSettings bulkSettings;
   public final CompletionHubs hubs;
+  final RingSizing.Settings ringSizing;
 
   public StreamsRuntime(ActorSystem<?> system) {
     this(system, RdmaRuntime.get(system));
@@ -35,6 +36,11 @@ public final class StreamsRuntime {
     // checked first: a wrong value fails naming its key before anything is opened
     this.settings = RdmaStreamSettings.create(system.settings().config());
     this.bulkSettings = RdmaStreamSettings.bulk(system.settings().config());
+    try {
+      this.ringSizing = RingSizing.Settings.from(system.settings().config());
+    } catch (IllegalArgumentException e) {
+      throw new com.typesafe.config.ConfigException.Generic(e.getMessage(), e);
+    }
     this.runtime = runtime;
     this.provider = runtime.provider();
     this.hubs = runtime.hubs();

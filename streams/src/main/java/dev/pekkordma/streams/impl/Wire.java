@@ -7,16 +7,22 @@ import java.nio.ByteOrder;
  * The connection protocol. Each side registers a receive ring of {@code slots} slots and tells
  * the other where it is in the CM's private data ({@link Ring}: the connect request's, the
  * accept's). Data: RDMA WRITE WITH IMM of at most a slot into slot {@code n % slots} of the
- * peer's ring, {@code n} counting the writes (RC keeps them in order, so both sides agree).
- * Control: a zero-length SEND WITH IMM. Every message takes a receive; data also takes a slot,
- * which the writer holds a credit for.
+ * peer's ring, {@code n} counting the writes into that ring (RC keeps them in order, so both
+ * sides agree). Control: a zero-length SEND WITH IMM. Every message takes a receive; data also
+ * takes a slot, which the writer holds a credit for.
+ *
+ * <p>A side may replace its ring (a small one while idle, a large one under load): it writes a
+ * RING, a control immediate on an RDMA WRITE of {@link Ring#LENGTH} bytes into the peer's next
+ * slot, describing the new ring, and from then on credits none of the old ring's slots. The peer
+ * answers with a RING_ACK after its last write into the old ring, and writes into the new one
+ * from its slot 0, holding a credit for each of its slots.
  *
  * <p>The immediate, 32 bits: the kind in bits 31-30 ({@link #END} the last or only write of a
  * ByteString, {@link #MORE} one that more writes continue, {@link #CONTROL}); for control the
  * code in bits 29-24 ({@link #CREDIT}, {@link #FIN}: no more data from me, {@link #FIN_ACK}: your
  * FIN and everything before it reached my application, {@link #CANCEL}: my application stopped
- * reading, what you write is dropped); in bits 23-0 of every message the credits it returns:
- * slots of the sender's ring freed since it last said; in a CANCEL's instead, how many of the
+ * reading, what you write is dropped, {@link #RING}, {@link #RING_ACK}); in bits 23-0 of every
+ * message the credits it returns: slots of the sender's ring freed since it last said; in a CANCEL's instead, how many of the
  * peer's writes the application took (modulo 2^24), so the peer can tell whether any was lost.
  *
  * <p>Nothing a peer sends is used before it is checked: its ring by {@link Ring#decode}, each
@@ -31,10 +37,14 @@ public final class Wire {
   static final int FIN = 1;
   static final int FIN_ACK = 2;
   static final int CANCEL = 3;
+  static final int RING = 4;
+  static final int RING_ACK = 5;
   static final int CREDIT_MASK = 0xFFFFFF;
+  /** A MORE write carries at least this much (or a whole slot, if slots are smaller). */
+  static final int MIN_PIECE = 4096;
 
   static final int MAGIC = 0x50525354; // "PRST"
-  static final byte VERSION = 2; // 2: CANCEL
+  static final byte VERSION = 3; // 2: CANCEL; 3: RING, RING_ACK
 
   private Wire() {}
 

@@ -208,7 +208,7 @@ class ProtocolValidatorPropertyTest {
         case UNKNOWN_KIND:
           return receive(WcOpcode.RECV, true, 0, (3 << 30) | noise);
         case UNKNOWN_CODE:
-          return receive(WcOpcode.RECV, true, 0, Wire.control(4 + noise % 60, 0));
+          return receive(WcOpcode.RECV, true, 0, Wire.control(6 + noise % 58, 0));
         case DATA_ON_A_SEND:
           return receive(WcOpcode.RECV, true, 0, Wire.data(noise % 2, 0));
         case CONTROL_ON_A_WRITE:
@@ -222,8 +222,9 @@ class ProtocolValidatorPropertyTest {
           return receive(WcOpcode.RECV_RDMA_WITH_IMM, true, 0, Wire.data(Wire.END, 0));
         case SHORT_MORE:
           credit();
+          int least = Math.min(Wire.MIN_PIECE, fullWrite);
           return receive(WcOpcode.RECV_RDMA_WITH_IMM, true,
-              fullWrite == 1 ? 0 : noise % fullWrite, Wire.data(Wire.MORE, 0));
+              least == 1 ? 0 : noise % least, Wire.data(Wire.MORE, 0));
         case CREDITS_NOT_LENT:
           return receive(WcOpcode.RECV, true, 0, Wire.control(Wire.CREDIT,
               (int) Math.min(0xFFFFFF, ourWrites - peerReturned + 1 + noise % 1000)));

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.pekkordma.memory.OffHeapBuffer;
 import dev.pekkordma.verbs.SendRequests;
 import dev.pekkordma.verbs.WrOpcode;
 import org.junit.jupiter.api.AfterEach;
@@ -14,14 +15,19 @@ import org.junit.jupiter.api.Test;
 class SenderTest {
   final RecordingQp qp = new RecordingQp();
   final SendRequests wr = new SendRequests(1, 1);
+  final java.util.List<OffHeapBuffer> memories = new java.util.ArrayList<>();
 
   @AfterEach
   void free() {
     wr.close();
+    memories.forEach(OffHeapBuffer::close);
   }
 
   private Sender sender(int sqDepth, int signalEvery, int buffers, int peerSlots) {
-    Sender s = new Sender(qp, wr, sqDepth, signalEvery, buffers);
+    OffHeapBuffer memory = OffHeapBuffer.allocate(buffers * 16L);
+    memories.add(memory);
+    Sender s = new Sender(qp, wr, sqDepth, signalEvery,
+        new SendBuffers(new SendBuffers.Area(memory, null, buffers, 16, null)));
     s.peerRing(new Wire.Ring(0x10000, 42, peerSlots, 4096));
     return s;
   }

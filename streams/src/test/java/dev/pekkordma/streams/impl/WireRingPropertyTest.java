@@ -73,7 +73,7 @@ class WireRingPropertyTest {
     assertTrue(data.length >= 28);
     ByteBuffer b = ByteBuffer.wrap(data);
     assertEquals(0x50525354, b.getInt(0));
-    assertEquals(2, b.get(4));
+    assertEquals(3, b.get(4));
     for (int i = 5; i < 8; i++) assertEquals(0, data[i]);
     for (int i = 28; i < data.length; i++) assertEquals(0, data[i]);
     assertTrue(withinLimits(r.address(), r.slots(), r.slotSize()), r.toString());
