@@ -82,14 +82,10 @@ class TcpParityTest {
     // the server reads everything, says goodbye and closes (without half-close): no CANCEL
     ServerBinding server = await(rdma.bindAndHandle(Flow.fromSinkAndSource(Sink.ignore(),
         Source.single(ByteString.fromString("bye"))), HOST, 0));
-    InetSocketAddress at = new InetSocketAddress(HOST, server.localAddress().getPort());
-    var m = Source.<ByteString>queue(4, OverflowStrategy.backpressure())
-        .viaMat(rdma.outgoingConnectionWithResult(at, rdma.settings(), true), Keep.both())
-        .toMat(Sink.queue(), Keep.both())
-        .run(system);
-    SourceQueueWithComplete<ByteString> out = m.first().first();
-    CompletionStage<TransferResult> closed = m.first().second().second();
-    SinkQueueWithCancel<ByteString> in = m.second();
+    Client c = Client.to(server);
+    SourceQueueWithComplete<ByteString> out = c.out;
+    SinkQueueWithCancel<ByteString> in = c.in;
+    CompletionStage<TransferResult> closed = c.closed;
     await(out.offer(ByteString.fromString("one")));
     assertEquals("bye", await(in.pull()).orElseThrow().utf8String());
     assertTrue(await(in.pull()).isEmpty(), "the server closed");
@@ -107,14 +103,10 @@ class TcpParityTest {
   void aWriteAfterTheServerClosedFailsAndIsNotCountedDelivered() throws Exception {
     // the server takes one message, answers it and closes both directions
     ServerBinding server = await(rdma.bindAndHandle(Flow.of(ByteString.class).take(1), HOST, 0));
-    InetSocketAddress at = new InetSocketAddress(HOST, server.localAddress().getPort());
-    var m = Source.<ByteString>queue(4, OverflowStrategy.backpressure())
-        .viaMat(rdma.outgoingConnectionWithResult(at, rdma.settings(), true), Keep.both())
-        .toMat(Sink.queue(), Keep.both())
-        .run(system);
-    SourceQueueWithComplete<ByteString> out = m.first().first();
-    CompletionStage<TransferResult> closed = m.first().second().second();
-    SinkQueueWithCancel<ByteString> in = m.second();
+    Client c = Client.to(server);
+    SourceQueueWithComplete<ByteString> out = c.out;
+    SinkQueueWithCancel<ByteString> in = c.in;
+    CompletionStage<TransferResult> closed = c.closed;
     await(out.offer(ByteString.fromString("one")));
     assertEquals("one", await(in.pull()).orElseThrow().utf8String());
     assertTrue(await(in.pull()).isEmpty(), "the server closed");
@@ -125,5 +117,18 @@ class TcpParityTest {
         && e.getCause().getMessage().contains("3-byte element cannot be delivered"),
         String.valueOf(e.getCause()));
     await(server.unbind());
+  }
+
+  /** A client whose elements go out through a queue and come in through one. */
+  private record Client(SourceQueueWithComplete<ByteString> out, SinkQueueWithCancel<ByteString> in,
+      CompletionStage<TransferResult> closed) {
+    static Client to(ServerBinding server) {
+      InetSocketAddress at = new InetSocketAddress(HOST, server.localAddress().getPort());
+      var m = Source.<ByteString>queue(4, OverflowStrategy.backpressure())
+          .viaMat(rdma.outgoingConnectionWithResult(at, rdma.settings(), true), Keep.both())
+          .toMat(Sink.queue(), Keep.both())
+          .run(system);
+      return new Client(m.first().first(), m.second(), m.first().second().second());
+    }
   }
 }

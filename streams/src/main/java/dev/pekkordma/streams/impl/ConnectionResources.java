@@ -7,7 +7,6 @@ import dev.pekkordma.runtime.MemoryBudget;
 import dev.pekkordma.verbs.Access;
 import dev.pekkordma.verbs.CompletionQueue;
 import dev.pekkordma.verbs.DeviceContext;
-import dev.pekkordma.verbs.MemoryRegion;
 import dev.pekkordma.verbs.ProtectionDomain;
 import dev.pekkordma.verbs.QpInitAttributes;
 import dev.pekkordma.verbs.QpType;
@@ -109,88 +108,65 @@ final class ConnectionResources implements AutoCloseable {
   }
 
   /**
-   * A receive ring of {@code count} slots of {@code size} bytes, reserved from the budget (which
-   * may refuse it: {@link dev.pekkordma.runtime.RegisteredMemoryExhaustedException}),
-   * allocated and registered for the peer to write into. {@link #close} frees what is left open.
+   * {@code bytes} reserved from the budget (which may refuse them, naming {@code lower}: {@link
+   * dev.pekkordma.runtime.RegisteredMemoryExhaustedException}), allocated and registered with
+   * {@code access}; on a failure nothing stays taken.
    */
-  ReceiveRing openRing(int count, int size) {
-    MemoryBudget.Reservation bytes = rt.runtime.memory().reserve((long) count * size,
-        "a receive ring of a stream connection with " + peer,
-        settingsPath + ".receive-buffers or .buffer-size");
+  private Registered register(long bytes, int access, String purpose, String lower) {
+    MemoryBudget.Reservation reserved = rt.runtime.memory().reserve(bytes,
+        purpose + " of a stream connection with " + peer, settingsPath + lower);
     OffHeapBuffer memory = null;
     try {
-      memory = OffHeapBuffer.allocate((long) count * size);
-      MemoryRegion mr = pd.registerMemory(memory, Access.LOCAL_WRITE | Access.REMOTE_WRITE);
-      ReceiveRing r = new ReceiveRing(memory, mr, count, size, bytes);
-      rings.add(r);
-      return r;
+      memory = OffHeapBuffer.allocate(bytes);
+      return new Registered(memory, pd.registerMemory(memory, access), reserved);
     } catch (RuntimeException e) {
       if (memory != null) memory.close();
-      bytes.close();
+      reserved.close();
       throw e;
     }
+  }
+
+  /** A receive ring of {@code count} slots of {@code size}, for the peer to write into. */
+  ReceiveRing openRing(int count, int size) {
+    ReceiveRing r = new ReceiveRing(register((long) count * size,
+        Access.LOCAL_WRITE | Access.REMOTE_WRITE, "a receive ring",
+        ".receive-buffers or .buffer-size"), count, size);
+    rings.add(r);
+    return r;
   }
 
   /** The ring replaced and all its writes taken: deregistered and freed. */
   void closeRing(Receiver.Slots slots) {
     for (ReceiveRing r : rings) {
-      if (r.memory == slots.memory()) {
+      if (r.area.memory() == slots.memory()) {
         rings.remove(r);
-        closeQuietly(r.mr);
-        r.memory.close();
-        r.bytes.close();
+        r.area.deregister();
+        r.area.free();
         return;
       }
     }
   }
 
-  /** Registered send buffers, reserved from the budget first (which may refuse them). */
+  /** {@code count} registered send buffers of {@code size}. */
   SendBuffers.Area openSendArea(int count, int size) {
-    MemoryBudget.Reservation bytes = rt.runtime.memory().reserve((long) count * size,
-        "the send buffers of a stream connection with " + peer,
-        settingsPath + ".send-buffers or .buffer-size");
-    OffHeapBuffer memory = null;
-    try {
-      memory = OffHeapBuffer.allocate((long) count * size);
-      MemoryRegion mr = pd.registerMemory(memory, Access.LOCAL_WRITE);
-      return new SendBuffers.Area(memory, mr, count, size, bytes);
-    } catch (RuntimeException e) {
-      if (memory != null) memory.close();
-      bytes.close();
-      throw e;
-    }
+    return new SendBuffers.Area(register((long) count * size, Access.LOCAL_WRITE,
+        "the send buffers", ".send-buffers or .buffer-size"), count, size);
   }
 
   private void closeSendArea(SendBuffers.Area a) {
-    closeQuietly(a.mr);
-    a.memory.close();
-    a.bytes.close();
+    a.area.deregister();
+    a.area.free();
   }
 
-  /** A receive ring: memory the peer writes into, registered for it, and its share of the budget. */
-  static final class ReceiveRing {
-    final OffHeapBuffer memory;
-    final MemoryRegion mr;
-    final int count;
-    final int size;
-    private final MemoryBudget.Reservation bytes;
-
-    ReceiveRing(OffHeapBuffer memory, MemoryRegion mr, int count, int size,
-        MemoryBudget.Reservation bytes) {
-      this.memory = memory;
-      this.mr = mr;
-      this.count = count;
-      this.size = size;
-      this.bytes = bytes;
-    }
-
+  /** A receive ring: registered memory the peer writes into, in {@code count} slots. */
+  record ReceiveRing(Registered area, int count, int size) {
     Receiver.Slots slots() {
-      return new Receiver.Slots(memory, count, size);
+      return new Receiver.Slots(area.memory(), count, size);
     }
 
     /** What the peer is told of it. */
     Wire.Ring describe() {
-      return new Wire.Ring(mr.address(), mr.rkey(), count, size);
+      return new Wire.Ring(area.mr().address(), area.mr().rkey(), count, size);
     }
   }
 
@@ -222,9 +198,9 @@ final class ConnectionResources implements AutoCloseable {
         // reported by the id's destruction below if it matters
       }
     }
-    for (ReceiveRing r : rings) closeQuietly(r.mr);
+    for (ReceiveRing r : rings) r.area.deregister();
     SendBuffers.Area[] areas = send != null ? send.areas() : new SendBuffers.Area[0];
-    for (SendBuffers.Area a : areas) closeQuietly(a.mr);
+    for (SendBuffers.Area a : areas) a.area.deregister();
     if (pd != null) {
       try {
         pd.close();
@@ -236,15 +212,11 @@ final class ConnectionResources implements AutoCloseable {
       if (r == ring && lentRing != null) {
         lentRing.close(); // the memory stays until the application has released every buffer
       } else {
-        r.memory.close();
-        r.bytes.close();
+        r.area.free();
       }
     }
     rings.clear();
-    for (SendBuffers.Area a : areas) {
-      a.memory.close();
-      a.bytes.close();
-    }
+    for (SendBuffers.Area a : areas) a.area.free();
     if (scratch != null) scratch.close();
     if (cq != null) hub.closeCq(cq);
     rt.cm().destroy(id, reject);
@@ -259,26 +231,18 @@ final class ConnectionResources implements AutoCloseable {
    * {@code wake} on releases and frees the memory after the last.
    */
   void lend(Receiver receiver, String peer, Runnable wake) {
-    lentRing = new LeasedRing(ring.memory, ring.count, ring.size, peer, wake, this::ringFreed);
+    lentRing = new LeasedRing(ring.area.memory(), ring.count, ring.size, peer, wake,
+        this::ringFreed);
     receiver.lend(lentRing);
   }
 
   /** The lent ring's memory is freed: its share of the budget goes back. */
   void ringFreed() {
-    if (ring != null) ring.bytes.close();
+    if (ring != null) ring.area.bytes().close();
   }
 
   @Override
   public void close() {
     close(false, false, String.valueOf(id));
-  }
-
-  private static void closeQuietly(MemoryRegion mr) {
-    if (mr == null) return;
-    try {
-      mr.close();
-    } catch (RuntimeException e) {
-      // the PD's deallocation reports what is left
-    }
   }
 }

@@ -1,9 +1,6 @@
 package dev.pekkordma.streams.impl;
 
-import dev.pekkordma.memory.OffHeapBuffer;
-import dev.pekkordma.runtime.MemoryBudget;
 import dev.pekkordma.runtime.RegisteredMemoryExhaustedException;
-import dev.pekkordma.verbs.MemoryRegion;
 import java.nio.ByteBuffer;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
@@ -18,28 +15,23 @@ import java.util.function.Supplier;
 final class SendBuffers {
   static final int LARGE = 1 << 20;
 
-  /** Buffers of one size in one registration, with the budget's reservation for them. */
+  /** {@code count} buffers of {@code size} in one registration. */
   static final class Area {
-    final OffHeapBuffer memory;
-    final MemoryRegion mr;
+    final Registered area;
     final int count;
     final int size;
-    final MemoryBudget.Reservation bytes;
     final ByteBuffer[] views;
     final int[] free;
     int freeCount;
 
-    Area(OffHeapBuffer memory, MemoryRegion mr, int count, int size,
-        MemoryBudget.Reservation bytes) {
-      this.memory = memory;
-      this.mr = mr;
+    Area(Registered area, int count, int size) {
+      this.area = area;
       this.count = count;
       this.size = size;
-      this.bytes = bytes;
       views = new ByteBuffer[count];
       free = new int[count];
       for (int i = 0; i < count; i++) {
-        views[i] = memory.view(i * size, size);
+        views[i] = area.memory().view(i * size, size);
         free[freeCount++] = count - 1 - i;
       }
     }
@@ -117,11 +109,11 @@ final class SendBuffers {
 
   long address(int id) {
     Area a = area(id);
-    return a.mr.address() + (long) (id & (LARGE - 1)) * a.size;
+    return a.area.mr().address() + (long) (id & (LARGE - 1)) * a.size;
   }
 
   int lkey(int id) {
-    return area(id).mr.lkey();
+    return area(id).area.mr().lkey();
   }
 
   ByteBuffer view(int id) {

@@ -27,7 +27,7 @@ class SenderTest {
     OffHeapBuffer memory = OffHeapBuffer.allocate(buffers * 16L);
     memories.add(memory);
     Sender s = new Sender(qp, wr, sqDepth, signalEvery,
-        new SendBuffers(new SendBuffers.Area(memory, null, buffers, 16, null)));
+        new SendBuffers(new SendBuffers.Area(new Registered(memory, null, null), buffers, 16)));
     s.peerRing(new Wire.Ring(0x10000, 42, peerSlots, 4096));
     return s;
   }
