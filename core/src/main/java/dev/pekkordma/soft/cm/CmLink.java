@@ -163,11 +163,26 @@ final class CmLink {
     if (s != null) s.reset();
   }
 
-  /** No conversation is left (the active side): what is queued goes out, then the link ends. */
+  /**
+   * No conversation is left (the active side): what is queued goes out, then the link ends, once
+   * the peer closes its end too, or after the connect timeout if it never does.
+   */
   void close() {
     synchronized (outbox) {
       closing = true;
       outbox.notifyAll();
+    }
+    boundTheWait();
+  }
+
+  /** A closing link waits at most the connect timeout for the peer's end. */
+  private void boundTheWait() {
+    CmSocket s = socket;
+    if (s == null || !closedQuietly()) return;
+    try {
+      s.socket.setSoTimeout(CmChecks.millis(resources.connectTimeout));
+    } catch (java.net.SocketException e) {
+      // closed already
     }
   }
 
@@ -200,6 +215,7 @@ final class CmLink {
       return;
     }
     socket = c;
+    boundTheWait(); // closed while it opened
     if (!resources.startWriter("soft-cm-write-" + peer, this::writeLoop)) {
       failOpening(new OpenFailed(new IOException(resources.refusal()), false), ended);
       c.close();

@@ -112,4 +112,33 @@ class CmLinkTest extends CmFixture {
     }
     listener.close();
   }
+
+  @Test
+  void aLinkWhosePeerNeverClosesEndsAfterTheConnectTimeout() throws Exception {
+    CmEventChannel client = channel();
+    int before = linkThreads();
+    try (HostileCmPeerTest.FakeServer fake = new HostileCmPeerTest.FakeServer()) {
+      CmId c = resolved(client, fake.address());
+      c.connect(ConnectionParameters.defaults());
+      try (Socket s = fake.acceptRequest()) {
+        HostileCmPeerTest.send(s, Frames.rej(28, new byte[0]));
+        expect(client, CmEventType.REJECTED);
+        c.close(); // the last conversation: the link closes its end; this peer never does
+        long deadline = System.nanoTime() + 3 * CONNECT_TIMEOUT.toNanos() + WAIT.toNanos();
+        while (linkThreads() > before && System.nanoTime() < deadline) Thread.sleep(20);
+        assertEquals(before, linkThreads(), "the link's threads are gone");
+      }
+    }
+  }
+
+  private static int linkThreads() {
+    int n = 0;
+    for (Thread t : Thread.getAllStackTraces().keySet()) {
+      if (t.isAlive() && (t.getName().startsWith("soft-cm-link-")
+          || t.getName().startsWith("soft-cm-write-"))) {
+        n++;
+      }
+    }
+    return n;
+  }
 }
