@@ -6,7 +6,10 @@ import static dev.pekkordma.soft.cm.CmChecks.EPROTO;
 import static dev.pekkordma.soft.cm.CmChecks.ETIMEDOUT;
 
 import dev.pekkordma.cm.CmEvent;
+import dev.pekkordma.verbs.RdmaException;
 import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.ConnectException;
 import java.net.ProtocolException;
 import java.net.SocketTimeoutException;
@@ -15,16 +18,88 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * A CM id's conversation on its {@link CmLink}: every message the peer sends for it, checked
- * against the id's state before it is acted on, and the link's loss. CmState stays the id's,
- * under its monitor; the link's reading thread calls in.
+ * A CM id's conversation on its {@link CmLink}: its place there (the link, its number, joining and
+ * leaving), every message the peer sends for it, checked against the id's state before it is
+ * acted on, and the link's loss. CmState stays the id's, and so does this one's state, under the
+ * id's monitor; the link's reading thread calls in.
  */
 final class CmConversation implements CmLink.Conversation {
   private static final Logger log = LoggerFactory.getLogger(CmConversation.class);
   private final SoftCmId id;
+  // guarded by the id's monitor
+  private CmLink link;
+  private int number; // 0 until the active side's REQ is numbered
+  private boolean outgoing;
+  private boolean requestSent;
 
   CmConversation(SoftCmId id) {
     this.id = id;
+  }
+
+  /**
+   * The active side: counted against max-connections (EAGAIN past it, for {@code verb}) and
+   * joined to the link from {@code local} to {@code to}; true when that link is up already.
+   */
+  boolean join(String verb, InetAddress local, InetSocketAddress to) {
+    CmResources r = id.resources;
+    if (!r.openConversation()) {
+      throw new RdmaException(verb, RdmaException.EAGAIN, "cannot connect to "
+          + CmSocket.describe(to) + ": " + r.refusal());
+    }
+    CmLinks.Joined joined;
+    try {
+      joined = r.outgoing.join(local, to, this);
+    } catch (RuntimeException e) {
+      r.closeConversation();
+      throw e;
+    }
+    link = joined.link();
+    number = 0;
+    outgoing = true;
+    requestSent = false;
+    return joined.up();
+  }
+
+  /** The passive side: conversation {@code n} on {@code l}, which the peer's REQ opened. */
+  void adopt(CmLink l, int n) {
+    link = l;
+    number = n;
+    outgoing = false;
+    l.register(n, this);
+  }
+
+  /** Whether the active side's REQ is still to go. */
+  boolean requestDue() {
+    return link != null && !requestSent;
+  }
+
+  /** Sends the REQ, which numbers the conversation. */
+  void request(CmMessage req) {
+    requestSent = true;
+    number = link.request(this, req);
+  }
+
+  /** Queues {@code m} for the peer; a peer that is gone shows when its link breaks. */
+  void send(CmMessage m) {
+    if (link != null && number != 0) link.send(number, m);
+  }
+
+  /** Resets the link, as a process that dies would (for tests). */
+  void reset() {
+    if (link != null) link.reset();
+  }
+
+  /** The conversation is over on this side: the link forgets it (and may close). */
+  void leave() {
+    CmLink l = link;
+    if (l == null) return;
+    link = null;
+    if (outgoing) {
+      id.resources.outgoing.leave(l, this, number);
+    } else {
+      l.forget(this, number);
+    }
+    id.resources.closeConversation();
   }
 
   @Override

@@ -70,12 +70,8 @@ public final class SoftCmId implements CmId {
   private InetSocketAddress remote;
   /** rdma_bind_addr's socket: it holds the port in this host's port space, for a listen. */
   private Socket socket;
-  /** The link the connection's messages go over, and the conversation's number on it. */
-  private CmLink link;
-  private int conversation;
-  private boolean outgoing;
+  /** The connection's place on its link. */
   private final CmConversation handler = new CmConversation(this);
-  private boolean requestSent;
   private CmListener listener;
   /** A DREQ after the disconnection is answered once; more are out of protocol. */
   boolean answeredLateDreq;
@@ -321,36 +317,20 @@ public final class SoftCmId implements CmId {
         verbs);
     CmQpSteps.requireInit(verb, qp);
     InetSocketAddress to = remote;
-    if (!resources.openConversation()) {
-      throw new RdmaException(verb, RdmaException.EAGAIN, "cannot connect to "
-          + CmSocket.describe(to) + ": " + resources.refusal());
-    }
-    CmLinks.Joined joined;
-    try {
-      joined = resources.outgoing.join(local.getAddress(), to, handler);
-    } catch (RuntimeException e) {
-      resources.closeConversation();
-      throw e;
-    }
-    link = joined.link();
-    conversation = 0; // numbered when the REQ goes
-    outgoing = true;
-    requestSent = false;
+    boolean up = handler.join(verb, local.getAddress(), to);
     psn = newPsn();
     setState(CmState.CONNECTING);
     resources.warnIfInTheClear(to.getAddress(), "connecting to " + CmSocket.describe(to));
     long attempt = phase;
     channel.schedule(() -> deadline(attempt), support.connectTimeout());
-    if (joined.up()) linkUp();
+    if (up) linkUp();
   }
 
   /** The link is up: the REQ goes out, once. */
   synchronized void linkUp() {
-    if (state != CmState.CONNECTING || requestSent || link == null) return;
-    requestSent = true;
-    CmMessage req = CmMessage.req(qp == null ? 0 : qp.qpNum(), psn, support.gid(verbs),
-        activeMtu(), ours, local.getPort());
-    conversation = link.request(handler, req);
+    if (state != CmState.CONNECTING || !handler.requestDue()) return;
+    handler.request(CmMessage.req(qp == null ? 0 : qp.qpNum(), psn, support.gid(verbs),
+        activeMtu(), ours, local.getPort()));
   }
 
   /** The active side's REP: the QP goes to RTR and RTS, RTU goes back, and we are connected. */
@@ -401,13 +381,10 @@ public final class SoftCmId implements CmId {
   }
 
   private synchronized void adopt(CmLink l, int n, CmMessage req) {
-    link = l;
-    conversation = n;
-    outgoing = false;
     local = l.localAddress();
     remote = new InetSocketAddress(l.remoteAddress().getAddress(), req.port());
     request = req;
-    l.register(n, handler);
+    handler.adopt(l, n);
     attach(local.getAddress());
     setState(CmState.CONNECT_REQUEST);
   }
@@ -543,7 +520,7 @@ public final class SoftCmId implements CmId {
    */
   synchronized void drop() {
     setState(CmState.DISCONNECTED);
-    if (link != null) link.reset();
+    handler.reset();
     closeSocket();
   }
 
@@ -688,20 +665,12 @@ public final class SoftCmId implements CmId {
 
   /** Queues {@code m} for the peer; a peer that is gone shows when its link breaks. */
   void trySend(CmMessage m) {
-    if (link != null && conversation != 0) link.send(conversation, m);
+    handler.send(m);
   }
 
   /** The conversation is over on this side: the link forgets it (and may close). */
   void leaveLink() {
-    CmLink l = link;
-    if (l == null) return;
-    link = null;
-    if (outgoing) {
-      resources.outgoing.leave(l, handler, conversation);
-    } else {
-      l.forget(handler, conversation);
-    }
-    resources.closeConversation();
+    handler.leave();
   }
 
   void closeSocket() {

@@ -53,6 +53,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   private final RingSizing sizing; // null: the ring stays as it is
   private final RingSizing.Plan first; // the ring a connection starts with
   private RingExchange rings;
+  private boolean ticking; // the resize timer runs
   private final int slotSize;
   private final int sqDepth;
   private final int rqDepth;
@@ -360,8 +361,9 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     rings.maybeAnnounce(tick, !outDone && !receiver.discarding
         && close.theirs() == CloseHandshake.Theirs.OPEN);
     rings.resizeSend(tick);
-    if (rings.anyLarge() == isTimerActive("resize")) return;
-    if (rings.anyLarge()) {
+    if (rings.anyLarge() == ticking) return;
+    ticking = !ticking;
+    if (ticking) {
       scheduleWithFixedDelay("resize", sizing.shrinkAfter(), sizing.shrinkAfter());
     } else {
       cancelTimer("resize");
