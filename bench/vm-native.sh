@@ -8,8 +8,9 @@
 # Then, for (c) on the native provider: the streams layer (StreamBench: the ByteString Flow and
 # the zero-copy bulk pair, over rdma_cm) against rdma-perf's raw write_bw, both on rxe0, whose
 # 192.0.2.1 rdma_cm can use (it cannot use loopback addresses, so not rxe_lo).
-# Environment (from run.sh): OUT CP SIZES VM_BYTES LAT_SIZE NATIVE; VM_PARTS="perftest streams"
-# (the default) or either alone.
+# Then (d) on the native provider: ScaleBench's echo connections on rxe0, as many as rxe allows.
+# Environment (from run.sh): OUT CP SIZES VM_BYTES LAT_SIZE NATIVE; VM_PARTS="perftest streams scale"
+# (the default) or any of them; VM_SCALE_N, VM_SCALE_MESSAGES, VM_SCALE_CONCURRENCY for (d).
 set -uo pipefail
 DEV=${DEV:-rxe_lo}
 GID=${GID:-1}
@@ -90,7 +91,7 @@ for t in write_bw send_bw read_bw send_lat; do
   : > "$OUT/perftest-$t.txt"
   : > "$OUT/native-$t.txt"
 done
-VM_PARTS=${VM_PARTS:-perftest streams}
+VM_PARTS=${VM_PARTS:-perftest streams scale}
 for round in $(seq "${VM_REPEAT:-1}"); do
   [[ $VM_PARTS == *perftest* ]] || break
   echo "[vm] round $round of ${VM_REPEAT:-1}"
@@ -136,6 +137,21 @@ if [[ $VM_PARTS == *streams* && $NATIVE == yes ]]; then
     jrun "$OUT/native-streams-zero-copy.txt" "${BENCH[@]}" --test zero-copy \
       || echo "[vm] the zero-copy pair on the native provider failed" >&2
   done
+fi
+# (d) on the native provider: ScaleBench's echo connections over rdma_cm on rxe0, as many as rxe
+# allows (VM_SCALE_N); a count that fails names the first limit it met, and the counts after it run
+# anyway (a limit may be a moment's).
+: > "$OUT/scale-native.tsv"
+if [[ $VM_PARTS == *scale* && $NATIVE == yes ]]; then
+  echo "[vm] (d): ScaleBench on the native provider, rxe0 ($S_HOST), N = ${VM_SCALE_N:-1,100,1000,4000,10000}"
+  echo "[vm] rxe0's limits: $(ibv_devinfo -v -d "$S_DEV" | awk '/max_qp:|max_cq:|max_mr:|max_pd:/{printf "%s%s ", $1, $2}')"
+  jrun "$OUT/scale-native.txt" java -Xms256m -Xmx2g -XX:+UseSerialGC \
+    -XX:ErrorFile="$OUT/hs_err_pid%p.log" -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
+    -cp "$CP" dev.pekkordma.benchmarks.ScaleBench --transport rdma --provider native \
+    --host "$S_HOST" -N "${VM_SCALE_N:-1,100,1000,4000,10000}" --messages "${VM_SCALE_MESSAGES:-20000}" \
+    --concurrency "${VM_SCALE_CONCURRENCY:-100}" --tsv "$OUT/scale-native.tsv" \
+    || echo "[vm] the native scaling run failed: see scale-native.txt" >&2
+  rdma resource show > "$OUT/vm-resources-after-scale.txt" 2>&1
 fi
 rdma resource show > "$OUT/vm-resources-after.txt" 2>&1
 echo "[vm] done"
