@@ -10,7 +10,7 @@
 # 192.0.2.1 rdma_cm can use (it cannot use loopback addresses, so not rxe_lo).
 # Then (d) on the native provider: ScaleBench's echo connections on rxe0, as many as rxe allows.
 # Environment (from run.sh): OUT CP SIZES VM_BYTES LAT_SIZE NATIVE; VM_PARTS="perftest streams scale"
-# (the default) or any of them; VM_SCALE_N, VM_SCALE_MESSAGES, VM_SCALE_CONCURRENCY for (d).
+# (the default) or any of them; VM_SCALE_N, VM_SCALE_MESSAGES, VM_SCALE_CONCURRENCY, VM_SCALE_CONFIG for (d).
 set -uo pipefail
 DEV=${DEV:-rxe_lo}
 GID=${GID:-1}
@@ -140,7 +140,8 @@ if [[ $VM_PARTS == *streams* && $NATIVE == yes ]]; then
 fi
 # (d) on the native provider: ScaleBench's echo connections over rdma_cm on rxe0, as many as rxe
 # allows (VM_SCALE_N); a count that fails names the first limit it met, and the counts after it run
-# anyway (a limit may be a moment's).
+# anyway (a limit may be a moment's). Emulation makes a connect take milliseconds, so the connect
+# timeout is a minute (VM_SCALE_CONFIG: HOCON for the benchmark's actor system).
 : > "$OUT/scale-native.tsv"
 if [[ $VM_PARTS == *scale* && $NATIVE == yes ]]; then
   echo "[vm] (d): ScaleBench on the native provider, rxe0 ($S_HOST), N = ${VM_SCALE_N:-1,100,1000,4000,10000}"
@@ -150,6 +151,7 @@ if [[ $VM_PARTS == *scale* && $NATIVE == yes ]]; then
     -cp "$CP" dev.pekkordma.benchmarks.ScaleBench --transport rdma --provider native \
     --host "$S_HOST" -N "${VM_SCALE_N:-1,100,1000,4000,10000}" --messages "${VM_SCALE_MESSAGES:-20000}" \
     --concurrency "${VM_SCALE_CONCURRENCY:-100}" --tsv "$OUT/scale-native.tsv" \
+    --config "${VM_SCALE_CONFIG:-pekko-rdma.streams.connect-timeout = 60s}" \
     || echo "[vm] the native scaling run failed: see scale-native.txt" >&2
   rdma resource show > "$OUT/vm-resources-after-scale.txt" 2>&1
 fi
