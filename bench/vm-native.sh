@@ -153,6 +153,8 @@ if [[ $VM_PARTS == *scale* && $NATIVE == yes ]]; then
     --concurrency "${VM_SCALE_CONCURRENCY:-100}" --tsv "$OUT/scale-native.tsv" \
     --config "${VM_SCALE_CONFIG:-pekko-rdma.streams.connect-timeout = 60s}" \
     || echo "[vm] the native scaling run failed: see scale-native.txt" >&2
+  # a count past the VM's memory ends in the kernel's OOM killer: say so beside the figures
+  dmesg 2>/dev/null | grep -iE "out of memory|killed process" | tail -3 >> "$OUT/scale-native.txt"
   rdma resource show > "$OUT/vm-resources-after-scale.txt" 2>&1
 fi
 rdma resource show > "$OUT/vm-resources-after.txt" 2>&1
