@@ -42,7 +42,9 @@ public final class ScaleBench implements Callable<Integer> {
       "idle_cpu", "echo_msg/s", "first failure");
 
   @Option(names = "--transport", defaultValue = "tcp",
-      description = "tcp: Pekko Streams Tcp; rdma: RdmaStreams (default: ${DEFAULT-VALUE}).")
+      description = "tcp: Pekko Streams Tcp; tcp-framed: Tcp with a length before each"
+          + " ByteString (Framing.simpleFramingProtocol), so that what arrives is what was sent;"
+          + " rdma: RdmaStreams (default: ${DEFAULT-VALUE}).")
   String transport;
 
   @Option(names = "--provider", defaultValue = "soft",
@@ -61,10 +63,15 @@ public final class ScaleBench implements Callable<Integer> {
       description = "Connects in flight at once (default: ${DEFAULT-VALUE}).")
   int concurrency;
 
-  @Option(names = "--messages", defaultValue = "200000",
+  @Option(names = "--messages", defaultValue = "1000000",
       description = "Messages echoed in all per N, spread over the connections, at least one"
           + " each (default: ${DEFAULT-VALUE}).")
   int messages;
+
+  @Option(names = "--warmup-messages", defaultValue = "1000000",
+      description = "Messages echoed over ten connections before the first N, untimed, so that"
+          + " every N is measured with the JIT's work done (default: ${DEFAULT-VALUE}).")
+  int warmupMessages;
 
   @Option(names = {"-s", "--size"}, defaultValue = "64",
       description = "Message size in bytes (default: ${DEFAULT-VALUE}).")
@@ -107,9 +114,10 @@ public final class ScaleBench implements Callable<Integer> {
         + Runtime.getRuntime().maxMemory() / (1 << 20) + " MiB; " + size + "-byte messages, "
         + concurrency + " connects in flight at most");
     out.println(StreamBench.RULE);
+    if (warmupMessages > 0) run(t, 10, warmupMessages);
     out.println(HEADER);
     for (int n : counts) {
-      Result r = run(t, n);
+      Result r = run(t, n, messages);
       out.println(r.line());
       out.flush();
       if (tsv != null) {
@@ -149,7 +157,7 @@ public final class ScaleBench implements Callable<Integer> {
     }
   }
 
-  private Result run(Transport t, int n) throws Exception {
+  private Result run(Transport t, int n, int messages) throws Exception {
     ActorSystem system = ActorSystem.create("scale-bench", ConfigFactory.parseString(
         "pekko.loglevel = ERROR\npekko.stdout-loglevel = ERROR\npekko-rdma.provider = " + provider
             + "\n" + extraConfig).withFallback(ConfigFactory.load()));

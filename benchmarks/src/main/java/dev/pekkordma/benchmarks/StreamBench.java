@@ -115,9 +115,10 @@ public final class StreamBench implements Callable<Integer> {
 
   static Transport transport(String name) {
     if (name.equals("tcp")) return new TcpTransport();
+    if (name.equals("tcp-framed")) return new TcpTransport(true);
     if (name.equals("rdma")) return new RdmaTransport();
     throw new CommandLine.ParameterException(new CommandLine(new StreamBench()),
-        "--transport must be tcp or rdma, was '" + name + "'");
+        "--transport must be tcp, tcp-framed or rdma, was '" + name + "'");
   }
 
   @Override

@@ -3,6 +3,7 @@ package dev.pekkordma.streams;
 import static dev.pekkordma.streams.HostileFixture.SLOTS;
 import static dev.pekkordma.streams.HostileFixture.SLOT_SIZE;
 import static dev.pekkordma.streams.HostileFixture.assertFailsNaming;
+import static dev.pekkordma.streams.HostileWire.BATCH;
 import static dev.pekkordma.streams.HostileWire.CANCEL;
 import static dev.pekkordma.streams.HostileWire.CREDIT;
 import static dev.pekkordma.streams.HostileWire.END;
@@ -75,8 +76,59 @@ class HostileMessageTest {
   }
 
   @Test
-  void anUnknownKind() throws Exception {
-    attack((p, s) -> p.send(3 << 30), "protocol error", "kind 3");
+  void aBatchOnASend() throws Exception {
+    attack((p, s) -> p.send(data(BATCH, 0)), "protocol error", "data immediate", "SEND");
+  }
+
+  /** A BATCH carries whole ByteStrings, each its own element downstream, boundaries kept. */
+  @Test
+  void anHonestBatchArrivesAsTheByteStringsInIt() throws Exception {
+    HostilePeer peer = fx.connectHonestly();
+    HostileFixture.Served served = fx.served(peer);
+    byte[][] sent = {pattern(5, 1), new byte[0], pattern(40, 2)};
+    peer.writeSlot(0, HostileWire.batch(sent), data(BATCH, 0));
+    peer.send(control(FIN, 0));
+    List<ByteString> expected = new ArrayList<>();
+    for (byte[] e : sent) expected.add(ByteString.fromArray(e));
+    assertEquals(expected, StreamsTestKit.await(served.in()));
+  }
+
+  @Test
+  void aBatchWhoseByteStringClaimsMoreThanFollows() throws Exception {
+    byte[] b = HostileWire.batch(pattern(5, 1), pattern(6, 2));
+    b[9] = 0x7f; // the second's length: 0x7f000006
+    attack((p, s) -> p.writeSlot(0, b, data(BATCH, 0)), "protocol error", "BATCH",
+        String.valueOf(0x7f000006), "only 6 follow");
+  }
+
+  @Test
+  void aBatchWhoseByteStringHasANegativeLength() throws Exception {
+    byte[] b = HostileWire.batch(pattern(5, 1));
+    b[0] = (byte) 0xff;
+    attack((p, s) -> p.writeSlot(0, b, data(BATCH, 0)), "protocol error", "BATCH",
+        Integer.toUnsignedString(0xff000005));
+  }
+
+  @Test
+  void aBatchWithStrayBytesAfterItsLastByteString() throws Exception {
+    byte[] whole = HostileWire.batch(pattern(5, 1));
+    byte[] b = java.util.Arrays.copyOf(whole, whole.length + 3);
+    attack((p, s) -> p.writeSlot(0, b, data(BATCH, 0)), "protocol error", "BATCH",
+        "3 bytes after its last ByteString");
+  }
+
+  @Test
+  void aBatchTooShortForALength() throws Exception {
+    attack((p, s) -> p.writeSlot(0, new byte[3], data(BATCH, 0)), "protocol error",
+        "BATCH write of 3 bytes");
+  }
+
+  @Test
+  void aBatchInTheMiddleOfAMessage() throws Exception {
+    attack((p, s) -> {
+      p.writeSlot(0, pattern(SLOT_SIZE, 1), data(MORE, 0));
+      p.writeSlot(1, HostileWire.batch(pattern(5, 1)), data(BATCH, 0));
+    }, "protocol error", "BATCH in the middle of a message");
   }
 
   @Test

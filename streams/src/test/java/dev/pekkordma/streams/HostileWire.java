@@ -10,12 +10,13 @@ import java.nio.ByteOrder;
  */
 final class HostileWire {
   static final int MAGIC = 0x50525354; // "PRST"
-  static final byte VERSION = 3;
+  static final byte VERSION = 4;
   static final int RING_LENGTH = 28;
 
   static final int END = 0;
   static final int MORE = 1;
   static final int CONTROL = 2;
+  static final int BATCH = 3;
   static final int CREDIT = 0;
   static final int FIN = 1;
   static final int FIN_ACK = 2;
@@ -56,6 +57,15 @@ final class HostileWire {
     return ByteBuffer.allocate(RING_LENGTH).order(ByteOrder.BIG_ENDIAN).putInt(magic)
         .put(version).put((byte) 0).putShort((short) 0).putLong(address).putInt(rkey)
         .putInt(slots).putInt(slotSize).array();
+  }
+
+  /** A BATCH write's bytes: each element's length, 4 bytes big-endian, then the element. */
+  static byte[] batch(byte[]... elements) {
+    int total = 0;
+    for (byte[] e : elements) total += 4 + e.length;
+    ByteBuffer b = ByteBuffer.allocate(total).order(ByteOrder.BIG_ENDIAN);
+    for (byte[] e : elements) b.putInt(e.length).put(e);
+    return b.array();
   }
 
   static int data(int kind, int credits) {

@@ -2,7 +2,7 @@ package dev.pekkordma.streams.impl;
 
 /**
  * What arrived, in order, until downstream takes it: each data write's length and whether more
- * writes continue its ByteString, the ring (by generation) it was written into, the peer's RING
+ * writes continue its ByteString or it carries several (a BATCH), the ring (by generation) it was written into, the peer's RING
  * writes (which take a slot and carry nothing for downstream), and the peer's FIN. As many as
  * receives are posted, which the peer's credits bound: one more is the peer writing without a
  * credit.
@@ -12,6 +12,7 @@ final class Arrivals {
   static final byte MORE = 1;
   static final byte FIN = 2;
   static final byte SKIP = 3;
+  static final byte BATCH = 4;
 
   private final int[] length;
   private final byte[] kind;

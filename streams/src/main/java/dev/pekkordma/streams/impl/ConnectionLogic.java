@@ -14,6 +14,7 @@ import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.IntSupplier;
 import org.apache.pekko.Done;
 import org.apache.pekko.stream.Inlet;
 import org.apache.pekko.stream.Outlet;
@@ -64,6 +65,8 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   private Sender sender;
   private Receiver receiver;
   private ElementWriter writer;
+  private ControlMessages controls;
+  private IntSupplier credits; // what each write carries
   private boolean established;
   private boolean disconnected;
   private boolean tornDown;
@@ -81,6 +84,8 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   private AsyncCallback<RuntimeException> cmStopped;
   private InetSocketAddress bound; // the listener's address, once bound
   private AsyncCallback<Boolean> wake;
+  private AsyncCallback<Boolean> burstEnd;
+  private boolean burstEndDue;
 
   ConnectionLogic(ConnectionStage stage, ConnectionStage.Mat mat) {
     super(stage.shape());
@@ -182,6 +187,11 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     cmEvents = createAsyncCallback(this::onCmEvent);
     cmStopped = createAsyncCallback(this::onCmStopped);
     wake = createAsyncCallback(x -> drainCq());
+    burstEnd = createAsyncCallback(x -> {
+      burstEndDue = false;
+      writer.burstOver();
+      progress();
+    });
     if (active() && remote.isUnresolved()) { // as Tcp's, an UnknownHostException
       fail(new RdmaStreamException("RDMA connection to", remote, "unknown host",
           new UnknownHostException(remote.getHostString())));
@@ -319,10 +329,14 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     res = new ConnectionResources(rt, cmId, first.count(), first.size(), slotSize,
         settings.sendBuffers(),
         sqDepth, rqDepth, settings.inlineThreshold(), settings.path(), sizing != null);
+    if (keepBoundaries && !lend) { // the receiver splits batches into what was sent
+      res.ringFlags = Wire.TAKES_BATCHES;
+      rules.takeBatches();
+    }
   }
 
   private Wire.Ring ourRing() {
-    return res.ring.describe();
+    return res.ring.describe(res.ringFlags);
   }
 
   private void usePeerRing(Wire.Ring peer) {
@@ -334,9 +348,12 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   private void setUp() {
     res.open(() -> wake.invoke(Boolean.TRUE), peerName());
     sender = new Sender(res.qp, res.sendWr, sqDepth, settings.signalEvery(), res.send);
-    writer = new ElementWriter(sender, res, slotSize, res.send);
+    writer = new ElementWriter(sender, res, slotSize, res.send, rt.coalesceWrites);
     receiver = new Receiver(res.ring.slots(), rqDepth, keepBoundaries, res::closeRing);
+    receiver.maxMessage(settings.maxMessageSize(), settings.path() + ".max-message-size");
     rings = new RingExchange(res, receiver, sender, rules, writer, sizing, peerName());
+    controls = new ControlMessages(sender, receiver, rules, close, rings);
+    credits = controls::takeCredits;
     if (downstreamCancelled) receiver.discarding = true;
     repost();
     res.cq.requestNotify(false);
@@ -411,7 +428,14 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   private void trySend() {
     boolean finished;
     try {
-      finished = writer.writeSome(this::takeCredits);
+      finished = writer.writeSome(credits);
+      // what gathers behind a burst's first goes once the events ready now are handled
+      // (burstEnd comes after them)
+      if (writer.burstBegan() && !burstEndDue) {
+        burstEndDue = true;
+        burstEnd.invoke(Boolean.TRUE);
+      }
+      writer.flushIfDue(credits, upstreamDone);
     } catch (Sender.PostFailed e) {
       fail(failure(e.getMessage()));
       return;
@@ -422,47 +446,13 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     if (finished && !upstreamDone && !isClosed(in) && !hasBeenPulled(in)) pull(in);
   }
 
-  private int takeCredits() {
-    int c = receiver.takeCredits();
-    rules.sentCredits(c);
-    return c;
-  }
-
-  private void postControl(int code) {
-    postControl(code, takeCredits());
-  }
-
-  private void postControl(int code, int field) {
-    try {
-      sender.control(Wire.control(code, field));
-    } catch (Sender.PostFailed e) {
-      fail(failure(e.getMessage()));
-    }
-  }
-
-  /** CANCEL, FIN_ACK, FIN and credits, when they are due and the send queue has room. */
+  /** Control messages, when they are due and the send queue has room. */
   private void sendControl() {
     if (stopped() || phase != Phase.RUNNING) return;
-    if (sender.ringAckDue() && sender.mayControl()) { // before any write into its new ring
-      postControl(Wire.RING_ACK);
-      rings.acknowledged();
-    }
-    CloseHandshake.Control c;
-    // a lent ring's buffers count as taken once released
-    while (!stopped() && (c = close.next(sender.mayControl(), upstreamDone && !writer.busy(),
-        receiver.lent() == null || receiver.lent().allReturned(),
-        receiver.creditsOwed() >= receiver.creditThreshold())) != CloseHandshake.Control.NONE) {
-      switch (c) {
-        case CANCEL ->
-            postControl(Wire.CANCEL, (int) (close.takenAtCancel() & Wire.CREDIT_MASK));
-        case FIN_ACK -> postControl(Wire.FIN_ACK);
-        case FIN -> {
-          postControl(Wire.FIN);
-          rules.sentFin();
-        }
-        default -> postControl(Wire.CREDIT);
-      }
-      close.sent(c);
+    try {
+      controls.sendDue(upstreamDone && !writer.busy());
+    } catch (Sender.PostFailed e) {
+      fail(failure(e.getMessage()));
     }
   }
 

@@ -44,6 +44,8 @@ final class ConnectionResources implements AutoCloseable {
   private final String settingsPath;
   int inlineMax;
   private final boolean elastic;
+  /** What our rings say of us: {@link Wire#TAKES_BATCHES}, or 0. */
+  int ringFlags;
   CompletionHub hub;
   ProtectionDomain pd;
   /** The first receive ring; more may follow (see {@link #openRing}). */
@@ -164,9 +166,9 @@ final class ConnectionResources implements AutoCloseable {
       return new Receiver.Slots(area.memory(), count, size);
     }
 
-    /** What the peer is told of it. */
-    Wire.Ring describe() {
-      return new Wire.Ring(area.mr().address(), area.mr().rkey(), count, size);
+    /** What the peer is told of it, with our {@code flags} ({@link Wire#TAKES_BATCHES}). */
+    Wire.Ring describe(int flags) {
+      return new Wire.Ring(area.mr().address(), area.mr().rkey(), count, size, flags);
     }
   }
 

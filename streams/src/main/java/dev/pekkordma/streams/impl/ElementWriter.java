@@ -11,6 +11,15 @@ import org.apache.pekko.util.ByteString;
  * Turns what upstream gives into writes: a ByteString into as many writes of at most a slot as
  * it needs (inline when small enough, else copied into a registered send buffer), a {@link
  * BulkChunk} into one write that it fills in a send buffer itself.
+ *
+ * <p>Coalescing (coalesce-writes, when the peer takes BATCH writes): a small ByteString that
+ * finds the peer caught up (every write of ours taken and credited back: a ping-pong, or the
+ * first after a pause) goes at once; one that finds writes of ours still with the peer, or
+ * follows one in the same burst of events, is copied into a {@link Batch}, which goes as one
+ * write once the burst is over ({@link #burstOver}, which the stage hears of after everything
+ * that was ready has been handled), when it is full, before a larger element, or when the
+ * stream ends. A stream under way then costs a write, a receive and a wake-up per burst
+ * instead of per element, and a lone element waits for nothing.
  */
 final class ElementWriter {
   private final Sender sender;
@@ -18,6 +27,11 @@ final class ElementWriter {
   private final int slotSize;
   private final SendBuffers buffers;
   private int ourMax; // what our side allows a write: buffer-size
+  private final boolean coalesce;
+  private final Batch batch = new Batch();
+  private boolean opened; // a burst began since the last burstBegan()
+  private boolean inBurst; // something was written in this burst: small elements gather
+  private boolean due; // the burst that filled the batch is over: it goes as soon as it can
   private Object current;
   private byte[] bytes;
   private int offset;
@@ -25,7 +39,9 @@ final class ElementWriter {
   long bytesSent;
   long messagesSent;
 
-  ElementWriter(Sender sender, ConnectionResources res, int slotSize, SendBuffers buffers) {
+  ElementWriter(Sender sender, ConnectionResources res, int slotSize, SendBuffers buffers,
+      boolean coalesce) {
+    this.coalesce = coalesce;
     this.sender = sender;
     this.res = res;
     this.slotSize = slotSize;
@@ -76,9 +92,9 @@ final class ElementWriter {
     return element instanceof ByteString bs ? bs.length() + "-byte element" : "element";
   }
 
-  /** Whether an element is still being written. */
+  /** Whether an element is still being written, or waits in a batch. */
   boolean busy() {
-    return current != null;
+    return current != null || batch.open();
   }
 
   /** Nothing more is sent: the element in hand is dropped. */
@@ -108,7 +124,15 @@ final class ElementWriter {
    * throws.
    */
   boolean writeSome(IntSupplier credits) {
-    while (current != null && sender.mayWrite()) {
+    while (current != null) {
+      if (current instanceof ByteString && gathers(length)) {
+        if (batch.open() && !batch.fits(length)) {
+          buffers.toSend(batch.needs(length)); // busy: larger buffers, if they can be had
+          if (!flush(credits)) return false;
+        }
+        if (batch.open() || inBurst || !sender.peerCaughtUp()) return gather();
+      }
+      if (!flush(credits) || !sender.mayWrite()) return false; // what gathered goes first
       int writeMax = writeMax();
       int n;
       boolean last;
@@ -152,11 +176,77 @@ final class ElementWriter {
       bytesSent += n;
       offset += n;
       if (last) {
+        // after a burst's first small one, the rest of the burst gathers
+        if (current instanceof ByteString && gathers(length)) opened = inBurst = true;
         messagesSent++;
         drop();
         return true;
       }
     }
     return false;
+  }
+
+  /**
+   * Whether a ByteString of {@code n} bytes is gathered: at most a quarter of a batch, so that
+   * gathering pays. A batch is at most the peer's first slot, which no ring of an honest peer's
+   * undercuts, so that it still fits when the peer has replaced its ring meanwhile.
+   */
+  private boolean gathers(int n) {
+    return coalescing() && n <= batchLimit() / 4;
+  }
+
+  private boolean coalescing() {
+    return coalesce && sender.peerTakesBatches();
+  }
+
+  private int batchLimit() {
+    return Math.min(writeMax(), sender.peerFirstSlotSize());
+  }
+
+  /** Copies the element in hand into the batch, opening one if none is; false: no buffer. */
+  private boolean gather() {
+    if (!batch.open()) {
+      int b = sender.takeBuffer();
+      if (b < 0) return false;
+      batch.start(b, buffers.address(b), batchLimit());
+      opened = inBurst = true; // its burst's end sends it
+    }
+    batch.add(bytes, length);
+    bytesSent += length;
+    messagesSent++;
+    drop();
+    return true;
+  }
+
+  /** Whether a burst began since last asked: its end is to be told ({@link #burstOver}). */
+  boolean burstBegan() {
+    boolean o = opened;
+    opened = false;
+    return o;
+  }
+
+  /** The burst of events that began with {@link #burstBegan} is over: a batch goes once it can. */
+  void burstOver() {
+    inBurst = false;
+    due = batch.open();
+  }
+
+  /** Sends what gathered once its burst is over, or {@code now}, if a write may go. */
+  void flushIfDue(IntSupplier credits, boolean now) {
+    if (now || due) flush(credits);
+  }
+
+  /** Posts the batch, if one is open; true when none is left, false: no credit or SQ room. */
+  private boolean flush(IntSupplier credits) {
+    if (!batch.open()) return true;
+    if (!sender.mayWrite()) return false;
+    if (batch.bytes() > sender.peerSlotSize()) {
+      throw new Sender.PostFailed("protocol error: the peer's ring has " + sender.peerSlotSize()
+          + "-byte slots, smaller than its first ring's (" + sender.peerFirstSlotSize()
+          + "), which " + batch.bytes() + " bytes of small messages were gathered for");
+    }
+    batch.post(sender, buffers.lkey(batch.buffer()), credits.getAsInt());
+    due = false;
+    return true;
   }
 }

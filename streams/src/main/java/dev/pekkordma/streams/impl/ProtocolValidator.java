@@ -13,7 +13,9 @@ import dev.pekkordma.verbs.WcOpcode;
  * credit we sent), never after the peer's FIN; a MORE write (more writes continue the message)
  * carries at least {@link Wire#MIN_PIECE} bytes (or a whole slot, if ours are smaller), and a
  * message's writes together stay within {@code max-message-size} where the stage puts messages
- * together. Control comes as a zero-length SEND of a known code, but for a RING: an RDMA WRITE
+ * together. A BATCH (several whole ByteStrings in one write) comes only to a side that offered to
+ * take them, never in the middle of a message, and carries at least one ByteString's length; the
+ * lengths inside are checked where they are read ({@link Receiver}). Control comes as a zero-length SEND of a known code, but for a RING: an RDMA WRITE
  * of {@link Wire.Ring#LENGTH} bytes, counted as a write, never a second before our RING_ACK of
  * the first (a RING may follow its FIN: it still reads). Credits returned never exceed our
  * writes into its current ring not yet credited, and a CREDIT returns at least one. FIN and CANCEL come once each, the FIN not in the middle of
@@ -39,6 +41,7 @@ final class ProtocolValidator {
   private int peerFirstSlot = Integer.MAX_VALUE;
   private Wire.Ring announced; // our RING the peer has not acknowledged yet
   private boolean peerRingUnacked; // its RING we have not acknowledged yet
+  private boolean batches; // our ring offers to take BATCH writes
 
   /**
    * Our ring of {@code slots} slots of {@code slotSize} bytes; messages put together are at
@@ -57,6 +60,11 @@ final class ProtocolValidator {
    */
   void peerRing(Wire.Ring ring) {
     peerFirstSlot = ring.slotSize();
+  }
+
+  /** Our rings say we take BATCH writes. */
+  void takeBatches() {
+    batches = true;
   }
 
   /** We sent a RING: once the peer acknowledges it, {@code next}'s slots are what it may write. */
@@ -98,9 +106,6 @@ final class ProtocolValidator {
       return ring(opcode, byteLength, imm, ourWrites);
     }
     if (kind == Wire.CONTROL) return control(opcode, byteLength, imm, ourWrites);
-    if (kind != Wire.END && kind != Wire.MORE) {
-      return "unknown message kind " + kind + " in immediate " + hex(imm);
-    }
     String wrong = data(opcode, byteLength, kind == Wire.MORE, imm);
     return wrong != null ? wrong : credits(Wire.credits(imm), ourWrites);
   }
@@ -111,6 +116,14 @@ final class ProtocolValidator {
           + " (a SEND: no data was written with it)";
     }
     if (fin) return "data after its FIN";
+    if (Wire.kind(imm) == Wire.BATCH) {
+      if (!batches) return "a BATCH write, when our ring did not offer to take them";
+      if (midMessage) return "a BATCH in the middle of a message (after a MORE write)";
+      if (byteLength >= 0 && byteLength < Wire.BATCH_HEADER) {
+        return "a BATCH write of " + byteLength + " bytes: too few for one ByteString's "
+            + Wire.BATCH_HEADER + "-byte length";
+      }
+    }
     if (byteLength < 0 || byteLength > slotSize) {
       return "a write of " + unsigned(byteLength) + " bytes, larger than our slots of "
           + slotSize + " bytes";
@@ -124,7 +137,8 @@ final class ProtocolValidator {
       return "a MORE write of " + byteLength + " bytes: one that more writes continue carries at"
           + " least " + least;
     }
-    message += byteLength;
+    // a BATCH's ByteStrings are checked against it one by one, as they are read
+    if (Wire.kind(imm) != Wire.BATCH) message += byteLength;
     if (message > maxMessage) {
       return "a message of more than " + maxMessage + " bytes (" + maxMessageSetting + ")";
     }

@@ -41,6 +41,9 @@ final class Receiver {
   private int receivesToPost;
   private ByteStringBuilder pieces;
   private int pieceWrites; // the writes in pieces
+  private int batchAt; // where the next ByteString of the oldest arrival, a BATCH, begins
+  private long maxMessage = Long.MAX_VALUE;
+  private String maxMessageSetting;
   /** Downstream is gone: what arrives is taken and dropped, its slots freed. */
   boolean discarding;
   long bytesReceived;
@@ -74,6 +77,12 @@ final class Receiver {
   /** The peer's FIN came. False: the peer sent more than it had credits for. */
   boolean finArrived() {
     return arrivals.add(0, Arrivals.FIN, writerGen);
+  }
+
+  /** A ByteString in a BATCH is at most {@code bytes} long ({@code setting}). */
+  void maxMessage(long bytes, String setting) {
+    maxMessage = bytes;
+    maxMessageSetting = setting;
   }
 
   /** We told the peer of {@code next}: no slot of the current ring is credited from now on. */
@@ -188,6 +197,17 @@ final class Receiver {
     retireIfDone();
     byte kind = arrivals.nextKind();
     int length = arrivals.nextLength();
+    if (kind == Arrivals.BATCH && !discarding) {
+      Object element = takeFromBatch(ring.address(consumed % ring.count()), length);
+      if (batchAt < length) return element;
+      batchAt = 0; // its last: the write is taken, as any other
+      arrivals.pop();
+      consumed++;
+      taken++;
+      if (crediting) creditsOwed++;
+      retireIfDone();
+      return element;
+    }
     arrivals.pop();
     long slot = consumed % ring.count();
     consumed++;
@@ -201,10 +221,46 @@ final class Receiver {
         }
         return null;
       }
+      if (kind == Arrivals.BATCH) { // discarding: the rest of it goes at once
+        batchAt = 0;
+        bytesReceived += length;
+        if (crediting) creditsOwed++;
+        return null;
+      }
       return takeData(slot, length, kind);
     } finally {
       retireIfDone();
     }
+  }
+
+  /**
+   * The next ByteString of the BATCH of {@code length} bytes at {@code base}. Its length is read
+   * from memory the peer can still write to, so it is checked here, where it is used: it must
+   * fit in what is left of the write, and within max-message-size.
+   */
+  private ByteString takeFromBatch(long base, int length) {
+    int left = length - batchAt - Wire.BATCH_HEADER;
+    if (left < 0) {
+      throw new IllegalStateException("protocol error: a BATCH write of " + length
+          + " bytes ends " + (length - batchAt) + " bytes after its last ByteString: too few for"
+          + " another's " + Wire.BATCH_HEADER + "-byte length");
+    }
+    int n = Wire.batchLength(base + batchAt);
+    if (n < 0 || n > left) {
+      throw new IllegalStateException("protocol error: a ByteString in a BATCH write of "
+          + length + " bytes, at byte " + batchAt + ", says it is " + Integer.toUnsignedString(n)
+          + " bytes long, and only " + left + " follow");
+    }
+    if (n > maxMessage) {
+      throw new IllegalStateException("protocol error: a message of more than " + maxMessage
+          + " bytes (" + maxMessageSetting + ")");
+    }
+    byte[] bytes = new byte[n];
+    if (n > 0) NativeMemory.copyToArray(base + batchAt + Wire.BATCH_HEADER, bytes, 0, n);
+    batchAt += Wire.BATCH_HEADER + n;
+    bytesReceived += n;
+    messagesReceived++;
+    return ByteString.fromArrayUnsafe(bytes);
   }
 
   private Object takeData(long slot, int length, byte kind) {

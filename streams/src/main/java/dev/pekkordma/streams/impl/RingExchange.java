@@ -51,7 +51,8 @@ final class RingExchange {
     }
     if (kind == Wire.CONTROL) return null;
     boolean more = kind == Wire.MORE;
-    if (receiver.arrived(length, more ? Arrivals.MORE : Arrivals.END) < 0) return OVERRUN;
+    byte as = more ? Arrivals.MORE : kind == Wire.BATCH ? Arrivals.BATCH : Arrivals.END;
+    if (receiver.arrived(length, as) < 0) return OVERRUN;
     arrived(length, more);
     return null;
   }
@@ -115,7 +116,7 @@ final class RingExchange {
       sizing.refused(p);
       return;
     }
-    Wire.Ring d = next.describe();
+    Wire.Ring d = next.describe(res.ringFlags);
     if (!writer.writeRing(d.encode(), Wire.control(Wire.RING, 0))) {
       res.closeRing(next.slots());
       return;

@@ -31,6 +31,8 @@ final class Sender {
   private int peerRkey;
   private int peerSlots;
   private int peerSlotSize;
+  private boolean peerTakesBatches;
+  private int peerFirstSlotSize; // an honest peer's slots are never smaller
   private int credits;
   private long writes; // into every ring of the peer's
   private long ringWrites; // into its current ring: the next goes to slot ringWrites % peerSlots
@@ -47,6 +49,10 @@ final class Sender {
 
   /** The peer's ring, checked already: its slots are the credits we start with. */
   void peerRing(Wire.Ring peer) {
+    if (peerFirstSlotSize == 0) { // what its first ring says holds for the connection's life
+      peerFirstSlotSize = peer.slotSize();
+      peerTakesBatches = peer.takesBatches();
+    }
     peerRing = peer.address();
     peerRkey = peer.rkey();
     peerSlots = peer.slots();
@@ -78,6 +84,16 @@ final class Sender {
     return peerSlotSize;
   }
 
+  /** The slot size of the peer's first ring: no ring of an honest peer's has smaller slots. */
+  int peerFirstSlotSize() {
+    return peerFirstSlotSize;
+  }
+
+  /** Whether the peer's first ring said it takes BATCH writes. */
+  boolean peerTakesBatches() {
+    return peerTakesBatches;
+  }
+
   /** Data writes posted so far. */
   long writes() {
     return writes;
@@ -99,6 +115,11 @@ final class Sender {
   /** Whether a control message fits in the send queue now. */
   boolean mayControl() {
     return outstanding < sqDepth;
+  }
+
+  /** Whether the peer has taken and credited back every write of ours: it waits for us. */
+  boolean peerCaughtUp() {
+    return credits == peerSlots && pendingRing == null;
   }
 
   /** Slots the peer freed, returned in one of its messages. */
@@ -199,6 +220,10 @@ final class Sender {
   static final class PostFailed extends RuntimeException {
     PostFailed(WrOpcode opcode, RuntimeException cause) {
       super("posting a " + opcode + " failed: " + cause.getMessage(), cause);
+    }
+
+    PostFailed(String why) {
+      super(why);
     }
   }
 }

@@ -18,6 +18,8 @@ public final class StreamsRuntime {
   public final RdmaStreamSettings bulkSettings;
   public final CompletionHubs hubs;
   final RingSizing.Settings ringSizing;
+  /** pekko-rdma.streams.coalesce-writes: small elements queued behind a write go together. */
+  final boolean coalesceWrites;
 
   public StreamsRuntime(ActorSystem<?> system) {
     this(system, RdmaRuntime.get(system));
@@ -38,6 +40,8 @@ public final class StreamsRuntime {
     this.bulkSettings = RdmaStreamSettings.bulk(system.settings().config());
     try {
       this.ringSizing = RingSizing.Settings.from(system.settings().config());
+      this.coalesceWrites = system.settings().config().getBoolean(
+          "pekko-rdma.streams.coalesce-writes");
     } catch (IllegalArgumentException e) {
       throw new com.typesafe.config.ConfigException.Generic(e.getMessage(), e);
     }

@@ -1,5 +1,6 @@
 package dev.pekkordma.streams.impl;
 
+import dev.pekkordma.memory.NativeMemory;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 
@@ -17,8 +18,13 @@ import java.nio.ByteOrder;
  * answers with a RING_ACK after its last write into the old ring, and writes into the new one
  * from its slot 0, holding a credit for each of its slots.
  *
+ * <p>A side whose ring says it {@link Ring#takesBatches takes batches} may be sent a {@link #BATCH}:
+ * one write of several whole ByteStrings, each a 4-byte big-endian length and its bytes, so that
+ * small elements that queue up while a write is in flight go together, boundaries kept.
+ *
  * <p>The immediate, 32 bits: the kind in bits 31-30 ({@link #END} the last or only write of a
- * ByteString, {@link #MORE} one that more writes continue, {@link #CONTROL}); for control the
+ * ByteString, {@link #MORE} one that more writes continue, {@link #CONTROL}, {@link #BATCH});
+ * for control the
  * code in bits 29-24 ({@link #CREDIT}, {@link #FIN}: no more data from me, {@link #FIN_ACK}: your
  * FIN and everything before it reached my application, {@link #CANCEL}: my application stopped
  * reading, what you write is dropped, {@link #RING}, {@link #RING_ACK}); in bits 23-0 of every
@@ -33,6 +39,11 @@ public final class Wire {
   static final int END = 0;
   static final int MORE = 1;
   static final int CONTROL = 2;
+  static final int BATCH = 3;
+  /** Before each ByteString in a BATCH: its length. */
+  static final int BATCH_HEADER = 4;
+  /** A ring's flag: its side takes BATCH writes. */
+  static final int TAKES_BATCHES = 1;
   static final int CREDIT = 0;
   static final int FIN = 1;
   static final int FIN_ACK = 2;
@@ -44,7 +55,8 @@ public final class Wire {
   static final int MIN_PIECE = 4096;
 
   static final int MAGIC = 0x50525354; // "PRST"
-  static final byte VERSION = 3; // 2: CANCEL; 3: RING, RING_ACK
+  static final byte VERSION = 4; // 2: CANCEL; 3: RING, RING_ACK; 4: BATCH, a ring's flags
+  private static final boolean LITTLE_ENDIAN = ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN;
 
   private Wire() {}
 
@@ -68,22 +80,41 @@ public final class Wire {
     return imm & CREDIT_MASK;
   }
 
+  /** A BATCH element's length, big-endian at {@code address}. */
+  static int batchLength(long address) {
+    int raw = NativeMemory.getInt(address);
+    return LITTLE_ENDIAN ? Integer.reverseBytes(raw) : raw;
+  }
+
+  static void putBatchLength(long address, int length) {
+    NativeMemory.putInt(address, LITTLE_ENDIAN ? Integer.reverseBytes(length) : length);
+  }
+
   /**
-   * Where a side's receive ring is, as its CM private data says: magic, version, three reserved
-   * bytes (zero), address, rkey, slots, slot size, big-endian; zeros may follow (the IB CM pads).
+   * Where a side's receive ring is, as its CM private data says: magic, version, flags (a byte:
+   * {@link #TAKES_BATCHES} or nothing), two reserved bytes (zero), address, rkey, slots, slot
+   * size, big-endian; zeros may follow (the IB CM pads).
    * A ring is at most {@link #MAX_SLOTS} slots of at most {@link #MAX_SLOT_SIZE} bytes (the
    * ranges of receive-buffers and buffer-size), at most {@link #MAX_BYTES} in all (one
    * registered buffer, as every side makes it), and does not wrap the address space.
    */
-  record Ring(long address, int rkey, int slots, int slotSize) {
+  record Ring(long address, int rkey, int slots, int slotSize, int flags) {
     static final int LENGTH = 28;
+
+    Ring(long address, int rkey, int slots, int slotSize) {
+      this(address, rkey, slots, slotSize, 0);
+    }
+
+    boolean takesBatches() {
+      return (flags & TAKES_BATCHES) != 0;
+    }
     static final int MAX_SLOTS = 1 << 16;
     static final int MAX_SLOT_SIZE = 1 << 30;
     static final long MAX_BYTES = Integer.MAX_VALUE;
 
     byte[] encode() {
       ByteBuffer b = ByteBuffer.allocate(LENGTH).order(ByteOrder.BIG_ENDIAN);
-      b.putInt(MAGIC).put(VERSION).put((byte) 0).putShort((short) 0)
+      b.putInt(MAGIC).put(VERSION).put((byte) flags).putShort((short) 0)
           .putLong(address).putInt(rkey).putInt(slots).putInt(slotSize);
       return b.array();
     }
@@ -106,12 +137,17 @@ public final class Wire {
         throw new IllegalArgumentException("the peer speaks protocol version " + version
             + ", this side " + VERSION);
       }
-      int reserved = (b.get() & 0xFF) << 16 | (b.getShort() & 0xFFFF);
+      int flags = b.get() & 0xFF;
+      if ((flags & ~TAKES_BATCHES) != 0) {
+        throw new IllegalArgumentException("the flags byte 5 of its private data is 0x"
+            + Integer.toHexString(flags) + ": bits this side does not know are set");
+      }
+      int reserved = b.getShort() & 0xFFFF;
       if (reserved != 0) {
-        throw new IllegalArgumentException("the reserved bytes 5-7 of its private data are 0x"
+        throw new IllegalArgumentException("the reserved bytes 6-7 of its private data are 0x"
             + Integer.toHexString(reserved) + ", not zero");
       }
-      Ring r = new Ring(b.getLong(), b.getInt(), b.getInt(), b.getInt());
+      Ring r = new Ring(b.getLong(), b.getInt(), b.getInt(), b.getInt(), flags);
       for (int i = LENGTH; i < data.length; i++) {
         if (data[i] != 0) {
           throw new IllegalArgumentException("byte " + i + " of its private data, after the ring,"

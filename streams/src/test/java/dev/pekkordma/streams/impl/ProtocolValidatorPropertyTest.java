@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.pekkordma.verbs.WcOpcode;
 import java.util.List;
 import net.jqwik.api.Arbitraries;
+import net.jqwik.api.Assume;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
@@ -23,7 +24,8 @@ class ProtocolValidatorPropertyTest {
 
   /** The rules a message can break, each set up by honest messages first where it needs to. */
   enum Violation {
-    NO_IMMEDIATE("without an immediate"), UNKNOWN_KIND("unknown message kind 3"),
+    NO_IMMEDIATE("without an immediate"), BATCH_NOT_OFFERED("did not offer to take them"),
+    BATCH_MID_MESSAGE("a BATCH in the middle of a message"), SHORT_BATCH("too few for one"),
     UNKNOWN_CODE("unknown control code"), DATA_ON_A_SEND("data immediate"),
     CONTROL_ON_A_WRITE("control immediate"), LONGER_THAN_A_SLOT("larger than our slots"),
     MORE_WRITES_THAN_CREDITS("more writes than the credits"), SHORT_MORE("a MORE write of"),
@@ -43,7 +45,7 @@ class ProtocolValidatorPropertyTest {
     boolean allows(int step) {
       switch (this) {
         case LONGER_THAN_A_SLOT, MORE_WRITES_THAN_CREDITS, SHORT_MORE, FIN_MID_MESSAGE,
-            MESSAGE_TOO_LONG:
+            MESSAGE_TOO_LONG, BATCH_MID_MESSAGE, SHORT_BATCH, BATCH_NOT_OFFERED:
           return step != 8; // data after its FIN would be refused first
         case EARLY_FIN_ACK:
           return step != 6;
@@ -53,19 +55,29 @@ class ProtocolValidatorPropertyTest {
           return true;
       }
     }
+
+    /** Whether it can be broken where our ring offers BATCH writes ({@code batches}) or not. */
+    boolean appliesWhen(boolean batches) {
+      return switch (this) {
+        case BATCH_NOT_OFFERED -> !batches;
+        case BATCH_MID_MESSAGE, SHORT_BATCH -> batches;
+        default -> true;
+      };
+    }
   }
 
   @Property(tries = 1000)
   void anHonestPeerIsNeverRefused(@ForAll("geometry") int[] g,
-      @ForAll @Size(max = 300) List<@IntRange(min = 0, max = 9) Integer> steps) {
+      @ForAll @Size(max = 300) List<@IntRange(min = 0, max = 10) Integer> steps) {
     Model m = new Model(g);
     for (int step : steps) m.honest(step);
   }
 
   @Property(tries = 3000)
   void oneBrokenRuleIsRefusedWhereverItComes(@ForAll("geometry") int[] g,
-      @ForAll @Size(max = 200) List<@IntRange(min = 0, max = 9) Integer> prefix,
+      @ForAll @Size(max = 200) List<@IntRange(min = 0, max = 10) Integer> prefix,
       @ForAll Violation violation, @ForAll @IntRange(min = 0, max = 1 << 20) int noise) {
+    Assume.that(violation.appliesWhen(g[4] == 1));
     Model m = new Model(g);
     for (int step : prefix) {
       if (violation.allows(step)) m.honest(step);
@@ -75,14 +87,15 @@ class ProtocolValidatorPropertyTest {
     assertTrue(wrong.contains(violation.says), violation + ": " + wrong);
   }
 
-  /** Our slots, slot size, the peer's slot size and max-message-size. */
+  /** Our slots, slot size, the peer's slot size, max-message-size, and 1: we take batches. */
   @Provide
   Arbitrary<int[]> geometry() {
     return Arbitraries.integers().between(1, 8).flatMap(slots ->
         Arbitraries.integers().between(1, 64).flatMap(size ->
             Arbitraries.integers().between(1, 64).flatMap(peerSize ->
-                Arbitraries.integers().between(64, 600).map(max ->
-                    new int[] {slots, size, peerSize, max}))));
+                Arbitraries.integers().between(64, 600).flatMap(max ->
+                    Arbitraries.integers().between(0, 1).map(batches ->
+                        new int[] {slots, size, peerSize, max, batches})))));
   }
 
   /** An honest peer and our side, as the protocol says they behave; the validator watches. */
@@ -91,6 +104,7 @@ class ProtocolValidatorPropertyTest {
     final int slotSize;
     final int fullWrite;
     final int maxMessage;
+    final boolean batches;
     final ProtocolValidator v;
     long ourWrites; // our data writes to the peer
     long peerTook; // of ours, taken (or dropped after its CANCEL) by the peer
@@ -112,6 +126,8 @@ class ProtocolValidatorPropertyTest {
       maxMessage = g[3];
       granted = slots;
       v = new ProtocolValidator(slots, slotSize, maxMessage, "x.max-message-size");
+      batches = g[4] == 1;
+      if (batches) v.takeBatches();
       v.peerRing(new Wire.Ring(1 << 20, 7, 4, g[2]));
     }
 
@@ -196,6 +212,14 @@ class ProtocolValidatorPropertyTest {
             peerCancel = true;
           }
         }
+        case 10 -> { // a BATCH: whole ByteStrings, each no longer than max-message-size
+          if (batches && canWrite() && !peerMid && slotSize >= Wire.BATCH_HEADER) {
+            int length = Wire.BATCH_HEADER + (int) ((ourWrites * 5 + peerWritten)
+                % (slotSize - Wire.BATCH_HEADER + 1));
+            ok(WcOpcode.RECV_RDMA_WITH_IMM, length, Wire.data(Wire.BATCH, takeOwed()));
+            peerWritten++;
+          }
+        }
         default -> throw new IllegalArgumentException("step " + step);
       }
     }
@@ -205,8 +229,26 @@ class ProtocolValidatorPropertyTest {
       switch (what) {
         case NO_IMMEDIATE:
           return receive(WcOpcode.RECV, false, 0, noise);
-        case UNKNOWN_KIND:
-          return receive(WcOpcode.RECV, true, 0, (3 << 30) | noise);
+        case BATCH_NOT_OFFERED:
+          credit();
+          return receive(WcOpcode.RECV_RDMA_WITH_IMM, true, noise % (slotSize + 1),
+              Wire.data(Wire.BATCH, 0));
+        case BATCH_MID_MESSAGE:
+          if (!peerMid) {
+            credit();
+            write(true, fullWrite);
+          }
+          credit();
+          return receive(WcOpcode.RECV_RDMA_WITH_IMM, true, Math.min(slotSize, 4),
+              Wire.data(Wire.BATCH, 0));
+        case SHORT_BATCH:
+          if (peerMid) { // the message under way ends first
+            credit();
+            write(false, 0);
+          }
+          credit();
+          return receive(WcOpcode.RECV_RDMA_WITH_IMM, true, noise % Wire.BATCH_HEADER,
+              Wire.data(Wire.BATCH, 0));
         case UNKNOWN_CODE:
           return receive(WcOpcode.RECV, true, 0, Wire.control(6 + noise % 58, 0));
         case DATA_ON_A_SEND:

@@ -73,11 +73,13 @@ class WireRingPropertyTest {
     assertTrue(data.length >= 28);
     ByteBuffer b = ByteBuffer.wrap(data);
     assertEquals(0x50525354, b.getInt(0));
-    assertEquals(3, b.get(4));
-    for (int i = 5; i < 8; i++) assertEquals(0, data[i]);
+    assertEquals(4, b.get(4));
+    assertEquals(0, data[5] & ~Wire.TAKES_BATCHES, "only the flags this side knows");
+    for (int i = 6; i < 8; i++) assertEquals(0, data[i]);
     for (int i = 28; i < data.length; i++) assertEquals(0, data[i]);
     assertTrue(withinLimits(r.address(), r.slots(), r.slotSize()), r.toString());
-    assertEquals(new Wire.Ring(b.getLong(8), b.getInt(16), b.getInt(20), b.getInt(24)), r);
+    assertEquals(new Wire.Ring(b.getLong(8), b.getInt(16), b.getInt(20), b.getInt(24),
+        data[5]), r);
   }
 
   @Provide
@@ -98,7 +100,22 @@ class WireRingPropertyTest {
   @Provide
   Arbitrary<byte[]> honest() {
     return Combinators.combine(Arbitraries.longs().between(0, 1L << 47), Arbitraries.integers(),
-        Arbitraries.integers().between(1, 64), Arbitraries.integers().between(1, 1 << 20))
-        .as((a, k, n, s) -> new Wire.Ring(a, k, n, s).encode());
+        Arbitraries.integers().between(1, 64), Arbitraries.integers().between(1, 1 << 20),
+        Arbitraries.of(0, Wire.TAKES_BATCHES))
+        .as((a, k, n, s, f) -> new Wire.Ring(a, k, n, s, f).encode());
+  }
+
+  @Property(tries = 500)
+  void theFlagsSurviveTheTripAndUnknownOnesAreRefused(@ForAll @IntRange(min = 0, max = 255)
+      int flags) {
+    byte[] data = new Wire.Ring(0x10000, 7, 4, 4096, flags).encode();
+    if ((flags & ~Wire.TAKES_BATCHES) == 0) {
+      Wire.Ring r = Wire.Ring.decode(data);
+      assertEquals(flags == Wire.TAKES_BATCHES, r.takesBatches());
+    } else {
+      IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+          () -> Wire.Ring.decode(data));
+      assertTrue(e.getMessage().contains("flags byte 5"), e.getMessage());
+    }
   }
 }
