@@ -19,8 +19,10 @@
 #  (d) scaling: N echo connections in one JVM (ScaleBench), the streams layer on the software
 #      provider against Pekko Tcp, for N in SCALE_N: connect time per connection (SCALE_CONCURRENCY
 #      connects in flight), registered and direct memory per connection, threads, idle CPU, and
-#      the rate of 64-byte echoes; each side with the JVM's default settings. ScaleReport prints
-#      them side by side and draws scale.png.
+#      the rate of 64-byte echoes; each side with the JVM's default settings; also Tcp with a
+#      length before each ByteString (tcp-framed: message boundaries, as the streams keep them).
+#      ScaleReport prints them side by side and draws scale.png. Inside the VM (with (b)): the
+#      same on the native provider over rxe0, as many connections as rxe and the VM allow.
 #  A part whose module is not built is reported as a gap, saying so.
 #
 # Not a test: figures depend on the machine and its load (uptime is recorded with them).
@@ -34,7 +36,7 @@
 #                        provider is built
 #   VM_BYTES=64m         bytes per size inside the VM (emulated: ~50 MB/s)
 #   VM_REPEAT=1          rounds of (b) (about ten minutes each); the report takes the best
-#   VM_PARTS="perftest streams"   the VM's halves: (b), and (c) on the native provider
+#   VM_PARTS="perftest streams scale"   the VM's parts: (b), (c) and (d) on the native provider
 #   OUT=bench/results/DATE        where outputs, manifest.tsv and throughput.png go
 #   MVN_ARGS=            extra Maven arguments, e.g. -o -Dmaven.repo.local=...
 #   SCALE_N=1,100,1000,10000  SCALE_CONCURRENCY=1000   (d)'s connection counts and burst
@@ -186,7 +188,7 @@ else
   [[ $NATIVE == no ]] && manifest note "$B" "the native provider is not on main yet: perftest only (VM=perftest)"
   say "(b) booting the Soft-RoCE VM (about a minute of emulation per size and test)"
   (cd "$ROOT" && "$LAB" --timeout "${VM_TIMEOUT:-3000}" -- env OUT="$OUT" CP="$CP" SIZES="$SIZES" \
-      VM_BYTES="$VM_BYTES" VM_REPEAT="$VM_REPEAT" VM_PARTS="${VM_PARTS:-perftest streams}" \
+      VM_BYTES="$VM_BYTES" VM_REPEAT="$VM_REPEAT" VM_PARTS="${VM_PARTS:-perftest streams scale}" \
       LAT_SIZE="$LAT_SIZE" NATIVE="$NATIVE" \
       bash bench/vm-native.sh) \
       > "$OUT/vm.log" 2>&1 || say "(b) the VM run failed: see $OUT/vm.log"
@@ -230,6 +232,7 @@ fi
 D="(d) scaling: N echo connections in one JVM, the streams layer (software provider) against Pekko Tcp"
 : > "$OUT/scale-tcp.tsv"
 : > "$OUT/scale-rdma.tsv"
+: > "$OUT/scale-tcp-framed.tsv"
 if [[ $STREAMS == yes ]]; then
   say "$D: N = ${SCALE_N:-1,100,1000,10000}"
   # the JVM's defaults (heap and direct memory), as a user would start it
@@ -239,6 +242,9 @@ if [[ $STREAMS == yes ]]; then
     || say "Tcp scaling failed: see $OUT/scale-tcp.txt"
   "${SCALE[@]}" --transport rdma --provider soft --tsv "$OUT/scale-rdma.tsv" \
     > "$OUT/scale-rdma.txt" 2>&1 || say "streams scaling failed: see $OUT/scale-rdma.txt"
+  # Tcp with a length before each ByteString: message boundaries, as the streams layer keeps
+  "${SCALE[@]}" --transport tcp-framed --tsv "$OUT/scale-tcp-framed.tsv" \
+    > "$OUT/scale-tcp-framed.txt" 2>&1 || say "framed Tcp scaling failed: see $OUT/scale-tcp-framed.txt"
 else
   manifest note "$D" "GAP: the streams layer is not built."
 fi
@@ -248,6 +254,11 @@ echo "benchmark run in $OUT"
 sed 's/^/  /' "$OUT/machine.txt"
 "${JAVA[@]}" dev.pekkordma.benchmarks.BenchReport "$OUT"
 echo
-"${JAVA[@]}" dev.pekkordma.benchmarks.ScaleReport "$OUT" scale-tcp.tsv scale-rdma.tsv
+"${JAVA[@]}" dev.pekkordma.benchmarks.ScaleReport "$OUT" scale-tcp.tsv scale-rdma.tsv \
+  scale-tcp-framed.tsv
+if [[ -s $OUT/scale-native.tsv ]]; then
+  echo "(d) on the native provider inside the VM (emulated), rxe0: see scale-native.txt"
+  sed 's/^/  /' "$OUT/scale-native.txt" | grep -E "rdma-streams|Killed|killed|memory"
+fi
 exit
 }

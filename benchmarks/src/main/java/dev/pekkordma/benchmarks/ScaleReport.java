@@ -25,9 +25,12 @@ public final class ScaleReport {
     Path dir = Path.of(args[0]);
     Map<Integer, ScaleBench.Result> tcp = read(dir.resolve(args[1]));
     Map<Integer, ScaleBench.Result> rdma = read(dir.resolve(args[2]));
+    Map<Integer, ScaleBench.Result> framed = args.length > 3 ? read(dir.resolve(args[3]))
+        : new TreeMap<>();
     print(tcp, rdma, System.out);
+    printFramed(framed, rdma, System.out);
     Path png = dir.resolve("scale.png");
-    chart(tcp, rdma, png);
+    chart(tcp, rdma, framed, png);
     System.out.println("chart: " + png);
   }
 
@@ -83,6 +86,26 @@ public final class ScaleReport {
     }
   }
 
+  /**
+   * The message rate against Tcp with a length before each ByteString (what a Tcp user adds to
+   * get back the ByteStrings that were sent, as the streams layer gives them).
+   */
+  static void printFramed(Map<Integer, ScaleBench.Result> framed,
+      Map<Integer, ScaleBench.Result> rdma, PrintStream out) {
+    if (framed.isEmpty()) return;
+    out.println("Against tcp-framed (Tcp + Framing.simpleFramingProtocol: message boundaries, as"
+        + " ours): 64-byte echoes/s");
+    out.println(String.format("%7s %14s %14s %8s", "N", "msg/s framed", "msg/s rdma", "x"));
+    for (int n : union(framed, rdma)) {
+      ScaleBench.Result f = framed.get(n);
+      ScaleBench.Result r = rdma.get(n);
+      out.println(String.format("%7d %14s %14s %8s", n,
+          f == null ? "-" : String.format("%.0f", f.echoRate()),
+          r == null ? "-" : String.format("%.0f", r.echoRate()),
+          ratio(r == null ? 0 : r.echoRate(), f == null ? 0 : f.echoRate())));
+    }
+  }
+
   private static List<Integer> union(Map<Integer, ?> a, Map<Integer, ?> b) {
     TreeMap<Integer, Boolean> all = new TreeMap<>();
     a.keySet().forEach(k -> all.put(k, true));
@@ -95,7 +118,7 @@ public final class ScaleReport {
   }
 
   static void chart(Map<Integer, ScaleBench.Result> tcp, Map<Integer, ScaleBench.Result> rdma,
-      Path png) throws IOException {
+      Map<Integer, ScaleBench.Result> framed, Path png) throws IOException {
     XYChart chart = new XYChartBuilder().width(1000).height(560)
         .title("N echo connections in one JVM: echo rate (64-byte messages)")
         .xAxisTitle("connections (N)").yAxisTitle("messages/s").build();
@@ -103,6 +126,7 @@ public final class ScaleReport {
     chart.getStyler().setLegendPosition(Styler.LegendPosition.InsideNW);
     add(chart, "pekko-tcp", tcp);
     add(chart, "rdma-streams", rdma);
+    add(chart, "tcp-framed", framed);
     if (chart.getSeriesMap().isEmpty()) return;
     BitmapEncoder.saveBitmap(chart, png.toString(), BitmapEncoder.BitmapFormat.PNG);
   }
