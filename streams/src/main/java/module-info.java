@@ -5,6 +5,7 @@ module dev.pekkordma.streams {
   requires pekko.actor;
   requires scala.library;
   requires org.slf4j;
+  requires jdk.jfr;
 
   exports dev.pekkordma.streams;
 }

@@ -96,6 +96,16 @@ public final class RdmaStreams implements Extension {
     return rt.bulkSettings;
   }
 
+  /**
+   * The streams' metrics now: connections opened, closed and failed, each live one with its
+   * traffic and credit stalls, and the totals. The same figures go to JDK Flight Recorder as
+   * events ({@code dev.pekkordma.streams.*}) when a recording asks for them, and to Micrometer
+   * through {@code pekko-rdma-micrometer}.
+   */
+  public StreamsMetrics metrics() {
+    return rt.meter.snapshot();
+  }
+
   /** The provider's live resources: what every test of a clean end compares. */
   public ResourceCounts liveResources() {
     return rt.provider.liveResources();

@@ -67,6 +67,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   private ElementWriter writer;
   private ControlMessages controls;
   private IntSupplier credits; // what each write carries
+  private StreamsMeter.Connection meter; // once running
   private boolean established;
   private boolean disconnected;
   private boolean tornDown;
@@ -365,6 +366,8 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     established = true;
     cancelTimer("connect");
     mat.connected().complete(Handles.get().outgoing(remote, id.localAddress()));
+    meter = rt.meter.opened(active() ? "client" : "server", peer(), id.localAddress(),
+        writer.sent, receiver.received);
     if (!isClosed(in) && !upstreamDone) pull(in);
     drainCq();
   }
@@ -429,6 +432,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     boolean finished;
     try {
       finished = writer.writeSome(credits);
+      meter.sendTried(writer.busy() && sender.credits() == 0);
       // what gathers behind a burst's first goes once the events ready now are handled
       // (burstEnd comes after them)
       if (writer.burstBegan() && !burstEndDue) {
@@ -614,10 +618,11 @@ final class ConnectionLogic extends TimerGraphStageLogic {
 
   private void finish() {
     log.debug("{} connection with {} closed: {} messages sent, {} received",
-        active() ? "client" : "server", peerName(), writer.messagesSent,
-        receiver.messagesReceived);
-    mat.closed().complete(new TransferResult(writer.bytesSent, writer.messagesSent,
-        receiver.bytesReceived, receiver.messagesReceived));
+        active() ? "client" : "server", peerName(), writer.sent.messages(),
+        receiver.received.messages());
+    meter.ended(null);
+    mat.closed().complete(new TransferResult(writer.sent.bytes(), writer.sent.messages(),
+        receiver.received.bytes(), receiver.received.messages()));
     completeStage();
   }
 
@@ -633,7 +638,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     log.debug("{}: {}; {} arrivals={} sq={}", peerName(), reason, close,
         receiver.arrivals.size(), sender.outstanding());
     String failed = close.whenPeerGone(reason, receiver.arrivals.size(), writer.busy(),
-        writer.messagesSent);
+        writer.sent.messages());
     if (failed != null) {
       fail(failure(failed));
     } else if (!upstreamDone && !isClosed(in)) {
@@ -652,6 +657,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   @Override
   public void postStop() {
     tearDown();
+    if (meter != null) meter.ended(cause == null ? null : String.valueOf(cause.getMessage()));
     mat.connected().completeExceptionally(cause != null ? cause
         : failure("the stream stopped before the connection was up"));
     mat.closed().completeExceptionally(cause != null ? cause
@@ -668,7 +674,15 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   private void fail(Throwable ex) {
     log.debug("{} connection with {} failed: {}", active() ? "client" : "server",
         peerName(), ex.toString());
-    if (cause == null) cause = ex;
+    if (cause == null) {
+      cause = ex;
+      if (meter != null) {
+        meter.ended(String.valueOf(ex.getMessage()));
+      } else {
+        rt.meter.failedEarly(peer(), phase.name().toLowerCase(java.util.Locale.ROOT),
+            String.valueOf(ex.getMessage()));
+      }
+    }
     failStage(ex);
   }
 

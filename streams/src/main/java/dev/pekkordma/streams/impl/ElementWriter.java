@@ -36,8 +36,8 @@ final class ElementWriter {
   private byte[] bytes;
   private int offset;
   private int length;
-  long bytesSent;
-  long messagesSent;
+  /** What went: bytes and ByteStrings (or chunks). */
+  final Traffic sent = new Traffic();
 
   ElementWriter(Sender sender, ConnectionResources res, int slotSize, SendBuffers buffers,
       boolean coalesce) {
@@ -173,12 +173,12 @@ final class ElementWriter {
       }
       sender.write(address, n, lkey, Wire.data(last ? Wire.END : Wire.MORE,
           credits.getAsInt()), buffer, inline);
-      bytesSent += n;
+      sent.addBytes(n);
       offset += n;
       if (last) {
         // after a burst's first small one, the rest of the burst gathers
         if (current instanceof ByteString && gathers(length)) opened = inBurst = true;
-        messagesSent++;
+        sent.addMessages(1);
         drop();
         return true;
       }
@@ -212,8 +212,8 @@ final class ElementWriter {
       opened = inBurst = true; // its burst's end sends it
     }
     batch.add(bytes, length);
-    bytesSent += length;
-    messagesSent++;
+    sent.addBytes(length);
+    sent.addMessages(1);
     drop();
     return true;
   }

@@ -46,8 +46,8 @@ final class Receiver {
   private String maxMessageSetting;
   /** Downstream is gone: what arrives is taken and dropped, its slots freed. */
   boolean discarding;
-  long bytesReceived;
-  long messagesReceived;
+  /** What came: bytes and ByteStrings (or leases). */
+  final Traffic received = new Traffic();
 
   Receiver(OffHeapBuffer ringMemory, int slots, int slotSize, int receives,
       boolean keepBoundaries) {
@@ -223,7 +223,7 @@ final class Receiver {
       }
       if (kind == Arrivals.BATCH) { // discarding: the rest of it goes at once
         batchAt = 0;
-        bytesReceived += length;
+        received.addBytes(length);
         if (crediting) creditsOwed++;
         return null;
       }
@@ -258,13 +258,13 @@ final class Receiver {
     byte[] bytes = new byte[n];
     if (n > 0) NativeMemory.copyToArray(base + batchAt + Wire.BATCH_HEADER, bytes, 0, n);
     batchAt += Wire.BATCH_HEADER + n;
-    bytesReceived += n;
-    messagesReceived++;
+    received.addBytes(n);
+    received.addMessages(1);
     return ByteString.fromArrayUnsafe(bytes);
   }
 
   private Object takeData(long slot, int length, byte kind) {
-    bytesReceived += length;
+    received.addBytes(length);
     if (lent != null) return lendOrSkip(length, kind);
     if (crediting) creditsOwed++;
     if (discarding) return null;
@@ -287,7 +287,7 @@ final class Receiver {
     } else {
       piece = ByteString.fromArrayUnsafe(bytes);
     }
-    messagesReceived++;
+    received.addMessages(1);
     return piece;
   }
 
@@ -301,7 +301,7 @@ final class Receiver {
       creditsOwed += lent.reclaim();
       return null;
     }
-    messagesReceived++;
+    received.addMessages(1);
     return lent.lend(length, kind == Arrivals.END);
   }
 }

@@ -20,6 +20,8 @@ public final class StreamsRuntime {
   final RingSizing.Settings ringSizing;
   /** pekko-rdma.streams.coalesce-writes: small elements queued behind a write go together. */
   final boolean coalesceWrites;
+  /** The connections' metrics and Flight Recorder events. */
+  public final StreamsMeter meter = new StreamsMeter();
 
   public StreamsRuntime(ActorSystem<?> system) {
     this(system, RdmaRuntime.get(system));
@@ -48,6 +50,7 @@ public final class StreamsRuntime {
     this.runtime = runtime;
     this.provider = runtime.provider();
     this.hubs = runtime.hubs();
+    system.getWhenTerminated().thenRun(meter::close);
   }
 
   /** The system's CM dispatcher, started by the first connection or binding. */

@@ -62,8 +62,8 @@ class BatchReceiveTest {
       assertEquals(1, r.creditsOwed());
       assertEquals(1, r.arrivals.size());
       assertEquals(ByteString.fromString("four"), r.take(), "the next write, from slot 1");
-      assertEquals(4, r.messagesReceived);
-      assertEquals(12, r.bytesReceived);
+      assertEquals(4, r.received.messages());
+      assertEquals(12, r.received.bytes());
       assertEquals(2, r.takenWhole());
     }
   }

@@ -40,8 +40,8 @@ class ReceiverTest {
     assertEquals(ByteString.fromString("two"), r.take());
     assertEquals(2, r.takeCredits());
     assertEquals(0, r.takeCredits(), "owed once");
-    assertEquals(2, r.messagesReceived);
-    assertEquals(6, r.bytesReceived);
+    assertEquals(2, r.received.messages());
+    assertEquals(6, r.received.bytes());
   }
 
   @Test
@@ -75,6 +75,6 @@ class ReceiverTest {
     arrive(r, "dropped", Arrivals.END);
     assertNull(r.take());
     assertEquals(1, r.takeCredits());
-    assertEquals(0, r.messagesReceived);
+    assertEquals(0, r.received.messages());
   }
 }
