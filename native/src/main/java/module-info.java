@@ -6,6 +6,7 @@
  */
 module dev.pekkordma.nativeverbs {
   requires dev.pekkordma.core;
+  requires org.slf4j;
   requires org.jnrproject.ffi;
   requires org.jnrproject.jffi;
 

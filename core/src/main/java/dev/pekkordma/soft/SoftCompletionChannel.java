@@ -1,5 +1,7 @@
 package dev.pekkordma.soft;
 
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import dev.pekkordma.verbs.CompletionChannel;
 import dev.pekkordma.verbs.CompletionQueue;
 import dev.pekkordma.verbs.RdmaException;
@@ -10,6 +12,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 
 final class SoftCompletionChannel extends Closeable implements CompletionChannel {
+  private static final Logger log = LoggerFactory.getLogger(SoftCompletionChannel.class);
   final SoftContext context;
   private final LinkedBlockingQueue<SoftCq> events = new LinkedBlockingQueue<>();
   final AtomicInteger cqs = new AtomicInteger();
@@ -35,7 +38,7 @@ final class SoftCompletionChannel extends Closeable implements CompletionChannel
       d.accept(cq);
     } catch (RuntimeException e) {
       // the handler's failure must not fail the request that raised the event
-      System.err.println("soft-rdma: " + describe() + ": an event handler failed: " + e);
+      log.error("soft-rdma: {}: an event handler failed", describe(), e);
     }
   }
 

@@ -1,5 +1,7 @@
 package dev.pekkordma.nativeverbs;
 
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import dev.pekkordma.memory.NativeMemory;
 import dev.pekkordma.verbs.Access;
 import dev.pekkordma.verbs.AddressVector;
@@ -40,6 +42,7 @@ import java.util.List;
  * A probe that fails for another reason answers false and says why on stderr.
  */
 final class BehaviourProbes {
+  private static final Logger log = LoggerFactory.getLogger(BehaviourProbes.class);
   private static final Duration WAIT = Duration.ofSeconds(2);
   private static final Duration QUIET = Duration.ofMillis(500);
   private static final int ALL = Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ
@@ -162,7 +165,7 @@ final class BehaviourProbes {
         default -> throw new IllegalArgumentException(f + " is not a device behaviour");
       };
     } catch (RuntimeException e) {
-      System.err.println("[native] probe of " + f + " on " + ctx.device().name() + " failed: " + e);
+      log.warn("probe of {} on {} failed: {}", f, ctx.device().name(), e.toString());
       return false;
     }
   }
@@ -324,7 +327,7 @@ final class BehaviourProbes {
         try {
           opened.get(i).close();
         } catch (Exception e) {
-          System.err.println("[native] probe cleanup: " + e);
+          log.warn("probe cleanup: {}", e.toString());
         }
       }
       NativeMemory.free(mem);

@@ -1,5 +1,7 @@
 package dev.pekkordma.nativeverbs;
 
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import dev.pekkordma.cm.CmEventChannel;
 import dev.pekkordma.memory.NativeMemory;
 import dev.pekkordma.verbs.DeviceContext;
@@ -22,6 +24,7 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /** The verbs on libibverbs: real RDMA devices, hardware or Soft-RoCE. */
 public final class NativeProvider implements RdmaProvider {
+  private static final Logger log = LoggerFactory.getLogger(NativeProvider.class);
   final ResourceCounters live = new ResourceCounters();
   final Set<NativeDeviceContext> open = ConcurrentHashMap.newKeySet();
   /** Contexts librdmacm opened, by their ibv_context pointer. */
@@ -221,7 +224,7 @@ public final class NativeProvider implements RdmaProvider {
         seen.append(seen.length() == 0 ? "" : ", ").append(e.name).append(has ? " yes" : " no");
         all &= has;
       }
-      System.out.println("[native] probe " + feature + " (" + feature.meaning() + "): " + seen);
+      log.info("probe {} ({}): {}", feature, feature.meaning(), seen);
       behaviours.put(feature, all);
       return all;
     }

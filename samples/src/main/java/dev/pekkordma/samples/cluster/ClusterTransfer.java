@@ -8,6 +8,8 @@ import dev.pekkordma.cluster.Codec;
 import dev.pekkordma.cluster.PeerEvent;
 import dev.pekkordma.cluster.RdmaCluster;
 import dev.pekkordma.cluster.Received;
+import dev.pekkordma.samples.BadOption;
+import dev.pekkordma.samples.SampleCommandLine;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.ByteBuffer;
@@ -18,6 +20,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.Callable;
 import java.util.zip.CRC32;
 import org.apache.pekko.actor.Address;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -36,6 +39,8 @@ import org.apache.pekko.stream.javadsl.Keep;
 import org.apache.pekko.stream.javadsl.Sink;
 import org.apache.pekko.stream.javadsl.Source;
 import org.apache.pekko.util.ByteString;
+import picocli.CommandLine;
+import picocli.CommandLine.Option;
 
 /**
  * A clustered application that moves data between its members over RDMA: each member streams
@@ -114,53 +119,73 @@ public final class ClusterTransfer {
   };
 
   record Options(String hostname, int port, List<String> seeds, String provider, String connect,
-      int chunk, int rate) {
-    static Options parse(String[] args) {
-      String hostname = "127.0.0.1";
-      int port = 0;
-      List<String> seeds = new ArrayList<>();
-      String provider = "soft";
-      String connect = "eager";
-      int chunk = 1024;
-      int rate = 200;
-      for (int i = 0; i < args.length; i++) {
-        String a = args[i];
-        if (i + 1 >= args.length) throw new IllegalArgumentException(a + " needs a value");
-        String v = args[++i];
-        switch (a) {
-          case "--hostname" -> hostname = v;
-          case "--port" -> port = Integer.parseInt(v);
-          case "--seed" -> seeds.add(v);
-          case "--provider" -> provider = v;
-          case "--connect" -> connect = v;
-          case "--chunk" -> chunk = Integer.parseInt(v);
-          case "--rate" -> rate = Integer.parseInt(v);
-          default -> throw new IllegalArgumentException("unknown option " + a + "; options: "
-              + "--port --seed --hostname --provider --connect --chunk --rate");
-        }
+      int chunk, int rate) {}
+
+  /** The command line: picocli's, so that --help works and bad input exits 2. */
+  @CommandLine.Command(name = "cluster-demo", mixinStandardHelpOptions = true,
+      description = "A member of a cluster that streams checksummed chunks to every other member"
+          + " over RDMA and checks what it receives. Type leave, resources or quit.",
+      footer = {"", "Exit status: 0 after leave or quit, 1 if it ended otherwise (a failure,"
+          + " see the log), 2 bad options."})
+  static final class Cli implements Callable<Integer> {
+    @Option(names = "--hostname", defaultValue = "127.0.0.1",
+        description = "Pekko's hostname (default: ${DEFAULT-VALUE}).")
+    String hostname;
+
+    @Option(names = "--port", defaultValue = "0",
+        description = "Pekko's port, 0 picks one (default: ${DEFAULT-VALUE}).")
+    int port;
+
+    @Option(names = "--seed", description = "A seed node, host:port; repeat it. None: this"
+        + " member forms a cluster of its own.")
+    List<String> seeds = new ArrayList<>();
+
+    @Option(names = "--provider", defaultValue = "soft",
+        description = "soft, auto or native (default: ${DEFAULT-VALUE}).")
+    String provider;
+
+    @Option(names = "--connect", defaultValue = "eager",
+        description = "eager or lazy (default: ${DEFAULT-VALUE}).")
+    String connect;
+
+    @Option(names = "--chunk", defaultValue = "1024",
+        description = "Bytes a chunk (default: ${DEFAULT-VALUE}).")
+    int chunk;
+
+    @Option(names = "--rate", defaultValue = "200",
+        description = "Chunks a second to each peer (default: ${DEFAULT-VALUE}).")
+    int rate;
+
+    @Override
+    public Integer call() {
+      if (chunk < 1 || rate < 1) throw new BadOption("--chunk and --rate must be at least 1");
+      if (!List.of("soft", "auto", "native").contains(provider)) {
+        throw new BadOption("--provider must be soft, auto or native, was '" + provider + "'");
       }
-      if (chunk < 1 || rate < 1) throw new IllegalArgumentException("--chunk and --rate >= 1");
-      return new Options(hostname, port, seeds, provider, connect, chunk, rate);
+      if (!List.of("eager", "lazy").contains(connect)) {
+        throw new BadOption("--connect must be eager or lazy, was '" + connect + "'");
+      }
+      return run(new Options(hostname, port, seeds, provider, connect, chunk, rate));
     }
   }
 
-  public static void main(String[] args) throws Exception {
-    Options o;
-    try {
-      o = Options.parse(args);
-    } catch (IllegalArgumentException e) {
-      System.err.println(e.getMessage());
-      System.exit(2);
-      return;
-    }
+  /** Set when the member is told to end (leave, quit): any other end is a failure. */
+  private static volatile boolean toldToEnd;
+
+  public static void main(String[] args) {
+    System.exit(SampleCommandLine.execute(args, System.out, System.err,
+        SampleCommandLine::withClassName, new Cli()));
+  }
+
+  private static int run(Options o) {
     ActorSystem<Command> system = ActorSystem.create(guardian(o), "transfer", config(o));
     Thread stdin = new Thread(() -> readCommands(system), "commands");
     stdin.setDaemon(true);
     stdin.start();
     system.getWhenTerminated().toCompletableFuture().join();
-    System.out.println("TERMINATED");
+    System.out.println(toldToEnd ? "TERMINATED" : "TERMINATED after a failure (see the log)");
     System.out.flush();
-    System.exit(0);
+    return toldToEnd ? 0 : 1;
   }
 
   /** The options as config, under -D overrides, over application.conf and the defaults. */
@@ -194,10 +219,16 @@ public final class ClusterTransfer {
       String line;
       while ((line = in.readLine()) != null) {
         switch (line.trim()) {
-          case "leave" -> system.tell(LeaveCluster.INSTANCE);
+          case "leave" -> {
+            toldToEnd = true;
+            system.tell(LeaveCluster.INSTANCE);
+          }
           case "resources" -> System.out.println("RESOURCES "
               + RdmaExtension.get(system).provider().liveResources());
-          case "quit" -> system.terminate();
+          case "quit" -> {
+            toldToEnd = true;
+            system.terminate();
+          }
           case "" -> { }
           default -> System.out.println("commands: leave, resources, quit");
         }

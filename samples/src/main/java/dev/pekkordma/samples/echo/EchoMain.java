@@ -1,25 +1,79 @@
 package dev.pekkordma.samples.echo;
 
+import com.typesafe.config.ConfigFactory;
+import dev.pekkordma.samples.BadOption;
+import dev.pekkordma.samples.SampleCommandLine;
+import java.io.PrintStream;
 import java.net.InetSocketAddress;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.Terminated;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * Runs the echo server and an echo client in one actor system over the configured provider (the
- * software one where there is no RDMA device): {@code EchoMain [messages]}.
+ * software one where there is no RDMA device). Exit status 0 when every message came back, 1
+ * when the echo failed, 2 for bad options.
  */
-public final class EchoMain {
-  private EchoMain() {}
+@Command(name = "echo", mixinStandardHelpOptions = true,
+    description = "The CM echo server and client on the actors, in one JVM: every message sent"
+        + " comes back, checked.",
+    footer = {"", "Exit status: 0 all echoed, 1 the echo failed, 2 bad options."})
+public final class EchoMain implements Callable<Integer> {
+  private final PrintStream out;
 
-  public static void main(String[] args) {
-    int messages = args.length > 0 ? Integer.parseInt(args[0]) : 1000;
-    ActorSystem<InetSocketAddress> system = ActorSystem.create(guardian(messages), "echo");
-    system.getWhenTerminated().toCompletableFuture().join();
+  @Option(names = {"-n", "--messages"}, defaultValue = "1000",
+      description = "Messages to echo (default: ${DEFAULT-VALUE}).")
+  int messages;
+
+  @Option(names = "--provider", defaultValue = "auto",
+      description = "soft, native or auto (default: ${DEFAULT-VALUE}).")
+  String provider;
+
+  EchoMain(PrintStream out) {
+    this.out = out;
   }
 
-  static Behavior<InetSocketAddress> guardian(int messages) {
+  public static void main(String[] args) {
+    System.exit(run(args, System.out, System.err));
+  }
+
+  static int run(String[] args, PrintStream out, PrintStream err) {
+    return SampleCommandLine.execute(args, out, err, SampleCommandLine::withClassName,
+        new EchoMain(out));
+  }
+
+  @Override
+  public Integer call() {
+    if (messages < 1) throw new BadOption("--messages must be at least 1, was " + messages);
+    if (!provider.equals("soft") && !provider.equals("native") && !provider.equals("auto")) {
+      throw new BadOption("--provider must be soft, native or auto, was '" + provider + "'");
+    }
+    CompletableFuture<EchoClient.Result> result = new CompletableFuture<>();
+    ActorSystem<InetSocketAddress> system = ActorSystem.create(guardian(messages, result), "echo",
+        ConfigFactory.parseString("pekko-rdma.provider = " + provider)
+            .withFallback(ConfigFactory.load()));
+    system.getWhenTerminated().toCompletableFuture().join();
+    EchoClient.Result r = result.getNow(null);
+    if (r == null) {
+      out.println("the echo server stopped before the client ran (see the log for why)");
+      return 1;
+    }
+    if (r.failure() != null) {
+      out.println("echo failed after " + r.echoed() + " messages: " + r.failure());
+      return 1;
+    }
+    out.printf("echoed %d messages in %.1f ms (%.1f us each)%n", r.echoed(), r.nanos() / 1e6,
+        r.nanos() / 1e3 / Math.max(1, r.echoed()));
+    return 0;
+  }
+
+  static Behavior<InetSocketAddress> guardian(int messages,
+      CompletableFuture<EchoClient.Result> result) {
     return Behaviors.setup(ctx -> {
       ctx.watch(ctx.spawn(
           EchoServer.create(new InetSocketAddress("127.0.0.1", 0), ctx.getSelf()), "server"));
@@ -29,13 +83,7 @@ public final class EchoMain {
               c.spawn(EchoClient.create(address, messages, c.getSelf()), "client");
               return Behaviors.receive(EchoClient.Result.class)
                   .onAnyMessage(r -> {
-                    if (r.failure() == null) {
-                      System.out.printf("echoed %d messages in %.1f ms (%.1f us each)%n",
-                          r.echoed(), r.nanos() / 1e6, r.nanos() / 1e3 / Math.max(1, r.echoed()));
-                    } else {
-                      System.out.println("echo failed after " + r.echoed() + " messages: "
-                          + r.failure());
-                    }
+                    result.complete(r);
                     ctx.getSystem().terminate();
                     return Behaviors.stopped();
                   })
@@ -44,7 +92,6 @@ public final class EchoMain {
             return Behaviors.same();
           })
           .onSignal(Terminated.class, t -> {
-            System.out.println("the echo server stopped (see the log for why)");
             ctx.getSystem().terminate();
             return Behaviors.same();
           })
