@@ -3,7 +3,8 @@
 # (native/softroce/vm; guest-network.sh lists the devices). Inside the VM, offline, with the
 # given local repository, on the native provider (plain verbs on rxe_lo, GID index 1; CM at
 # 192.0.2.1 on rxe0): native's tests (LayoutTest, the smoke tests and core's whole conformance
-# suite), samples' RealToolsInteropTest against ibv_rc_pingpong and rping, the echo sample, the
+# suite), samples' RealToolsInteropTest against ibv_rc_pingpong and rping, the echo sample and the
+# doctor (DoctorTest), the
 # runtime's CM tests, the actors' lifecycle tests, the streams' tests, then the actors' and the
 # streams' DeviceRemovalTest (rdma link delete rxe0, and add again) and port events (dummy0
 # down, up). Then across the veth link between rxe_a and rxe_b, clean: the CM conformance cases
@@ -109,7 +110,7 @@ mkdir -p "${inner%/*}"
   echo ' || rc=1'
   # the actors' echo sample
   printf 'run mvn -o -q -DargLine="$jvm"'
-  printf ' %q' "${mvnflags[@]}" -pl samples test -Dtest='Echo*Test' \
+  printf ' %q' "${mvnflags[@]}" -pl samples test -Dtest='Echo*Test,DoctorTest' \
     -Dsurefire.reportNameSuffix=echo "${props[@]}" "$@"
   echo ' || rc=1'
   for m in ${modules//,/ }; do

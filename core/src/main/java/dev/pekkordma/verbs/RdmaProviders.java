@@ -24,30 +24,43 @@ public final class RdmaProviders {
   }
 
   public static RdmaProvider load(Config config) {
+    Choice c = choose(config);
+    if (c.factory() == null) {
+      throw new RdmaException("ibv_get_device_list", RdmaException.ENODEV, c.why());
+    }
+    return chosen(c.factory().create(config.getConfig(RdmaSettings.ROOT)), c.why());
+  }
+
+  /**
+   * Which provider {@code config} would get, and why, without opening it: {@code factory} is
+   * null when the choice cannot be served (native asked for, and no device), and {@code why}
+   * then says what is missing.
+   */
+  public record Choice(String provider, String why, RdmaProviderFactory factory) {}
+
+  public static Choice choose(Config config) {
     RdmaSettings settings = RdmaSettings.from(config);
-    Config lib = config.getConfig(RdmaSettings.ROOT);
     List<RdmaProviderFactory> factories = new ArrayList<>();
     ServiceLoader.load(RdmaProviderFactory.class).forEach(factories::add);
     String key = RdmaSettings.ROOT + ".provider = " + settings.provider();
     switch (settings.provider()) {
       case "soft":
-        return chosen(find(factories, "soft").create(lib), key);
+        return new Choice("soft", key, find(factories, "soft"));
       case "native": {
         RdmaProviderFactory f = find(factories, "native");
         if (!f.devicesPresent()) {
-          throw new RdmaException("ibv_get_device_list", RdmaException.ENODEV,
-              key + ", but " + f.whyUnavailable());
+          return new Choice("native", key + ", but " + f.whyUnavailable(), null);
         }
-        return chosen(f.create(lib), key);
+        return new Choice("native", key, f);
       }
       default: { // auto
         String why = "pekko-rdma-native is not on the class path";
         for (RdmaProviderFactory f : factories) {
           if (!f.name().equals("native")) continue;
-          if (f.devicesPresent()) return chosen(f.create(lib), key);
+          if (f.devicesPresent()) return new Choice("native", key, f);
           why = f.whyUnavailable();
         }
-        return chosen(find(factories, "soft").create(lib), key + ", and " + why);
+        return new Choice("soft", key + ", and " + why, find(factories, "soft"));
       }
     }
   }

@@ -12,6 +12,7 @@ import dev.pekkordma.samples.BadOption;
 import dev.pekkordma.samples.SampleCommandLine;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
+import java.io.PrintStream;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -173,8 +174,12 @@ public final class ClusterTransfer {
   private static volatile boolean toldToEnd;
 
   public static void main(String[] args) {
-    System.exit(SampleCommandLine.execute(args, System.out, System.err,
-        SampleCommandLine::withClassName, new Cli()));
+    System.exit(run(args, System.out, System.err));
+  }
+
+  /** Runs the command line and returns the exit code. */
+  public static int run(String[] args, PrintStream out, PrintStream err) {
+    return SampleCommandLine.execute(args, out, err, SampleCommandLine::withClassName, new Cli());
   }
 
   private static int run(Options o) {

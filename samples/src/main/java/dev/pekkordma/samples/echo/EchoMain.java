@@ -42,7 +42,7 @@ public final class EchoMain implements Callable<Integer> {
     System.exit(run(args, System.out, System.err));
   }
 
-  static int run(String[] args, PrintStream out, PrintStream err) {
+  public static int run(String[] args, PrintStream out, PrintStream err) {
     return SampleCommandLine.execute(args, out, err, SampleCommandLine::withClassName,
         new EchoMain(out));
   }
