@@ -6,6 +6,7 @@ import dev.pekkordma.samples.echo.EchoMain;
 import dev.pekkordma.samples.interop.RcPingPong;
 import dev.pekkordma.samples.interop.Rping;
 import dev.pekkordma.samples.perf.RdmaPerf;
+import dev.pekkordma.samples.streams.StreamEcho;
 import java.io.PrintStream;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -31,6 +32,7 @@ import picocli.CommandLine.Unmatched;
         "  pingpong      ibv_rc_pingpong's counterpart, wire-compatible with it",
         "  rping         rping's counterpart over the RDMA CM, wire-compatible with it",
         "  echo          the CM echo server and client on the actors",
+        "  stream-echo   an echo over RdmaStreams between two JVMs (server, client)",
         "  cluster-demo  a cluster member that streams chunks to the others over RDMA",
         "", "Exit status: the command's own (0 success, 1 failure, 2 bad input)."})
 public final class Launcher implements Callable<Integer> {
@@ -48,6 +50,7 @@ public final class Launcher implements Callable<Integer> {
     PROGRAMS.put("pingpong", RcPingPong::execute);
     PROGRAMS.put("rping", Rping::execute);
     PROGRAMS.put("echo", EchoMain::run);
+    PROGRAMS.put("stream-echo", StreamEcho::run);
     PROGRAMS.put("cluster-demo", ClusterTransfer::run);
   }
 
