@@ -25,7 +25,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Failing and closing as Tcp does: an address in use is a {@code BindFailedException}, an
- * unknown host an {@code UnknownHostException}; a server that answers and closes is heard in full (its reading side
+ * unknown host an {@code UnknownHostException}; a server that answers and closes is heard in
+ * full, whether it read what it was sent or never did (its reading side
  * ending does not drop what it still writes), and a client that writes after the server has
  * closed completely is told, as Tcp's write fails with a broken pipe: nothing the server's
  * application did not take is reported delivered.
@@ -116,6 +117,21 @@ class TcpParityTest {
     assertTrue(String.valueOf(e.getCause().getMessage()).contains("the peer stopped reading")
         && e.getCause().getMessage().contains("3-byte element cannot be delivered"),
         String.valueOf(e.getCause()));
+    await(server.unbind());
+  }
+
+  /** A server that never reads what it is sent, but answers and completes: heard in full. */
+  @Test
+  void aServerThatNeverReadsButAnswersIsHeardAndTheClientCompletes() throws Exception {
+    ServerBinding server = await(rdma.bindAndHandle(Flow.fromSinkAndSource(
+        Flow.of(ByteString.class).mapAsync(1, b -> new java.util.concurrent.CompletableFuture<>())
+            .to(Sink.ignore()),
+        Source.single(ByteString.fromString("answer"))), HOST, 0));
+    var r = await(Source.from(List.of(ByteString.fromString("a"), ByteString.fromString("b")))
+        .concat(Source.maybe())
+        .via(rdma.outgoingConnection(HOST, server.localAddress().getPort()))
+        .runWith(Sink.seq(), system));
+    assertEquals(List.of(ByteString.fromString("answer")), r);
     await(server.unbind());
   }
 
