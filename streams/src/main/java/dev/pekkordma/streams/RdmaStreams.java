@@ -156,6 +156,18 @@ public final class RdmaStreams implements Extension {
   }
 
   /**
+   * As above, from {@code localAddress} (Tcp's {@code localAddress}: the address, and the port
+   * unless 0, the connection goes out from); an address of no RDMA device fails the connection
+   * naming it.
+   */
+  public Flow<ByteString, ByteString, CompletionStage<OutgoingConnection>> outgoingConnection(
+      InetSocketAddress remote, InetSocketAddress localAddress, RdmaStreamSettings settings,
+      boolean halfClose) {
+    return ConnectionStage.<ByteString>flow(ConnectionStage.outgoing(rt, remote, localAddress,
+        settings, halfClose, true)).mapMaterializedValue(m -> m.connected());
+  }
+
+  /**
    * As {@link #outgoingConnection(InetSocketAddress, RdmaStreamSettings, boolean)}, with how the
    * connection ended: a {@link TransferResult} after a graceful close (everything sent had
    * reached the server's application), else the failure.

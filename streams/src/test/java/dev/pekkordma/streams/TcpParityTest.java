@@ -135,6 +135,32 @@ class TcpParityTest {
     await(server.unbind());
   }
 
+  /** As Tcp's localAddress: the connection goes out from it, and an address of no device fails. */
+  @Test
+  void aLocalAddressIsWhereTheConnectionComesFrom() throws Exception {
+    java.util.concurrent.CompletableFuture<InetSocketAddress> seen =
+        new java.util.concurrent.CompletableFuture<>();
+    ServerBinding server = await(rdma.bind(HOST, 0).to(Sink.foreach(c -> {
+      seen.complete(c.remoteAddress());
+      c.handleWith(Flow.of(ByteString.class), system);
+    })).run(system));
+    InetSocketAddress at = new InetSocketAddress(HOST, server.localAddress().getPort());
+    InetSocketAddress from = new InetSocketAddress(HOST, 0);
+    var r = await(Source.single(ByteString.fromString("hi"))
+        .via(rdma.outgoingConnection(at, from, rdma.settings(), true))
+        .runWith(Sink.seq(), system));
+    assertEquals(List.of(ByteString.fromString("hi")), r);
+    assertEquals(HOST, await(seen).getAddress().getHostAddress());
+    ExecutionException e = assertThrows(ExecutionException.class, () -> await(
+        Source.single(ByteString.fromString("x"))
+            .via(rdma.outgoingConnection(at, new InetSocketAddress("203.0.113.9", 0),
+                rdma.settings(), true))
+            .runWith(Sink.seq(), system)));
+    assertTrue(String.valueOf(e.getCause().getMessage()).contains("203.0.113.9"),
+        String.valueOf(e.getCause()));
+    await(server.unbind());
+  }
+
   /** A client whose elements go out through a queue and come in through one. */
   private record Client(SourceQueueWithComplete<ByteString> out, SinkQueueWithCancel<ByteString> in,
       CompletionStage<TransferResult> closed) {

@@ -24,6 +24,16 @@ final class CompletionFailure {
         : e.type() + status;
   }
 
+  /**
+   * An address error when the connection was to go out from {@code local} names it (null: none
+   * was given): most likely an address of no RDMA device.
+   */
+  static String fromLocal(CmEventType t, java.net.InetSocketAddress local) {
+    return t != CmEventType.ADDR_ERROR || local == null ? "" : " from the local address "
+        + dev.pekkordma.streams.RdmaStreamException.format(local)
+        + " (is it an address of an RDMA device here?)";
+  }
+
   /** The QP went to the error state, which flushed {@code what}. */
   static String flushed(String what, WcStatus s, String cause) {
     return "the QP went to the error state (" + what + " completed with " + s.description + ", "

@@ -218,7 +218,8 @@ final class ConnectionLogic extends TimerGraphStageLogic {
       scheduleOnce("connect", settings.connectTimeout());
       if (active()) {
         take(rt.cm().createId("stream to " + peerName(), cmEvents::invoke, cmStopped::invoke));
-        id.resolveAddress(null, remote, settings.connectTimeout());
+        id.resolveAddress(((ConnectionStage.Role.Outgoing) role).local(), remote,
+            settings.connectTimeout());
       } else {
         ConnectionStage.Passive passive = ((ConnectionStage.Role.Incoming) role).request();
         if (!passive.claimed().compareAndSet(false, true)) {
@@ -270,7 +271,8 @@ final class ConnectionLogic extends TimerGraphStageLogic {
           if (phase != Phase.RESOLVING_ROUTE) break;
           phase = Phase.CONNECTING;
           setUp();
-          id.connect(ConnectionParameters.withPrivateData(ourRing().encode()));
+          id.connect(ConnectionParameters.withPrivateData(
+              res.ring.describe(res.ringFlags).encode()));
           return;
         case ESTABLISHED:
           if (phase != Phase.CONNECTING) break;
@@ -291,7 +293,10 @@ final class ConnectionLogic extends TimerGraphStageLogic {
         case TIMEWAIT_EXIT:
           return;
         default:
-          if (phase != Phase.RUNNING) fail(failure(doing() + CompletionFailure.cmEvent(e)));
+          if (phase != Phase.RUNNING) {
+            fail(failure(doing() + CompletionFailure.cmEvent(e) + CompletionFailure.fromLocal(
+                e.type(), role instanceof ConnectionStage.Role.Outgoing o ? o.local() : null)));
+          }
       }
     } catch (RuntimeException ex) {
       fail(failure(doing() + e.type() + ": " + ex.getMessage()));
@@ -320,7 +325,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     Wire.Ring peer = Wire.Ring.decode(privateData);
     setUp();
     usePeerRing(peer);
-    id.accept(ConnectionParameters.withPrivateData(ourRing().encode()));
+    id.accept(ConnectionParameters.withPrivateData(res.ring.describe(res.ringFlags).encode()));
     accepted = true;
   }
 
@@ -334,10 +339,6 @@ final class ConnectionLogic extends TimerGraphStageLogic {
       res.ringFlags = Wire.TAKES_BATCHES;
       rules.takeBatches();
     }
-  }
-
-  private Wire.Ring ourRing() {
-    return res.ring.describe(res.ringFlags);
   }
 
   private void usePeerRing(Wire.Ring peer) {
@@ -617,10 +618,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   }
 
   private void finish() {
-    log.debug("{} connection with {} closed: {} messages sent, {} received",
-        active() ? "client" : "server", peerName(), writer.sent.messages(),
-        receiver.received.messages());
-    meter.ended(null);
+    meter.ended(null); // its figures go to the metrics and Flight Recorder
     mat.closed().complete(new TransferResult(writer.sent.bytes(), writer.sent.messages(),
         receiver.received.bytes(), receiver.received.messages()));
     completeStage();
@@ -676,12 +674,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
         peerName(), ex.toString());
     if (cause == null) {
       cause = ex;
-      if (meter != null) {
-        meter.ended(String.valueOf(ex.getMessage()));
-      } else {
-        rt.meter.failedEarly(peer(), phase.name().toLowerCase(java.util.Locale.ROOT),
-            String.valueOf(ex.getMessage()));
-      }
+      rt.meter.failed(meter, peer(), phase.name(), ex);
     }
     failStage(ex);
   }

@@ -81,8 +81,8 @@ public final class ConnectionStage
 
   /** Who starts the connection, and how. */
   sealed interface Role {
-    /** We connect to a server. */
-    record Outgoing(InetSocketAddress remote) implements Role {}
+    /** We connect to a server, from {@code local} (null: the route's choice). */
+    record Outgoing(InetSocketAddress remote, InetSocketAddress local) implements Role {}
 
     /** We accept a request a binding took. */
     record Incoming(Passive request) implements Role {}
@@ -103,8 +103,15 @@ public final class ConnectionStage
 
   public static ConnectionStage outgoing(StreamsRuntime rt, InetSocketAddress remote,
       RdmaStreamSettings settings, boolean halfClose, boolean keepBoundaries) {
+    return outgoing(rt, remote, null, settings, halfClose, keepBoundaries);
+  }
+
+  /** From {@code local} (its port 0: any), as Tcp's {@code localAddress}; null: any. */
+  public static ConnectionStage outgoing(StreamsRuntime rt, InetSocketAddress remote,
+      InetSocketAddress local, RdmaStreamSettings settings, boolean halfClose,
+      boolean keepBoundaries) {
     return new ConnectionStage(rt, settings, halfClose, keepBoundaries,
-        new Role.Outgoing(remote), false);
+        new Role.Outgoing(remote, local), false);
   }
 
   public static ConnectionStage incoming(StreamsRuntime rt, Passive passive,

@@ -55,10 +55,18 @@ public final class StreamsMeter {
     return c;
   }
 
-  /** A failure before a connection was up (resolving, connecting, accepting, binding). */
-  void failedEarly(InetSocketAddress remote, String phase, String message) {
+  /**
+   * A connection failed: {@code running} its meter, or null when it failed before it was up
+   * (resolving, connecting, accepting, binding: {@code phase}).
+   */
+  void failed(Connection running, InetSocketAddress remote, String phase, Throwable why) {
+    String message = String.valueOf(why.getMessage());
+    if (running != null) {
+      running.ended(message);
+      return;
+    }
     failed.increment();
-    error(remote, phase, message);
+    error(remote, phase.toLowerCase(java.util.Locale.ROOT), message);
   }
 
   private static void error(InetSocketAddress remote, String phase, String message) {
