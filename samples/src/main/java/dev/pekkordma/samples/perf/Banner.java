@@ -33,6 +33,9 @@ final class Banner {
       out.printf(Locale.ROOT, " RX depth        : %d%n", spec.rxDepth());
     }
     out.printf(Locale.ROOT, " CQ Moderation   : %d%n", spec.cqModeration());
+    if (t.verb() == PerfTest.Verb.READ) {
+      out.printf(Locale.ROOT, " Outstand reads  : %d%n", localQp.query().maxRdAtomic());
+    }
     out.printf(Locale.ROOT, " Mtu             : %d[B]%n", port.activeMtu().bytes);
     out.printf(Locale.ROOT, " Link type       : %s%n", port.linkLayer());
     if (gid != null) {

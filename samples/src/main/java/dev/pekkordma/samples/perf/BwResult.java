@@ -9,8 +9,19 @@ import java.util.Locale;
  */
 public record BwResult(int size, long iterations, double peakMBps, double averageMBps,
     double msgRateMpps) {
-  public static final String HEADER =
-      " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]";
+  public static final String HEADER = header(false);
+
+  /** The header, bandwidths in Gb/s ({@code gbits}: perftest's --report_gbits) or MB/s. */
+  static String header(boolean gbits) {
+    String unit = gbits ? "Gb/sec" : "MB/sec";
+    return " #bytes     #iterations    BW peak[" + unit + "]    BW average[" + unit
+        + "]   MsgRate[Mpps]";
+  }
+
+  /** {@code mbps} (MB of 2^20 bytes a second) in Gb/s, as perftest reports them. */
+  static double gbits(double mbps) {
+    return mbps * 1048576.0 * 8 / 1e9;
+  }
 
   /**
    * From the timestamps of a run: {@code posted[i]} when request i was posted, {@code
@@ -51,7 +62,13 @@ public record BwResult(int size, long iterations, double peakMBps, double averag
 
   /** The result line, under {@link #HEADER}. */
   public String line() {
+    return line(false);
+  }
+
+  /** The result line, under {@link #header}: bandwidths in Gb/s when {@code gbits}. */
+  public String line(boolean gbits) {
     return String.format(Locale.ROOT, " %-7d    %-10d       %-7.2f            %-7.2f\t\t     %-7.6f",
-        size, iterations, peakMBps, averageMBps, msgRateMpps);
+        size, iterations, gbits ? gbits(peakMBps) : peakMBps,
+        gbits ? gbits(averageMBps) : averageMBps, msgRateMpps);
   }
 }

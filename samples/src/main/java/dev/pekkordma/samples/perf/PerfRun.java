@@ -50,7 +50,13 @@ public final class PerfRun {
   private PerfRun() {}
 
   /** How and where to run. {@code device} null: the first device. */
-  public record Settings(PerfSpec spec, String device, int port, int gidIndex, Duration timeout) {}
+  /** {@code gbits}: bandwidth in Gb/s (perftest's --report_gbits), else MB/s. */
+  public record Settings(PerfSpec spec, String device, int port, int gidIndex, Duration timeout,
+      boolean gbits) {
+    public Settings(PerfSpec spec, String device, int port, int gidIndex, Duration timeout) {
+      this(spec, device, port, gidIndex, timeout, false);
+    }
+  }
 
   /** What a run measured, and what it left behind. */
   public record Outcome(List<BwResult> bandwidth, List<LatResult> latency,
@@ -62,7 +68,7 @@ public final class PerfRun {
     ResourceCounts before = provider.liveResources();
     RdmaDevice device = pickDevice(provider, s.device());
     PerfSpec spec = s.spec();
-    Results results = new Results(out);
+    Results results = new Results(out, s.gbits());
     long[] serverAllocated = {-1, 0};
     Initiator initiator;
     try (DeviceContext serverCtx = provider.open(device);
@@ -134,7 +140,7 @@ public final class PerfRun {
       InetSocketAddress source, PrintStream out) {
     ResourceCounts before = provider.liveResources();
     PerfSpec spec = s.spec();
-    Results results = new Results(out);
+    Results results = new Results(out, s.gbits());
     Initiator initiator;
     CmEventChannel channel = provider.createCmEventChannel();
     try {
@@ -367,13 +373,15 @@ public final class PerfRun {
     final List<BwResult> bw = new ArrayList<>();
     final List<LatResult> lat = new ArrayList<>();
     private final PrintStream out;
+    private final boolean gbits;
 
-    Results(PrintStream out) {
+    Results(PrintStream out, boolean gbits) {
       this.out = out;
+      this.gbits = gbits;
     }
 
     void header(PerfSpec spec) {
-      out.println(spec.test().bandwidth() ? BwResult.HEADER : LatResult.HEADER);
+      out.println(spec.test().bandwidth() ? BwResult.header(gbits) : LatResult.HEADER);
       out.flush();
     }
 
@@ -385,7 +393,7 @@ public final class PerfRun {
     @Override
     public void bandwidth(BwResult r) {
       bw.add(r);
-      out.println(r.line());
+      out.println(r.line(gbits));
       out.flush();
     }
 

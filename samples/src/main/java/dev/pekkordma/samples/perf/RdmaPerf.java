@@ -119,9 +119,29 @@ public final class RdmaPerf implements Callable<Integer> {
         description = "Signal one send request in N (default: 100, at most --tx-depth).")
     Integer cqMod;
 
-    @Option(names = {"-I", "--inline-size"}, paramLabel = "BYTES", defaultValue = "0",
-        description = "Post messages up to this size inline (default: ${DEFAULT-VALUE}).")
-    int inlineSize;
+    @Option(names = {"-I", "--inline-size"}, paramLabel = "BYTES",
+        description = "Post messages up to this size inline (default, as perftest's: 236 for"
+            + " send_lat, 220 for write_lat, 0 otherwise).")
+    Integer inlineSize;
+
+    @Option(names = {"--report_gbits", "--report-gbits"},
+        description = "Bandwidth in Gb/s instead of MB/s, as perftest's --report_gbits.")
+    boolean reportGbits;
+
+    @Option(names = {"--out_json", "--out-json"}, paramLabel = "FILE",
+        description = "Also write the results to FILE as JSON (perftest's --out_json; one entry"
+            + " per size).")
+    java.nio.file.Path outJson;
+
+    /** The results as JSON in --out_json's file, if one was given. */
+    void writeJson(PerfSpec spec, String provider, PerfRun.Outcome o) {
+      if (outJson == null) return;
+      try {
+        java.nio.file.Files.writeString(outJson, PerfJson.of(spec, provider, reportGbits, o));
+      } catch (java.io.IOException e) {
+        throw new PerfFailure("--out_json " + outJson + ": " + e.getMessage());
+      }
+    }
 
     PerfSpec spec() {
       PerfTest t = test;
@@ -153,10 +173,12 @@ public final class RdmaPerf implements Callable<Integer> {
               + (t.bandwidth() ? " (at most --tx-depth)" : "") + ", was " + mod);
         }
       }
-      if (inlineSize < 0 || inlineSize > 65535) {
-        throw new BadOption("-I/--inline-size must be in [0, 65535], was " + inlineSize);
+      int inline = inlineSize != null ? inlineSize
+          : t == PerfTest.SEND_LAT ? 236 : t == PerfTest.WRITE_LAT ? 220 : 0;
+      if (inline < 0 || inline > 65535) {
+        throw new BadOption("-I/--inline-size must be in [0, 65535], was " + inline);
       }
-      return new PerfSpec(t, s, iterations, w, txDepth, rxDepth, mod, inlineSize);
+      return new PerfSpec(t, s, iterations, w, txDepth, rxDepth, mod, inline);
     }
 
     private int[] sizes(PerfTest t) {
@@ -324,7 +346,9 @@ public final class RdmaPerf implements Callable<Integer> {
       try (RdmaProvider provider = common.loadProvider()) {
         requireCm(provider);
         PerfRun.Outcome o = PerfRun.client(provider,
-            new PerfRun.Settings(spec, null, 1, 0, timeout), connect.address(), from, out);
+            new PerfRun.Settings(spec, null, 1, 0, timeout, test.reportGbits), connect.address(),
+            from, out);
+        test.writeJson(spec, provider.name(), o);
         if (common.verbose) {
           printAllocations("client", o.clientLoopAllocatedBytes(), o.requests(), out);
           printResources(o.leaked(), out);
@@ -341,7 +365,8 @@ public final class RdmaPerf implements Callable<Integer> {
     Duration timeout = common.timeout();
     try (RdmaProvider provider = common.loadProvider()) {
       PerfRun.Outcome o = PerfRun.inProcess(provider, new PerfRun.Settings(spec, device.name,
-          device.port, device.gidIndex, timeout), out);
+          device.port, device.gidIndex, timeout, test.reportGbits), out);
+      test.writeJson(spec, provider.name(), o);
       if (common.verbose) {
         printAllocations("client", o.clientLoopAllocatedBytes(), o.requests(), out);
         printAllocations("server", o.serverLoopAllocatedBytes(), o.serverRequests(), out);

@@ -103,4 +103,28 @@ class RdmaPerfCommandLineTest {
     assertTrue(out.contains("send_bw, write_bw, read_bw"), out);
     assertTrue(out.contains("--tx-depth") && out.contains("--gid-index"), out);
   }
+  /** perftest's --report_gbits, --out_json, read_bw's outstanding reads, latency's inline. */
+  @Test
+  void perftestsReportingOptions() throws Exception {
+    java.nio.file.Path json = java.nio.file.Files.createTempFile("rdma-perf", ".json");
+    try {
+      assertEquals(0, run("read_bw", "--provider", "soft", "-s", "4k", "-n", "200", "--warmup",
+          "100", "--report_gbits", "--out_json", json.toString()), err);
+      assertTrue(out.contains("Outstand reads  : 16"), out);
+      assertTrue(out.contains("BW peak[Gb/sec]    BW average[Gb/sec]"), out);
+      String j = java.nio.file.Files.readString(json);
+      assertTrue(j.contains("\"test\": \"read_bw\"") && j.contains("\"unit\": \"Gb/sec\"")
+          && j.contains("{\"bytes\": 4096, \"iterations\": 200, \"BW_peak\": "), j);
+      assertEquals(0, run("send_lat", "--provider", "soft", "-n", "100", "--warmup", "100",
+          "--out_json", json.toString()), err);
+      assertTrue(out.contains("Max inline data : 236[B]"), out);
+      assertTrue(java.nio.file.Files.readString(json).contains("\"t_typical\": "), json.toString());
+      assertEquals(0, run("write_lat", "--provider", "soft", "-n", "100", "--warmup", "100"), err);
+      assertTrue(out.contains("Max inline data : 220[B]"), out);
+      assertEquals(0, run("write_bw", "--provider", "soft", "-s", "4k", "-n", "100"), err);
+      assertTrue(out.contains("Max inline data : 0[B]"), out);
+    } finally {
+      java.nio.file.Files.deleteIfExists(json);
+    }
+  }
 }
