@@ -9,6 +9,7 @@ import dev.pekkordma.cluster.PeerEvent;
 import dev.pekkordma.cluster.RdmaCluster;
 import dev.pekkordma.cluster.Received;
 import dev.pekkordma.samples.BadOption;
+import dev.pekkordma.samples.Providers;
 import dev.pekkordma.samples.SampleCommandLine;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -160,9 +161,7 @@ public final class ClusterTransfer {
     @Override
     public Integer call() {
       if (chunk < 1 || rate < 1) throw new BadOption("--chunk and --rate must be at least 1");
-      if (!List.of("soft", "auto", "native").contains(provider)) {
-        throw new BadOption("--provider must be soft, auto or native, was '" + provider + "'");
-      }
+      Providers.check(provider);
       if (!List.of("eager", "lazy").contains(connect)) {
         throw new BadOption("--connect must be eager or lazy, was '" + connect + "'");
       }

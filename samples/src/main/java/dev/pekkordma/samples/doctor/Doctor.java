@@ -5,6 +5,7 @@ import com.typesafe.config.ConfigFactory;
 import dev.pekkordma.cm.CmEventChannel;
 import dev.pekkordma.cm.CmId;
 import dev.pekkordma.samples.BadOption;
+import dev.pekkordma.samples.Providers;
 import dev.pekkordma.samples.SampleCommandLine;
 import dev.pekkordma.verbs.DeviceAttributes;
 import dev.pekkordma.verbs.DeviceContext;
@@ -63,9 +64,7 @@ public final class Doctor implements Callable<Integer> {
 
   @Override
   public Integer call() {
-    if (provider != null && !List.of("soft", "native", "auto").contains(provider)) {
-      throw new BadOption("--provider must be soft, native or auto, was '" + provider + "'");
-    }
+    Providers.check(provider);
     Config config = provider == null ? ConfigFactory.load()
         : ConfigFactory.parseString("pekko-rdma.provider = " + provider)
             .withFallback(ConfigFactory.load());

@@ -2,6 +2,7 @@ package dev.pekkordma.samples.echo;
 
 import com.typesafe.config.ConfigFactory;
 import dev.pekkordma.samples.BadOption;
+import dev.pekkordma.samples.Providers;
 import dev.pekkordma.samples.SampleCommandLine;
 import java.io.PrintStream;
 import java.net.InetSocketAddress;
@@ -50,9 +51,7 @@ public final class EchoMain implements Callable<Integer> {
   @Override
   public Integer call() {
     if (messages < 1) throw new BadOption("--messages must be at least 1, was " + messages);
-    if (!provider.equals("soft") && !provider.equals("native") && !provider.equals("auto")) {
-      throw new BadOption("--provider must be soft, native or auto, was '" + provider + "'");
-    }
+    Providers.check(provider);
     CompletableFuture<EchoClient.Result> result = new CompletableFuture<>();
     ActorSystem<InetSocketAddress> system = ActorSystem.create(guardian(messages, result), "echo",
         ConfigFactory.parseString("pekko-rdma.provider = " + provider)

@@ -2,6 +2,7 @@ package dev.pekkordma.samples.streams;
 
 import com.typesafe.config.ConfigFactory;
 import dev.pekkordma.samples.BadOption;
+import dev.pekkordma.samples.Providers;
 import dev.pekkordma.samples.SampleCommandLine;
 import dev.pekkordma.samples.SharedOptions;
 import dev.pekkordma.streams.RdmaStreams;
@@ -59,9 +60,7 @@ public final class StreamEcho implements Callable<Integer> {
   }
 
   static ActorSystem<Void> system(String name, String provider) {
-    if (!List.of("soft", "native", "auto").contains(provider)) {
-      throw new BadOption("--provider must be soft, native or auto, was '" + provider + "'");
-    }
+    Providers.check(provider);
     return ActorSystem.create(Behaviors.empty(), name, ConfigFactory.parseString(
         "pekko-rdma.provider = " + provider + "\npekko.loglevel = WARNING")
         .withFallback(ConfigFactory.load()));

@@ -133,7 +133,7 @@ class DoctorTest {
   void aBadOptionExits2() {
     Run r = doctor("--provider", "bogus");
     assertEquals(2, r.exit());
-    assertTrue(r.err().contains("--provider must be soft, native or auto"), r.err());
+    assertTrue(r.err().contains("--provider must be auto, soft or native"), r.err());
   }
 
   @Test
