@@ -15,12 +15,14 @@ import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Stream;
 import java.util.zip.CRC32C;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.japi.Pair;
@@ -57,6 +59,12 @@ class LossyLinkTest {
   /** The warm-up's bytes; the measured transfers move a share of it. */
   private static final long CLEAN_BYTES = Long.getLong("pekko-rdma.test.lossy-bytes", 8L << 20);
   private static final Duration TRANSFER_WAIT = Duration.ofSeconds(240);
+  /**
+   * A child sender's JVM: after the link came back, a CM request or two may still be lost while
+   * the neighbour entries recover, and each costs the CM's response timeout (about 4 s).
+   */
+  private static final List<String> PATIENT_JVM = Stream.concat(PeerProcess.TEST_JVM.stream(),
+      Stream.of("-Dpekko-rdma.streams.connect-timeout=60s")).toList();
   static ActorSystem<Void> system;
   static RdmaStreams rdma;
   static ServerBinding server;
@@ -181,7 +189,8 @@ class LossyLinkTest {
   void aPeerKilledMidTransferFailsItsConnectionAndTheServerTakesTheNext() throws Exception {
     ResourceCounts start = rdma.liveResources();
     int port = server.localAddress().getPort();
-    try (PeerProcess sender = PeerProcess.start(StreamSendMain.class, HOST, "" + port, "-1")) {
+    try (PeerProcess sender = PeerProcess.start(PATIENT_JVM, StreamSendMain.class, HOST,
+        "" + port, "-1")) {
       sender.awaitLine("CONNECTED", Duration.ofSeconds(120));
       Arrival killed = arrivals.poll(60, TimeUnit.SECONDS);
       assertTrue(killed != null, "the server saw no connection");
@@ -193,8 +202,8 @@ class LossyLinkTest {
           e.getMessage());
     }
     long bytes = CLEAN_BYTES / 8;
-    try (PeerProcess sender = PeerProcess.start(StreamSendMain.class, HOST, "" + port,
-        "" + bytes)) {
+    try (PeerProcess sender = PeerProcess.start(PATIENT_JVM, StreamSendMain.class, HOST,
+        "" + port, "" + bytes)) {
       String sent = sender.awaitLine("SENT ", TRANSFER_WAIT);
       Arrival next = arrivals.poll(60, TimeUnit.SECONDS);
       assertTrue(next != null, "the server saw no second connection");
