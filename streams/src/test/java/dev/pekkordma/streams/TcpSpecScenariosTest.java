@@ -3,6 +3,7 @@ package dev.pekkordma.streams;
 import static dev.pekkordma.streams.StreamsTestKit.HOST;
 import static dev.pekkordma.streams.StreamsTestKit.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -46,6 +47,12 @@ class TcpSpecScenariosTest {
 
     /** The remote port of a client's materialized connection. */
     int remotePort(Object connection);
+
+    /** A server that takes its first connection into {@code first} and handles none. */
+    int bindUnhandled(CompletableFuture<Object> first) throws Exception;
+
+    /** Handles a connection {@link #bindUnhandled} took. */
+    void handle(Object incoming, Flow<ByteString, ByteString, ?> handler);
   }
 
   static Transport transport(String name) {
@@ -67,6 +74,17 @@ class TcpSpecScenariosTest {
         public int remotePort(Object connection) {
           return ((Tcp.OutgoingConnection) connection).remoteAddress().getPort();
         }
+
+        @Override
+        public int bindUnhandled(CompletableFuture<Object> first) throws Exception {
+          return await(Tcp.get(system).bind(HOST, 0).to(Sink.foreach(first::complete))
+              .run(system)).localAddress().getPort();
+        }
+
+        @Override
+        public void handle(Object incoming, Flow<ByteString, ByteString, ?> handler) {
+          ((Tcp.IncomingConnection) incoming).handleWith(handler, system);
+        }
       };
     }
     RdmaStreams rdma = RdmaStreams.get(system);
@@ -84,6 +102,17 @@ class TcpSpecScenariosTest {
       @Override
       public int remotePort(Object connection) {
         return ((OutgoingConnection) connection).remoteAddress().getPort();
+      }
+
+      @Override
+      public int bindUnhandled(CompletableFuture<Object> first) throws Exception {
+        return await(rdma.bind(HOST, 0).to(Sink.foreach(first::complete)).run(system))
+            .localAddress().getPort();
+      }
+
+      @Override
+      public void handle(Object incoming, Flow<ByteString, ByteString, ?> handler) {
+        ((IncomingConnection) incoming).handleWith(handler, system);
       }
     };
   }
@@ -155,5 +184,26 @@ class TcpSpecScenariosTest {
     Object connection = await(m.first());
     await(m.second());
     assertEquals(port, t.remotePort(connection));
+  }
+
+  /**
+   * TcpSpec "materialize the connection" with a server slow to take it: the client is connected
+   * once the server has accepted, before its application handles the connection, and what the
+   * client sent meanwhile reaches the handler when it comes.
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"tcp", "rdma"})
+  void aClientIsConnectedBeforeTheServerHandlesItsConnection(String name) throws Exception {
+    Transport t = transport(name);
+    CompletableFuture<Object> incoming = new CompletableFuture<>();
+    int port = t.bindUnhandled(incoming);
+    ByteString early = ByteString.fromString("sent before the server took it");
+    var m = Source.single(early)
+        .viaMat(t.connect(port), Keep.right()).toMat(Sink.seq(), Keep.both()).run(system);
+    assertEquals(port, t.remotePort(await(m.first())));
+    Object connection = await(incoming);
+    assertFalse(m.second().toCompletableFuture().isDone());
+    t.handle(connection, Flow.of(ByteString.class));
+    assertEquals(early, join(await(m.second())));
   }
 }

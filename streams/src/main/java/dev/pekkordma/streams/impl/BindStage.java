@@ -9,11 +9,9 @@ import dev.pekkordma.streams.RdmaStreamSettings;
 import dev.pekkordma.streams.ServerBinding;
 import java.net.InetSocketAddress;
 import java.util.ArrayDeque;
-import java.util.HashMap;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pekko.Done;
 import org.apache.pekko.NotUsed;
 import org.apache.pekko.stream.Attributes;
@@ -28,11 +26,12 @@ import org.apache.pekko.util.ByteString;
 import scala.Tuple2;
 
 /**
- * A listener as a source of incoming connections, as Tcp's bind: a CM id bound and listening;
- * each CONNECT_REQUEST becomes an {@link IncomingConnection} when downstream asks for one (up to
- * the backlog wait, more are rejected). Materializing the connection's flow accepts it; one
- * nobody materializes within the accept timeout is rejected. Cancelling, or the binding's
- * unbind, stops listening.
+ * A listener as a source of incoming connections, as Tcp's bind: a CM id bound and listening.
+ * Each CONNECT_REQUEST is accepted as it comes, as a kernel accepts a TCP connection (up to the
+ * backlog waiting for downstream; more are rejected): the client's connection is up then. Each
+ * becomes an {@link IncomingConnection} when downstream asks for one; materializing its flow
+ * takes the connection over, and one nobody materializes within the accept timeout is closed.
+ * Cancelling, or the binding's unbind, stops listening.
  */
 public final class BindStage
     extends GraphStageWithMaterializedValue<SourceShape<IncomingConnection>,
@@ -45,7 +44,7 @@ public final class BindStage
   private final RdmaStreamSettings settings;
   private final boolean halfClose;
   private final boolean keepBoundaries;
-  private volatile int offersHeld;
+  private final AtomicInteger unclaimed = new AtomicInteger();
 
   public BindStage(StreamsRuntime rt, InetSocketAddress address, RdmaStreamSettings settings,
       boolean halfClose, boolean keepBoundaries) {
@@ -56,9 +55,9 @@ public final class BindStage
     this.keepBoundaries = keepBoundaries;
   }
 
-  /** Requests handed downstream that are still remembered (for tests). */
+  /** Connections accepted that no flow has taken and no timeout has closed yet. */
   public int offersHeld() {
-    return offersHeld;
+    return unclaimed.get();
   }
 
   @Override
@@ -78,25 +77,14 @@ public final class BindStage
     return new Tuple2<>(new Logic(binding), binding);
   }
 
-  /** A request handed downstream: whoever claims it first, the flow or the timeout, owns it. */
-  private static final class Offer {
-    final CmId id;
-    final AtomicBoolean claimed = new AtomicBoolean();
-
-    Offer(CmId id) {
-      this.id = id;
-    }
-  }
-
   private final class Logic extends GraphStageLogic {
     private final CompletableFuture<ServerBinding> binding;
     private final CompletableFuture<Done> unbound = new CompletableFuture<>();
-    private final ArrayDeque<CmEvent> waiting = new ArrayDeque<>();
-    private final Map<CmId, Offer> offered = new HashMap<>();
+    private final ArrayDeque<EarlyAccept> waiting = new ArrayDeque<>();
+    private final ConnectionPlan plan = ConnectionPlan.of(rt, settings, keepBoundaries, false);
     private CmId listener;
     private InetSocketAddress bound;
     private AsyncCallback<Done> unbind;
-    private long offers;
 
     Logic(CompletableFuture<ServerBinding> binding) {
       super(shape);
@@ -141,57 +129,41 @@ public final class BindStage
 
     private void onCmEvent(CmEvent e) {
       if (e.type() == CmEventType.CONNECT_REQUEST) {
-        // an offer claimed (its flow took it, or its timeout rejected it) is not ours any more:
-        // kept, every connection ever made would stay in the map
-        offered.values().removeIf(o -> o.claimed.get());
-        offersHeld = offered.size();
         if (waiting.size() >= settings.backlog()) {
           rt.cm().destroy(e.id(), true);
           return;
         }
-        waiting.add(e);
+        waiting.add(EarlyAccept.accept(rt, e, plan, unclaimed));
         emitWaiting();
       } else if (e.type() == CmEventType.DEVICE_REMOVAL && e.id() == listener) {
         failStage(new RdmaStreamException("listening on", bound, "the RDMA device was removed"));
-      } else {
-        // a request that went away before anyone took it
-        Offer o = offered.remove(e.id());
-        if (o != null && o.claimed.compareAndSet(false, true)) rt.cm().destroy(o.id, false);
-        waiting.removeIf(w -> w.id() == e.id());
       }
     }
 
     private void emitWaiting() {
       while (isAvailable(out) && !waiting.isEmpty()) {
-        CmEvent e = waiting.poll();
-        push(out, incoming(e));
+        push(out, incoming(waiting.poll()));
       }
     }
 
-    private IncomingConnection incoming(CmEvent e) {
-      Offer offer = new Offer(e.id());
-      offered.put(e.id(), offer);
+    private IncomingConnection incoming(EarlyAccept accepted) {
       // the offer outlives this stage (a take(1) downstream stops listening at once): its
       // timeout is the system's
-      rt.system.scheduler().scheduleOnce(settings.acceptTimeout(), () -> {
-        if (offer.claimed.compareAndSet(false, true)) rt.cm().destroy(offer.id, true);
-      }, rt.system.executionContext());
-      InetSocketAddress remote = e.id().remoteAddress();
-      ConnectionStage.Passive passive = new ConnectionStage.Passive(e.id(), e.privateData(),
-          bound, remote, offer.claimed, settings.path() + ".accept-timeout");
+      rt.system.scheduler().scheduleOnce(settings.acceptTimeout(), accepted::abandon,
+          rt.system.executionContext());
+      InetSocketAddress remote = accepted.remote;
+      ConnectionStage.Passive passive = new ConnectionStage.Passive(accepted, bound, remote,
+          settings.path() + ".accept-timeout");
       Flow<ByteString, ByteString, NotUsed> once = ConnectionStage.<ByteString>flow(
           ConnectionStage.incoming(rt, passive, settings, halfClose, keepBoundaries))
           .mapMaterializedValue(m -> NotUsed.getInstance());
-      offers++;
-      offersHeld = offered.size();
       return Handles.get().incoming(bound, remote, once);
     }
 
     @Override
     public void postStop() {
-      for (CmEvent e : waiting) rt.cm().destroy(e.id(), true);
-      waiting.clear();
-      offered.clear(); // handed out: each is accepted, or rejected after its timeout
+      for (EarlyAccept e : waiting) e.abandon();
+      waiting.clear(); // those handed out are taken by their flows, or closed by their timeouts
       if (listener != null) rt.cm().destroy(listener, false);
       unbound.complete(Done.getInstance());
       binding.completeExceptionally(new RdmaStreamException("binding to", address,

@@ -51,6 +51,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   private InetSocketAddress remote;
   private CmId listener;
   private final CompletableFuture<Done> unbound = new CompletableFuture<>();
+  private final ConnectionPlan plan;
   private final RingSizing sizing; // null: the ring stays as it is
   private final RingSizing.Plan first; // the ring a connection starts with
   private RingExchange rings;
@@ -62,6 +63,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   private Phase phase = Phase.RESOLVING_ADDRESS;
   private CmId id;
   private ConnectionResources res; // with the id; opened by setUp
+  private EarlyAccept adopted; // what the binding accepted, when it did
   private Sender sender;
   private Receiver receiver;
   private ElementWriter writer;
@@ -77,7 +79,6 @@ final class ConnectionLogic extends TimerGraphStageLogic {
 
   private String flushReason;
   private Throwable cause;
-  private boolean accepted;
   private boolean downstreamCancelled;
   private boolean peerClosed; // gracefully, and went while our writing side was still open
 
@@ -101,17 +102,16 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     this.mat = mat;
     this.remote = role instanceof ConnectionStage.Role.Outgoing o ? o.remote()
         : role instanceof ConnectionStage.Role.Incoming i ? i.request().remote() : null;
-    this.slotSize = settings.bufferSize();
-    this.sizing = keepBoundaries && !lend
-        ? RingSizing.of(rt.ringSizing, settings.receiveBuffers(), slotSize) : null;
-    this.first = sizing != null ? sizing.initial()
-        : new RingSizing.Plan(settings.receiveBuffers(), slotSize, true);
-    this.sqDepth = settings.sendQueueDepth();
-    // writes into an old ring and a new one may both wait to be taken
-    this.rqDepth = settings.receiveBuffers() + (sizing != null ? first.count() : 0) + 8;
+    this.plan = ConnectionPlan.of(rt, settings, keepBoundaries, lend);
+    this.slotSize = plan.slotSize();
+    this.sizing = plan.sizing();
+    this.first = plan.first();
+    this.sqDepth = plan.sqDepth();
+    this.rqDepth = plan.rqDepth();
     this.rules = new ProtocolValidator(first.count(), first.size(),
         keepBoundaries ? settings.maxMessageSize() : Long.MAX_VALUE,
         settings.path() + ".max-message-size");
+    if (plan.takesBatches()) rules.takeBatches();
     setHandler(in, new AbstractInHandler() {
       @Override
       public void onPush() {
@@ -217,20 +217,13 @@ final class ConnectionLogic extends TimerGraphStageLogic {
       }
       scheduleOnce("connect", settings.connectTimeout());
       if (active()) {
-        take(rt.cm().createId("stream to " + peerName(), cmEvents::invoke, cmStopped::invoke));
+        id = rt.cm().createId("stream to " + peerName(), cmEvents::invoke, cmStopped::invoke);
+        res = plan.resources(rt, id); // what it opens goes with the id
         id.resolveAddress(((ConnectionStage.Role.Outgoing) role).local(), remote,
             settings.connectTimeout());
       } else {
         ConnectionStage.Passive passive = ((ConnectionStage.Role.Incoming) role).request();
-        if (!passive.claimed().compareAndSet(false, true)) {
-          fail(failure("accepting: the connection was materialized already, or rejected after "
-              + passive.acceptTimeoutSetting() + ", or the client withdrew it"));
-          return;
-        }
-        take(passive.id());
-        rt.cm().own(id, cmEvents::invoke, cmStopped::invoke);
-        phase = Phase.CONNECTING;
-        acceptRequest(passive.privateData());
+        adopt(passive.accepted(), passive.acceptTimeoutSetting());
       }
     } catch (RuntimeException e) {
       String doing = role instanceof ConnectionStage.Role.ListenOnce ? "binding: "
@@ -249,10 +242,8 @@ final class ConnectionLogic extends TimerGraphStageLogic {
         }
         unlisten();
         remote = e.id().remoteAddress();
-        take(e.id());
-        phase = Phase.CONNECTING;
         scheduleOnce("connect", settings.connectTimeout());
-        acceptRequest(e.privateData());
+        adopt(EarlyAccept.accept(rt, e, plan), null);
         return;
       }
       if (e.id() == listener && listener != null) {
@@ -320,27 +311,6 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     return phase == Phase.RUNNING ? "" : active() ? "connecting: " : "accepting: ";
   }
 
-  /** Accepts a request whose private data names the client's ring, checked before we set up. */
-  private void acceptRequest(byte[] privateData) {
-    Wire.Ring peer = Wire.Ring.decode(privateData);
-    setUp();
-    usePeerRing(peer);
-    id.accept(ConnectionParameters.withPrivateData(res.ring.describe(res.ringFlags).encode()));
-    accepted = true;
-  }
-
-  /** The connection's id: what it opens goes with it. */
-  private void take(CmId cmId) {
-    id = cmId;
-    res = new ConnectionResources(rt, cmId, first.count(), first.size(), slotSize,
-        settings.sendBuffers(),
-        sqDepth, rqDepth, settings.inlineThreshold(), settings.path(), sizing != null);
-    if (keepBoundaries && !lend) { // the receiver splits batches into what was sent
-      res.ringFlags = Wire.TAKES_BATCHES;
-      rules.takeBatches();
-    }
-  }
-
   private void usePeerRing(Wire.Ring peer) {
     rules.peerRing(peer);
     sender.peerRing(peer);
@@ -349,6 +319,13 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   /** The QP and everything it uses, registered once for the connection's life. */
   private void setUp() {
     res.open(() -> wake.invoke(Boolean.TRUE), peerName());
+    dataPath();
+    repost();
+    res.cq.requestNotify(false);
+  }
+
+  /** What posts and reads on the connection's QP, once its resources are open. */
+  private void dataPath() {
     sender = new Sender(res.qp, res.sendWr, sqDepth, settings.signalEvery(), res.send);
     writer = new ElementWriter(sender, res, slotSize, res.send, rt.coalesceWrites);
     receiver = new Receiver(res.ring.slots(), rqDepth, keepBoundaries, res::closeRing);
@@ -357,9 +334,33 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     controls = new ControlMessages(sender, receiver, rules, close, rings);
     credits = controls::takeCredits;
     if (downstreamCancelled) receiver.discarding = true;
-    repost();
-    res.cq.requestNotify(false);
+  }
+
+  /**
+   * Takes over a connection accepted for us (its receives posted, its CQ armed): what came for
+   * it so far comes now, ESTABLISHED among it if the client is up already. {@code
+   * timeoutSetting}: what closes one nobody takes, if anything does.
+   */
+  private void adopt(EarlyAccept early, String timeoutSetting) {
+    if (!early.claim()) {
+      fail(failure("accepting: the connection was materialized already, or closed after "
+          + timeoutSetting + " with no flow to take it"));
+      return;
+    }
+    if (early.failure() != null) {
+      fail(new RdmaStreamException("RDMA connection to", remote,
+          "accepting: " + early.failure().getMessage(), early.failure()));
+      return;
+    }
+    adopted = early;
+    id = early.id;
+    res = early.resources();
+    dataPath();
+    receiver.takeReceivesToPost(); // posted when it was accepted
     if (lend) lendRing();
+    usePeerRing(early.peerRing());
+    phase = Phase.CONNECTING;
+    early.attach(cmEvents::invoke, cmStopped::invoke, () -> wake.invoke(Boolean.TRUE));
   }
 
   private void running() {
@@ -692,6 +693,8 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     if (tornDown) return;
     tornDown = true;
     unlisten();
-    if (res != null) res.close(established && !disconnected, !active() && !accepted, peerName());
+    boolean up = established || (adopted != null && adopted.establishedEarly());
+    // a request that could not be accepted was rejected and freed where it came
+    if (res != null) res.close(up && !disconnected, false, peerName());
   }
 }

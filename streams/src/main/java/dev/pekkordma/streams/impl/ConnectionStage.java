@@ -1,6 +1,5 @@
 package dev.pekkordma.streams.impl;
 
-import dev.pekkordma.cm.CmId;
 import dev.pekkordma.streams.BulkChunk;
 import dev.pekkordma.streams.OutgoingConnection;
 import dev.pekkordma.streams.RdmaStreamSettings;
@@ -9,7 +8,6 @@ import dev.pekkordma.streams.ServerBinding;
 import dev.pekkordma.streams.TransferResult;
 import java.net.InetSocketAddress;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.pekko.stream.Attributes;
 import org.apache.pekko.stream.FlowShape;
 import org.apache.pekko.stream.Inlet;
@@ -46,9 +44,9 @@ public final class ConnectionStage
   public record Mat(CompletableFuture<OutgoingConnection> connected,
       CompletableFuture<TransferResult> closed, CompletableFuture<ServerBinding> binding) {}
 
-  /** A connection request to accept: its id and the client's ring. */
-  public record Passive(CmId id, byte[] privateData, InetSocketAddress local,
-      InetSocketAddress remote, AtomicBoolean claimed, String acceptTimeoutSetting) {}
+  /** A connection the binding accepted, for the stage to take over. */
+  record Passive(EarlyAccept accepted, InetSocketAddress local, InetSocketAddress remote,
+      String acceptTimeoutSetting) {}
 
   /** The stage as a flow of {@code T}: ByteStrings, or BulkChunks; with its idle timeout. */
   @SuppressWarnings({"unchecked", "rawtypes"})

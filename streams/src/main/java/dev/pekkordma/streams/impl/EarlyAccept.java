@@ -1,0 +1,152 @@
+package dev.pekkordma.streams.impl;
+
+import dev.pekkordma.cm.CmEvent;
+import dev.pekkordma.cm.CmEventType;
+import dev.pekkordma.cm.CmId;
+import dev.pekkordma.cm.ConnectionParameters;
+import dev.pekkordma.streams.RdmaStreamException;
+import java.net.InetSocketAddress;
+import java.util.ArrayDeque;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
+
+/**
+ * A connection request that a binding accepts as it arrives, as a kernel accepts a TCP
+ * connection before the application takes it: the client's connection is up from then on. The
+ * QP and ring are set up, the receives posted and the accept sent; until a connection stage
+ * adopts it ({@link #claim}, {@link #attach}), the id's CM events and the CQ's wake-ups wait
+ * here, and what the client writes waits in the ring, within the credits the ring gave it.
+ * Whoever claims it first owns it: a stage, or the timeout that closes it ({@link #abandon}).
+ */
+final class EarlyAccept {
+  final CmId id;
+  final InetSocketAddress remote;
+  private final AtomicBoolean claimed = new AtomicBoolean();
+  private final AtomicInteger unclaimed; // the binding's count of those nobody took yet
+  // set by accept before anyone else sees them
+  private ConnectionResources res;
+  private Wire.Ring peerRing;
+  private RuntimeException failure;
+  // what came before a stage attached, and where it goes once one has
+  private final ArrayDeque<CmEvent> held = new ArrayDeque<>();
+  private RuntimeException readerStopped;
+  private boolean woken;
+  private boolean established;
+  private Consumer<CmEvent> events;
+  private Consumer<RuntimeException> stopped;
+  private Runnable wake;
+
+  private EarlyAccept(CmId id, AtomicInteger unclaimed) {
+    this.id = id;
+    this.remote = id.remoteAddress();
+    this.unclaimed = unclaimed;
+  }
+
+  /** Accepts {@code request} for a stage that is there already. */
+  static EarlyAccept accept(StreamsRuntime rt, CmEvent request, ConnectionPlan plan) {
+    return accept(rt, request, plan, new AtomicInteger());
+  }
+
+  /**
+   * Accepts {@code request} with the connection {@code plan} describes. A request that cannot be
+   * accepted (the client's ring is not one, the memory budget is spent, the device refuses) is
+   * rejected, with nothing kept; the failure waits for the stage that adopts it to report.
+   */
+  static EarlyAccept accept(StreamsRuntime rt, CmEvent request, ConnectionPlan plan,
+      AtomicInteger unclaimed) {
+    EarlyAccept early = new EarlyAccept(request.id(), unclaimed);
+    String peer = RdmaStreamException.format(early.remote);
+    try {
+      early.peerRing = Wire.Ring.decode(request.privateData());
+      early.res = plan.resources(rt, early.id);
+      rt.cm().own(early.id, early::event, early::readerStopped);
+      early.res.open(early::wake, peer);
+      early.res.postReceives(plan.rqDepth());
+      early.res.cq.requestNotify(false);
+      early.id.accept(ConnectionParameters.withPrivateData(
+          early.res.ring.describe(early.res.ringFlags).encode()));
+    } catch (RuntimeException e) {
+      early.failure = e;
+      if (early.res != null) {
+        early.res.close(false, true, peer);
+      } else {
+        rt.cm().destroy(early.id, true);
+      }
+    }
+    unclaimed.incrementAndGet();
+    return early;
+  }
+
+  /** Taken by whoever asks first: false when another stage or the timeout was first. */
+  boolean claim() {
+    if (!claimed.compareAndSet(false, true)) return false;
+    unclaimed.decrementAndGet();
+    return true;
+  }
+
+  /** Why accepting failed (nothing is open then), or null. */
+  RuntimeException failure() {
+    return failure;
+  }
+
+  ConnectionResources resources() {
+    return res;
+  }
+
+  Wire.Ring peerRing() {
+    return peerRing;
+  }
+
+  /**
+   * The id's events, the CM reader's end and the CQ's wake-ups go to the claiming stage from now
+   * on, after those that came before.
+   */
+  synchronized void attach(Consumer<CmEvent> events, Consumer<RuntimeException> stopped,
+      Runnable wake) {
+    this.events = events;
+    this.stopped = stopped;
+    this.wake = wake;
+    while (!held.isEmpty()) events.accept(held.poll());
+    if (readerStopped != null) stopped.accept(readerStopped);
+    if (woken) wake.run();
+  }
+
+  /** Nobody took it in time, or the binding stopped first: the connection is closed and freed. */
+  void abandon() {
+    if (!claim() || res == null) return;
+    // the client's connection is up (or about to be): it hears the disconnect
+    res.close(true, false, RdmaStreamException.format(remote));
+  }
+
+  /** Whether the connection was established before a stage heard of it. */
+  synchronized boolean establishedEarly() {
+    return established;
+  }
+
+  // a held id sees a handful of events in its life (ESTABLISHED, DISCONNECTED, TIMEWAIT_EXIT)
+  private synchronized void event(CmEvent e) {
+    if (e.type() == CmEventType.ESTABLISHED) established = true;
+    if (events != null) {
+      events.accept(e);
+    } else {
+      held.add(e);
+    }
+  }
+
+  private synchronized void readerStopped(RuntimeException why) {
+    if (stopped != null) {
+      stopped.accept(why);
+    } else {
+      readerStopped = why;
+    }
+  }
+
+  private synchronized void wake() {
+    if (wake != null) {
+      wake.run();
+    } else {
+      woken = true;
+    }
+  }
+}
