@@ -6,6 +6,7 @@ module dev.pekkordma.runtime {
   requires scala.library;
   requires org.slf4j;
   requires jdk.management;
+  requires jdk.jfr;
 
   exports dev.pekkordma.runtime;
 }

@@ -114,12 +114,14 @@ final class RcTimers {
   private boolean retry() {
     if (retryLeft == 0) {
       if (requester.unanswered() && qp.state == QpState.RTS) {
+        qp.device.portTally.retriesExceeded.increment();
         qp.noteError("no answer from " + qp.describePeer() + " within " + qp.timeoutDescription());
         requester.completeHead(WcStatus.RETRY_EXC_ERR, 0);
       }
       return false;
     }
     retryLeft--;
+    qp.device.portTally.retries.increment();
     return true;
   }
 

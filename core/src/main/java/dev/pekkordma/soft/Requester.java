@@ -277,6 +277,7 @@ final class Requester {
         complete(psn, WcStatus.LOC_LEN_ERR, 0);
         return;
       }
+      qp.device.portTally.packetsSent.increment();
       int sent = p.datagram(qp, h, gather);
       complete(psn, sent == SoftPeer.SOURCE_GONE ? WcStatus.LOC_PROT_ERR : WcStatus.SUCCESS,
           (int) gather.total());
@@ -301,6 +302,7 @@ final class Requester {
     }
     SoftPeer.Response r = response;
     if (!p.synchronous()) timers.arm();
+    qp.device.portTally.packetsSent.increment(); // sent even if lost on the way, as a NIC's is
     int outcome = p.request(qp, h, gather, r);
     if (outcome == SoftPeer.SOURCE_GONE) {
       complete(psn, WcStatus.LOC_PROT_ERR, 0); // our memory was deregistered while it was sent
@@ -326,6 +328,7 @@ final class Requester {
     h.destQpn = NativeMemory.getInt(wr + RequestLayout.OFF_UD_REMOTE_QPN);
     int wrQkey = NativeMemory.getInt(wr + RequestLayout.OFF_UD_REMOTE_QKEY);
     h.qkey = wrQkey < 0 ? qp.qkey : wrQkey; // a qkey with the high bit set means "use the QP's"
+    qp.device.portTally.packetsSent.increment();
     int outcome = ah.peer.datagram(qp, h, gather);
     complete(psn, outcome == SoftPeer.SOURCE_GONE ? WcStatus.LOC_PROT_ERR : WcStatus.SUCCESS,
         (int) gather.total());
@@ -449,6 +452,8 @@ final class Requester {
    * responder's memory (same JVM; {@code r.readSource}) or the rest of a fabric frame.
    */
   void onResponse(SoftPeer.Response r, Payload readData) {
+    // DROPPED is no packet: the responder stayed silent (a peer in this JVM says so at once)
+    if (r.code != SoftPeer.Response.DROPPED) qp.device.portTally.packetsReceived.increment();
     DeferredSignals signals = DeferredSignals.enter();
     try {
       take(r, readData);
@@ -560,7 +565,9 @@ final class Requester {
   private void settleNak(SoftPeer.Response r, WrOpcode op) {
     switch (r.code) {
       case RNR_NAK:
+        qp.device.portTally.rnrNaksReceived.increment();
         if (!timers.rnrRetry(r.rnrTimer)) {
+          qp.device.portTally.rnrRetriesExceeded.increment();
           qp.noteError(qp.describePeer() + " had no receive posted for " + op + " after "
               + qp.rnrRetry + " RNR retries");
           completeHead(WcStatus.RNR_RETRY_EXC_ERR, 0);

@@ -104,12 +104,16 @@ final class Responder {
    */
   void handleRequest(SoftPeer.RequestHeader h, Payload payload, SoftPeer.Response r,
       boolean connectedDatagram) {
+    PortTally tally = qp.device.portTally;
+    tally.packetsReceived.increment();
     DeferredSignals signals = DeferredSignals.enter();
     try {
       serve(h, payload, r, connectedDatagram);
     } finally {
       signals.exit();
     }
+    // whoever carries it back (in memory or on the fabric), the answer leaves this port
+    if (!connectedDatagram && r.code != DROPPED) tally.packetsSent.increment();
   }
 
   private void serve(SoftPeer.RequestHeader h, Payload payload, SoftPeer.Response r,
@@ -252,7 +256,10 @@ final class Responder {
       if (d == 0) epsn = (epsn + 1) & 0xffffff;
       return null;
     }
-    if (code == RNR_NAK) return null;
+    if (code == RNR_NAK) {
+      qp.device.portTally.rnrNaksSent.increment();
+      return null;
+    }
     qp.toErrorLocked();
     return code == NAK_REMOTE_ACCESS ? AsyncEventType.QP_ACCESS_ERR : AsyncEventType.QP_REQ_ERR;
   }
@@ -446,6 +453,7 @@ final class Responder {
    * is at most an MTU and already in memory, so it is placed under the monitor.
    */
   void handleDatagram(SoftPeer.RequestHeader h, Payload payload) {
+    qp.device.portTally.packetsReceived.increment();
     DeferredSignals signals = DeferredSignals.enter();
     try {
       synchronized (qp) {

@@ -7,6 +7,7 @@ import dev.pekkordma.verbs.DeviceAttributes;
 import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.Gid;
 import dev.pekkordma.verbs.PortAttributes;
+import dev.pekkordma.verbs.PortCounters;
 import dev.pekkordma.verbs.ProtectionDomain;
 import dev.pekkordma.verbs.RdmaDevice;
 import dev.pekkordma.verbs.RdmaException;
@@ -64,6 +65,14 @@ final class SoftContext extends Closeable implements DeviceContext {
           "GID index " + index + " is outside the table of 1 entry on port 1");
     }
     return device.gid;
+  }
+
+  @Override
+  public PortCounters queryPortCounters(int port) {
+    // no verb of its own (sysfs on a NIC): a missing port fails as ibv_query_port does
+    checkOpen("ibv_query_port");
+    checkPort("ibv_query_port", port);
+    return device.portTally.snapshot();
   }
 
   private void checkPort(String verb, int port) {

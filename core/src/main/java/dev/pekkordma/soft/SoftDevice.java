@@ -32,6 +32,8 @@ final class SoftDevice {
   final KeyTable<Object> handles; // what SendRequests names by handle: MRs, MWs, AHs
   final SoftEngine engine;
   final LocalPeer localPeer;
+  /** Port 1's traffic and error counts since the device came up. */
+  final PortTally portTally = new PortTally();
   final List<SoftContext> contexts = new CopyOnWriteArrayList<>();
   /** One per CM id on the device: a set, as thousands come and go. */
   final Set<Runnable> removalListeners = ConcurrentHashMap.newKeySet();

@@ -4,6 +4,7 @@ import dev.pekkordma.cm.CmEventChannel;
 import dev.pekkordma.config.RdmaSettings;
 import dev.pekkordma.config.RdmaSettings.SoftSettings;
 import dev.pekkordma.verbs.DeviceContext;
+import dev.pekkordma.verbs.PortCounters;
 import dev.pekkordma.verbs.FaultInjection;
 import dev.pekkordma.verbs.QueuePair;
 import dev.pekkordma.verbs.RdmaDevice;
@@ -83,6 +84,14 @@ public final class SoftProvider implements RdmaProvider, FaultInjection {
     List<RdmaDevice> list = new ArrayList<>();
     for (SoftDevice d : devices) list.add(d.info);
     return Collections.unmodifiableList(list);
+  }
+
+  @Override
+  public List<PortCounters> portCounters(RdmaDevice device) {
+    for (SoftDevice d : devices) {
+      if (d.info.equals(device)) return List.of(d.portTally.snapshot());
+    }
+    return List.of();
   }
 
   @Override

@@ -12,6 +12,12 @@ public interface DeviceContext extends AutoCloseable {
 
   Gid queryGid(int port, int index);
 
+  /**
+   * The port's counters now ({@code rdma statistic show}); a device that keeps none answers
+   * with every field {@link PortCounters#NOT_COUNTED}.
+   */
+  PortCounters queryPortCounters(int port);
+
   ProtectionDomain allocPd();
 
   CompletionChannel createCompletionChannel();

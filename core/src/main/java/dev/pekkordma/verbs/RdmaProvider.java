@@ -27,6 +27,12 @@ public interface RdmaProvider extends AutoCloseable {
         "no device named '" + deviceName + "'; devices: " + devices());
   }
 
+  /**
+   * The counters of each port of {@code device}, port 1 first, read without opening it (on
+   * Linux from sysfs); empty for a device this provider does not have.
+   */
+  List<PortCounters> portCounters(RdmaDevice device);
+
   /** A connection manager event channel ({@code rdma_create_event_channel}). */
   CmEventChannel createCmEventChannel();
 

@@ -23,7 +23,8 @@ import java.util.function.ToIntFunction;
  *       event=opened|closed|failed}, and {@code pekko.rdma.streams.connections.live}, a gauge;
  *   <li>{@code pekko.rdma.streams.credit.stalls}: how often writes waited for a slow reader;
  *   <li>{@code pekko.rdma.resources.live}, a gauge tagged {@code type=qp|cq|mr|pd|cm_id}: the
- *       provider's resources open now.
+ *       provider's resources open now;
+ *   <li>the ports' counters (packets, RNR NAKs, retries) of {@link RdmaPortMetrics}.
  * </ul>
  *
  * <pre>{@code
@@ -74,6 +75,7 @@ public final class RdmaStreamsMetrics implements MeterBinder {
     resource(registry, "mr", ResourceCounts::mrs);
     resource(registry, "pd", ResourceCounts::pds);
     resource(registry, "cm_id", ResourceCounts::cmIds);
+    new RdmaPortMetrics(streams::ports, tags).bindTo(registry);
   }
 
   private void counter(MeterRegistry registry, String name, String unit, String tag,

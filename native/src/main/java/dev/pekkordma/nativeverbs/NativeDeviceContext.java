@@ -12,6 +12,7 @@ import dev.pekkordma.verbs.Gid;
 import dev.pekkordma.verbs.LinkLayer;
 import dev.pekkordma.verbs.Mtu;
 import dev.pekkordma.verbs.PortAttributes;
+import dev.pekkordma.verbs.PortCounters;
 import dev.pekkordma.verbs.PortState;
 import dev.pekkordma.verbs.ProtectionDomain;
 import dev.pekkordma.verbs.QpType;
@@ -45,6 +46,8 @@ final class NativeDeviceContext extends NativeResource implements DeviceContext 
   private volatile int capFlags;
   /** A context librdmacm opened (an id's verbs): never closed here, not counted. */
   final boolean borrowed;
+  /** Where the ports' counters are read: the verbs have none. */
+  private final SysfsCounters sysfs = SysfsCounters.fromSystemProperty();
 
   NativeDeviceContext(NativeProvider provider, RdmaDevice device, long context, boolean borrowed) {
     super(context, null);
@@ -239,6 +242,14 @@ final class NativeDeviceContext extends NativeResource implements DeviceContext 
         u16(p + Layout.PORT_ATTR_LID),
         LinkLayer.of(NativeMemory.getByte(p + Layout.PORT_ATTR_LINK_LAYER) & 0xff),
         maxMsg);
+  }
+
+  @Override
+  public PortCounters queryPortCounters(int port) {
+    checkOpen("ibv_query_port");
+    // the port must exist (EINVAL as for queryPort); sysfs alone would just read nothing
+    Verbs.queryPort(handle, port, Verbs.scratch(Layout.PORT_ATTR_SIZE));
+    return sysfs.read(device.name(), port);
   }
 
   @Override

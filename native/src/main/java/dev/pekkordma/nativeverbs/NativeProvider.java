@@ -5,6 +5,7 @@ import org.slf4j.LoggerFactory;
 import dev.pekkordma.cm.CmEventChannel;
 import dev.pekkordma.memory.NativeMemory;
 import dev.pekkordma.verbs.DeviceContext;
+import dev.pekkordma.verbs.PortCounters;
 import dev.pekkordma.verbs.RdmaDevice;
 import dev.pekkordma.verbs.RdmaException;
 import dev.pekkordma.verbs.RdmaProvider;
@@ -25,6 +26,7 @@ import java.util.concurrent.ConcurrentHashMap;
 /** The verbs on libibverbs: real RDMA devices, hardware or Soft-RoCE. */
 public final class NativeProvider implements RdmaProvider {
   private static final Logger log = LoggerFactory.getLogger(NativeProvider.class);
+  private final SysfsCounters sysfs = SysfsCounters.fromSystemProperty();
   final ResourceCounters live = new ResourceCounters();
   final Set<NativeDeviceContext> open = ConcurrentHashMap.newKeySet();
   /** Contexts librdmacm opened, by their ibv_context pointer. */
@@ -109,6 +111,11 @@ public final class NativeProvider implements RdmaProvider {
       out.add(new RdmaDevice(e.name, e.guid, transportName(e.transport), driverOf(e.ibdevPath)));
     }
     return Collections.unmodifiableList(out);
+  }
+
+  @Override
+  public List<PortCounters> portCounters(RdmaDevice device) {
+    return sysfs.readAll(device.name());
   }
 
   @Override

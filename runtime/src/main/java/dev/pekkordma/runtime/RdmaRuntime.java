@@ -1,8 +1,11 @@
 package dev.pekkordma.runtime;
 
 import dev.pekkordma.cm.CmEventChannel;
+import dev.pekkordma.verbs.PortCounters;
+import dev.pekkordma.verbs.RdmaDevice;
 import dev.pekkordma.verbs.RdmaProvider;
 import dev.pekkordma.verbs.RdmaProviders;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
@@ -35,7 +38,11 @@ public final class RdmaRuntime implements Extension {
     this.cmChannel = cmChannel;
     this.memory = new MemoryBudget(settings.maxRegisteredMemory);
     this.provider = RdmaProviders.load(system.settings().config());
-    system.getWhenTerminated().whenComplete((done, failure) -> provider.close());
+    Runnable stopPortEvents = PortEvents.register(this);
+    system.getWhenTerminated().whenComplete((done, failure) -> {
+      stopPortEvents.run();
+      provider.close();
+    });
   }
 
   public static RdmaRuntime get(ActorSystem<?> system) {
@@ -108,6 +115,21 @@ public final class RdmaRuntime implements Extension {
 
   public synchronized Footprint footprint() {
     return new Footprint(cm != null, hubs.size(), hubs.withThreads());
+  }
+
+  /**
+   * The counters of every port of the provider's devices, read without opening them: the
+   * devices' own, for the actors' QPs, the streams' and any other process's alike.
+   */
+  public List<PortMetrics> ports() {
+    List<PortMetrics> ports = new ArrayList<>();
+    for (RdmaDevice device : provider.devices()) {
+      List<PortCounters> counters = provider.portCounters(device);
+      for (int i = 0; i < counters.size(); i++) {
+        ports.add(new PortMetrics(device.name(), i + 1, counters.get(i)));
+      }
+    }
+    return ports;
   }
 
   /** Hears the name of each device a DEVICE_REMOVAL event announces. */

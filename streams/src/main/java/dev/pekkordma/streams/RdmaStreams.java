@@ -1,5 +1,6 @@
 package dev.pekkordma.streams;
 
+import dev.pekkordma.runtime.PortMetrics;
 import dev.pekkordma.streams.impl.BindStage;
 import dev.pekkordma.streams.impl.CompletionSources;
 import dev.pekkordma.streams.impl.ConnectionStage;
@@ -8,6 +9,7 @@ import dev.pekkordma.streams.impl.StreamsRuntime;
 import dev.pekkordma.verbs.CompletionQueue;
 import dev.pekkordma.verbs.ResourceCounts;
 import java.net.InetSocketAddress;
+import java.util.List;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Supplier;
 import org.apache.pekko.Done;
@@ -104,6 +106,14 @@ public final class RdmaStreams implements Extension {
    */
   public StreamsMetrics metrics() {
     return rt.meter.snapshot();
+  }
+
+  /**
+   * The counters of the provider's RDMA ports (packets, RNR NAKs, retries), as the devices keep
+   * them: per port, for the actors' QPs and the streams' alike.
+   */
+  public List<PortMetrics> ports() {
+    return rt.runtime.ports();
   }
 
   /** The provider's live resources: what every test of a clean end compares. */

@@ -177,6 +177,36 @@ class MetricsTest {
     }
   }
 
+  @Test
+  void thePortsCountWhatTheConnectionsSentAndFlightRecorderSeesThem() throws Exception {
+    try (Recording r = new Recording()) {
+      r.enable("dev.pekkordma.runtime.PortCounters").withPeriod(Duration.ofMillis(50));
+      r.start();
+      long before = packetsSent(rdma.ports());
+      ServerBinding binding = await(rdma.bindAndHandle(Flow.of(ByteString.class), HOST, 0));
+      await(Source.from(messages(40, 3000)) // too large to gather: a write each
+          .via(rdma.outgoingConnection(HOST, binding.localAddress().getPort()))
+          .runWith(Sink.seq(), system));
+      long sent = packetsSent(rdma.ports()) - before;
+      // each message went there and back, a write at least each time
+      assertTrue(sent >= 80, sent + " packets sent for 80 writes");
+      Thread.sleep(200); // a period or two
+      r.stop();
+      List<RecordedEvent> ports = events(r, "dev.pekkordma.runtime.PortCounters");
+      assertTrue(ports.stream().anyMatch(e -> e.getLong("packetsSent") >= 80
+          && e.getInt("port") == 1 && !e.getString("device").isEmpty()), "events: " + ports);
+      await(binding.unbind());
+    }
+  }
+
+  private static long packetsSent(List<dev.pekkordma.runtime.PortMetrics> ports) {
+    long n = 0;
+    for (var p : ports) {
+      if (p.counters().packetsSent() > 0) n += p.counters().packetsSent();
+    }
+    return n;
+  }
+
   private static List<RecordedEvent> events(Recording r, String name) throws Exception {
     Path file = Files.createTempFile("metrics", ".jfr");
     try {
