@@ -16,6 +16,9 @@ public interface CmId extends AutoCloseable {
 
   CmEventChannel channel();
 
+  /** The port space it was created in. */
+  RdmaPortSpace portSpace();
+
   /** Binds to a local address and port (port 0 picks one) ({@code rdma_bind_addr}). */
   void bind(InetSocketAddress local);
 
@@ -37,12 +40,19 @@ public interface CmId extends AutoCloseable {
 
   InetSocketAddress remoteAddress();
 
-  /** Creates the connection's QP ({@code rdma_create_qp}); the CM moves it through its states. */
+  /**
+   * Creates the id's QP ({@code rdma_create_qp}); the CM moves it through its states. A
+   * datagram id's UD QP goes straight to RTS with {@link UdParameters#UDP_QKEY}; a QP type the
+   * port space does not take fails naming both (EINVAL).
+   */
   QueuePair createQp(ProtectionDomain pd, QpInitAttributes attributes);
 
   QueuePair qp();
 
-  /** ESTABLISHED, REJECTED, UNREACHABLE or CONNECT_ERROR follows ({@code rdma_connect}). */
+  /**
+   * ESTABLISHED, REJECTED, UNREACHABLE or CONNECT_ERROR follows ({@code rdma_connect}). On a
+   * datagram id it is a SIDR request: ESTABLISHED carries the peer's {@link UdParameters}.
+   */
   void connect(ConnectionParameters parameters);
 
   /** Accepts a connection request; ESTABLISHED follows ({@code rdma_accept}). */
@@ -50,6 +60,16 @@ public interface CmId extends AutoCloseable {
 
   /** Rejects a connection request with private data ({@code rdma_reject}). */
   void reject(byte[] privateData);
+
+  /**
+   * Joins the multicast group at {@code group} (an IPv4 or IPv6 multicast address) with the
+   * id's QP, attaching it ({@code rdma_join_multicast}): MULTICAST_JOIN with the group's {@link
+   * UdParameters}, or MULTICAST_ERROR, follows. Datagram ids only, once bound or resolved.
+   */
+  void joinMulticast(InetSocketAddress group);
+
+  /** Leaves a group it joined, detaching its QP ({@code rdma_leave_multicast}). */
+  void leaveMulticast(InetSocketAddress group);
 
   /** DISCONNECTED follows on both sides ({@code rdma_disconnect}). */
   void disconnect();

@@ -15,6 +15,7 @@ public class RdmaException extends RuntimeException {
   public static final int ENODEV = 19;
   public static final int EINVAL = 22;
   public static final int ENOSPC = 28;
+  public static final int EPROTONOSUPPORT = 93;
   public static final int EOPNOTSUPP = 95;
   public static final int EADDRINUSE = 98;
   public static final int EADDRNOTAVAIL = 99;

@@ -3,6 +3,7 @@ package dev.pekkordma.testing;
 import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventChannel;
 import dev.pekkordma.cm.CmId;
+import dev.pekkordma.cm.RdmaPortSpace;
 import dev.pekkordma.verbs.RdmaException;
 import java.time.Duration;
 
@@ -21,8 +22,8 @@ public final class FailingCmChannel implements CmEventChannel {
   }
 
   @Override
-  public CmId createId(Object context) {
-    return channel.createId(context);
+  public CmId createId(Object context, RdmaPortSpace space) {
+    return channel.createId(context, space);
   }
 
   @Override

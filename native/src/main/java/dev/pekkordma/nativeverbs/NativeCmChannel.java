@@ -4,6 +4,7 @@ import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventChannel;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
+import dev.pekkordma.cm.RdmaPortSpace;
 import dev.pekkordma.cm.ConnectionParameters;
 import dev.pekkordma.memory.NativeMemory;
 import dev.pekkordma.verbs.RdmaException;
@@ -82,8 +83,12 @@ final class NativeCmChannel implements CmEventChannel {
   }
 
   @Override
-  public CmId createId(Object context) {
+  public CmId createId(Object context, RdmaPortSpace space) {
     checkOpen("rdma_create_id");
+    if (space != RdmaPortSpace.TCP) {
+      throw new RdmaException("rdma_create_id", RdmaException.EPROTONOSUPPORT,
+          "the native provider creates RDMA_PS_TCP ids only, not " + space);
+    }
     NativeCmId id = new NativeCmId(this, Verbs.createId(handle), context);
     ids.put(id.handle, id);
     provider.live.cmIds.incrementAndGet();

@@ -2,6 +2,7 @@ package dev.pekkordma.nativeverbs;
 
 import dev.pekkordma.cm.CmEventChannel;
 import dev.pekkordma.cm.CmId;
+import dev.pekkordma.cm.RdmaPortSpace;
 import dev.pekkordma.cm.ConnectionParameters;
 import dev.pekkordma.memory.NativeMemory;
 import dev.pekkordma.verbs.DeviceContext;
@@ -38,6 +39,20 @@ final class NativeCmId implements CmId {
 
   @Override public Object context() { return context; }
   @Override public CmEventChannel channel() { return channel; }
+
+  @Override public RdmaPortSpace portSpace() { return RdmaPortSpace.TCP; }
+
+  @Override
+  public void joinMulticast(InetSocketAddress group) {
+    throw new RdmaException("rdma_join_multicast", RdmaException.EINVAL,
+        "an RDMA_PS_TCP id cannot join a multicast group (" + group + "): datagram ids only");
+  }
+
+  @Override
+  public void leaveMulticast(InetSocketAddress group) {
+    throw new RdmaException("rdma_leave_multicast", RdmaException.EINVAL,
+        "an RDMA_PS_TCP id joins no multicast group (" + group + ")");
+  }
 
   @Override
   public void bind(InetSocketAddress local) {

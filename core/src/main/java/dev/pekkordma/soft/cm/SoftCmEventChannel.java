@@ -4,6 +4,7 @@ import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventChannel;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
+import dev.pekkordma.cm.RdmaPortSpace;
 import dev.pekkordma.soft.SoftCmSupport;
 import dev.pekkordma.verbs.RdmaException;
 import java.time.Duration;
@@ -44,7 +45,11 @@ public final class SoftCmEventChannel implements CmEventChannel {
   }
 
   @Override
-  public CmId createId(Object context) {
+  public CmId createId(Object context, RdmaPortSpace space) {
+    if (space != RdmaPortSpace.TCP) {
+      throw new RdmaException("rdma_create_id", RdmaException.EPROTONOSUPPORT,
+          "the software provider's CM serves RDMA_PS_TCP ids only, not " + space);
+    }
     return newId(context, "rdma_create_id");
   }
 

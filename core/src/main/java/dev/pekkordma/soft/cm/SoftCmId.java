@@ -14,6 +14,7 @@ import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventChannel;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
+import dev.pekkordma.cm.RdmaPortSpace;
 import dev.pekkordma.cm.ConnectionParameters;
 import dev.pekkordma.soft.SoftCmSupport;
 import dev.pekkordma.verbs.DeviceContext;
@@ -95,6 +96,23 @@ public final class SoftCmId implements CmId {
   @Override
   public CmEventChannel channel() {
     return channel;
+  }
+
+  @Override
+  public RdmaPortSpace portSpace() {
+    return RdmaPortSpace.TCP;
+  }
+
+  @Override
+  public void joinMulticast(InetSocketAddress group) {
+    throw new RdmaException("rdma_join_multicast", RdmaException.EINVAL,
+        "an RDMA_PS_TCP id cannot join a multicast group (" + group + "): datagram ids only");
+  }
+
+  @Override
+  public void leaveMulticast(InetSocketAddress group) {
+    throw new RdmaException("rdma_leave_multicast", RdmaException.EINVAL,
+        "an RDMA_PS_TCP id joins no multicast group (" + group + ")");
   }
 
   @Override
