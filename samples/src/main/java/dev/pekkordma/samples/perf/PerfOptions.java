@@ -2,6 +2,7 @@ package dev.pekkordma.samples.perf;
 
 import dev.pekkordma.samples.BadOption;
 import dev.pekkordma.samples.ByteSize;
+import dev.pekkordma.verbs.QpType;
 import java.util.List;
 import java.util.TreeSet;
 import picocli.CommandLine.Option;
@@ -43,9 +44,10 @@ final class PerfOptions {
       description = "Most requests in flight in bandwidth tests (default: ${DEFAULT-VALUE}).")
   int txDepth;
 
-  @Option(names = {"-r", "--rx-depth"}, paramLabel = "N", defaultValue = "512",
-      description = "Receives kept posted in send tests (default: ${DEFAULT-VALUE}).")
-  int rxDepth;
+  @Option(names = {"-r", "--rx-depth"}, paramLabel = "N",
+      description = "Receives kept posted per QP in send tests (default: 512; UC and UD send"
+          + " bandwidth: the iterations, at most 16,000, as perftest: they have no RNR retry).")
+  Integer rxDepth;
 
   @Option(names = {"-Q", "--cq-mod"}, paramLabel = "N",
       description = "Signal one send request in N (default: 100, at most --tx-depth).")
@@ -56,6 +58,36 @@ final class PerfOptions {
           + " send_lat, 220 for write_lat, 0 otherwise).")
   Integer inlineSize;
 
+  @Option(names = {"-D", "--duration"}, paramLabel = "SECONDS",
+      description = "Bandwidth tests: run each size for this long instead of -n iterations, as"
+          + " perftest's -D: the first and last --margin seconds are not measured (a warm-up"
+          + " and a cool-down under the same load), BW peak is not measured (0.00), the"
+          + " iterations are the requests completed in between. Not for latency tests, nor"
+          + " with -n or --warmup.")
+  Integer duration;
+
+  @Option(names = {"-f", "--margin"}, paramLabel = "SECONDS",
+      description = "With -D: seconds at each end left out of the measurement (default:"
+          + " a quarter of -D, rounded down, as perftest; -D must be more than twice it).")
+  Integer margin;
+
+  @Option(names = {"-q", "--qp"}, paramLabel = "N", defaultValue = "1",
+      description = "Bandwidth tests: this many QPs per side, each making -n requests with its"
+          + " own --tx-depth, as perftest's -q; the results are their sum (default:"
+          + " ${DEFAULT-VALUE}). Latency tests use one.")
+  int qps;
+
+  @Option(names = {"-b", "--bidirectional"},
+      description = "Bandwidth tests: both sides send at once; the figures are the sum of both"
+          + " directions, as perftest's -b (#iterations stays this side's).")
+  boolean bidirectional;
+
+  @Option(names = {"-c", "--connection"}, paramLabel = "TYPE", defaultValue = "RC",
+      description = "Transport: RC, UC or UD (default: ${DEFAULT-VALUE}). UC has no RDMA READ;"
+          + " UD sends only, each message at most the path MTU. UC and UD run in-process"
+          + " only (rdma_cm connects RC here).")
+  QpType connection;
+
   @Option(names = {"--report_gbits", "--report-gbits"},
       description = "Bandwidth in Gb/s instead of MB/s, as perftest's --report_gbits.")
   boolean reportGbits;
@@ -65,11 +97,15 @@ final class PerfOptions {
           + " per size).")
   java.nio.file.Path outJson;
 
-  /** The results as JSON in --out_json's file, if one was given. */
-  void writeJson(PerfSpec spec, String provider, PerfRun.Outcome o) {
+  /** The results as JSON in --out_json's file, if one was given (whole or not at all). */
+  void writeJson(String provider, PerfRun.Outcome o) {
     if (outJson == null) return;
     try {
-      java.nio.file.Files.writeString(outJson, PerfJson.of(spec, provider, reportGbits, o));
+      java.nio.file.Path dir = outJson.toAbsolutePath().getParent();
+      java.nio.file.Path tmp = java.nio.file.Files.createTempFile(dir, ".rdma-perf", ".json");
+      java.nio.file.Files.writeString(tmp, PerfJson.of(o.spec(), provider, reportGbits, o));
+      java.nio.file.Files.move(tmp, outJson, java.nio.file.StandardCopyOption.REPLACE_EXISTING,
+          java.nio.file.StandardCopyOption.ATOMIC_MOVE);
     } catch (java.io.IOException e) {
       throw new PerfFailure("--out_json " + outJson + ": " + e.getMessage());
     }
@@ -78,6 +114,8 @@ final class PerfOptions {
   PerfSpec spec() {
     PerfTest t = test;
     int[] s = sizes(t);
+    checkConnection(t);
+    int seconds = duration(t);
     int iterations = iters != null ? iters : t.bandwidth() ? 5000 : 1000;
     if (iterations < (t.bandwidth() ? 1 : 5) || iterations > RdmaPerf.MAX_ITERATIONS) {
       throw new BadOption("-n/--iters must be in [" + (t.bandwidth() ? 1 : 5) + ", "
@@ -91,8 +129,24 @@ final class PerfOptions {
     if (txDepth < 1 || txDepth > RdmaPerf.MAX_DEPTH) {
       throw new BadOption("-t/--tx-depth must be in [1, " + RdmaPerf.MAX_DEPTH + "], was " + txDepth);
     }
-    if (rxDepth < 1 || rxDepth > RdmaPerf.MAX_DEPTH) {
-      throw new BadOption("-r/--rx-depth must be in [1, " + RdmaPerf.MAX_DEPTH + "], was " + rxDepth);
+    int rx = rxDepth != null ? rxDepth : defaultRxDepth(t, iterations, seconds);
+    if (rx < 1 || rx > RdmaPerf.MAX_DEPTH) {
+      throw new BadOption("-r/--rx-depth must be in [1, " + RdmaPerf.MAX_DEPTH + "], was " + rx);
+    }
+    if (qps < 1 || qps > RdmaPerf.MAX_QPS) {
+      throw new BadOption("-q/--qp must be in [1, " + RdmaPerf.MAX_QPS + "], was " + qps);
+    }
+    if (qps > 1 && !t.bandwidth()) {
+      throw new BadOption("-q/--qp " + qps + ": " + t.label() + " is a latency test, which uses"
+          + " one QP (multiple QPs only in bandwidth tests, as perftest)");
+    }
+    if (seconds == 0 && (long) iterations * qps > RdmaPerf.MAX_ITERATIONS) {
+      throw new BadOption("-n/--iters " + iterations + " on -q/--qp " + qps + " QPs makes "
+          + (long) iterations * qps + " requests: at most " + RdmaPerf.MAX_ITERATIONS);
+    }
+    if (bidirectional && !t.bandwidth()) {
+      throw new BadOption("-b/--bidirectional: " + t.label() + " is a latency test (both sides"
+          + " send in it already); -b is for bandwidth tests");
     }
     int mod;
     if (cqMod == null) {
@@ -105,12 +159,67 @@ final class PerfOptions {
             + (t.bandwidth() ? " (at most --tx-depth)" : "") + ", was " + mod);
       }
     }
+    // perftest's defaults: UD's send header leaves less room
     int inline = inlineSize != null ? inlineSize
-        : t == PerfTest.SEND_LAT ? 236 : t == PerfTest.WRITE_LAT ? 220 : 0;
+        : t == PerfTest.SEND_LAT ? (connection == QpType.UD ? 188 : 236)
+            : t == PerfTest.WRITE_LAT ? 220 : 0;
     if (inline < 0 || inline > 65535) {
       throw new BadOption("-I/--inline-size must be in [0, 65535], was " + inline);
     }
-    return new PerfSpec(t, s, iterations, w, txDepth, rxDepth, mod, inline);
+    int m = margin(seconds);
+    return new PerfSpec(t, s, iterations, w, txDepth, rx, mod, inline, qps, seconds, m,
+        bidirectional, connection);
+  }
+
+  /** UC and UD drop what finds no receive: perftest posts one for every iteration it can. */
+  private int defaultRxDepth(PerfTest t, int iterations, int seconds) {
+    boolean unreliable = connection != QpType.RC;
+    if (unreliable && t == PerfTest.SEND_BW && seconds == 0) return Math.min(iterations, 16_000);
+    return 512;
+  }
+
+  private void checkConnection(PerfTest t) {
+    if (connection.allows(t.verb().opcode)) return;
+    String why = connection == QpType.UD ? "UD carries sends only"
+        : "UC has no RDMA READ";
+    throw new BadOption("-c/--connection " + connection + ": " + t.label() + " needs "
+        + t.verb().opcode + ", and " + why + " (as perftest: UC runs send and write tests, UD"
+        + " send tests)");
+  }
+
+  /** -D's seconds, or 0 for a count of iterations. */
+  private int duration(PerfTest t) {
+    if (duration == null) {
+      if (margin != null) throw new BadOption("-f/--margin goes with -D/--duration");
+      return 0;
+    }
+    if (!t.bandwidth()) {
+      throw new BadOption("-D/--duration: " + t.label() + " is a latency test, which counts"
+          + " iterations (-n); -D is for bandwidth tests");
+    }
+    if (iters != null) {
+      throw new BadOption("-D/--duration and -n/--iters exclude each other: give one (as"
+          + " perftest, a run is either timed or counted)");
+    }
+    if (warmup != null) {
+      throw new BadOption("-D/--duration and --warmup exclude each other: a timed run warms up"
+          + " in its first -f/--margin seconds");
+    }
+    if (duration < 1 || duration > RdmaPerf.MAX_DURATION) {
+      throw new BadOption("-D/--duration must be in [1, " + RdmaPerf.MAX_DURATION + "] seconds,"
+          + " was " + duration);
+    }
+    return duration;
+  }
+
+  private int margin(int seconds) {
+    if (seconds == 0) return 0;
+    int m = margin != null ? margin : seconds / 4;
+    if (m < 0 || seconds <= 2 * m) {
+      throw new BadOption("-f/--margin " + m + ": -D/--duration " + seconds + " must be more"
+          + " than twice the margin (the measured part is -D minus twice -f)");
+    }
+    return m;
   }
 
   private int[] sizes(PerfTest t) {

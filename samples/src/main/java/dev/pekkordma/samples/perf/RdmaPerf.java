@@ -30,6 +30,8 @@ import picocli.CommandLine.Option;
     footer = {"", "Examples:",
         "  rdma-perf write_bw -s 64k                       in-process, software provider",
         "  rdma-perf send_lat -a -n 1000",
+        "  rdma-perf send_bw -q 4 -b -D 10                 4 QPs, both ways, 10 s per size",
+        "  rdma-perf send_bw -c UD -s 4k                   unreliable datagrams",
         "  rdma-perf read_bw --provider native -d rxe_lo -x 1 -s 64k",
         "  rdma-perf server --bind 192.0.2.1:18515 --provider native",
         "  rdma-perf client --connect 192.0.2.1:18515 --source 192.0.2.2 write_bw -a",
@@ -38,6 +40,8 @@ import picocli.CommandLine.Option;
 public final class RdmaPerf implements Callable<Integer> {
   static final int MAX_ITERATIONS = 10_000_000;
   static final int MAX_DEPTH = 16384;
+  static final int MAX_QPS = 16384;
+  static final int MAX_DURATION = 65535;
   static final long MAX_BW_SIZE = 1L << 30;
   static final long MAX_LAT_SIZE = 1L << 29;
 
@@ -196,6 +200,7 @@ public final class RdmaPerf implements Callable<Integer> {
     @Override
     public Integer call() {
       PerfSpec spec = test.spec();
+      CmRun.requireRc(spec.connection());
       int length = PerfRun.connectRequestLength(spec.sizes());
       if (length > 56) {
         throw new BadOption("--sizes: " + spec.sizes().length + " sizes need " + length
@@ -209,7 +214,7 @@ public final class RdmaPerf implements Callable<Integer> {
         PerfRun.Outcome o = PerfRun.client(provider,
             new PerfRun.Settings(spec, null, 1, 0, timeout, test.reportGbits), connect.address(),
             from, out);
-        test.writeJson(spec, provider.name(), o);
+        test.writeJson(provider.name(), o);
         if (common.verbose) {
           printAllocations("client", o.clientLoopAllocatedBytes(), o.requests(), out);
           printResources(o.leaked(), out);
@@ -227,7 +232,7 @@ public final class RdmaPerf implements Callable<Integer> {
     try (RdmaProvider provider = common.loadProvider()) {
       PerfRun.Outcome o = PerfRun.inProcess(provider, new PerfRun.Settings(spec, device.name,
           device.port, device.gidIndex, timeout, test.reportGbits), out);
-      test.writeJson(spec, provider.name(), o);
+      test.writeJson(provider.name(), o);
       if (common.verbose) {
         printAllocations("client", o.clientLoopAllocatedBytes(), o.requests(), out);
         printAllocations("server", o.serverLoopAllocatedBytes(), o.serverRequests(), out);
