@@ -42,8 +42,9 @@ final class Banner {
     }
     out.printf(Locale.ROOT, " Max inline data : %d[B]%n", spec.inlineSize());
     if (spec.timed()) {
-      out.printf(Locale.ROOT, " Duration        : %d[sec] per size, measured after a margin of"
-          + " %d[sec] and up to one before the end%n", spec.duration(), spec.margin());
+      out.printf(Locale.ROOT, " Duration        : %d[sec] per size, measured from %d[sec] to"
+          + " %d[sec] (margin %d[sec])%n", spec.duration(), spec.margin(),
+          spec.duration() - spec.margin(), spec.margin());
       out.println(" WARNING: BW peak won't be measured in this run.");
     } else {
       out.printf(Locale.ROOT, " Iterations      : %d per size%s, after %s%n", spec.iterations(),

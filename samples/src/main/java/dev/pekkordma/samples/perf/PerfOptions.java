@@ -198,8 +198,8 @@ final class PerfOptions {
           + " iterations (-n); -D is for bandwidth tests");
     }
     if (iters != null) {
-      throw new BadOption("-D/--duration and -n/--iters exclude each other: give one (as"
-          + " perftest, a run is either timed or counted)");
+      throw new BadOption("-D/--duration and -n/--iters exclude each other: give one (a run"
+          + " is timed or counted; perftest's -D ignores -n)");
     }
     if (warmup != null) {
       throw new BadOption("-D/--duration and --warmup exclude each other: a timed run warms up"
