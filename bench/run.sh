@@ -76,6 +76,13 @@ iters() { # iterations for size $1 within $2 bytes: at least 100, at most 200000
   echo $n
 }
 say() { echo "[bench] $*" >&2; }
+# rdma-perf's figures come from its --out_json files, one a run, numbered in run order under
+# json/LABEL/ (the report reads them there); its printed text stays beside them as the log
+json_out() { # LABEL: the --out_json file of LABEL's next run
+  local dir="$OUT/json/$1"
+  mkdir -p "$dir"
+  printf '%s/%04d.json' "$dir" $(( $(ls "$dir" | wc -l) + 1 ))
+}
 manifest() { local IFS=$'\t'; echo "$*" >> "$MANIFEST"; }
 
 {
@@ -108,11 +115,12 @@ if unzip -l native/target/pekko-rdma-native-*.jar 2>/dev/null | grep -q NativePr
   NATIVE=yes
 fi
 
-run_perf() { # FILE ARGS...: rdma-perf, once per size, appended to FILE
+run_perf() { # FILE ARGS...: rdma-perf, once per size, appended to FILE (figures: json/LABEL)
   local file=$1; shift
   local test=$1; shift
   for s in ${SIZES//,/ }; do
-    "${PERF[@]}" "$test" -s "$s" -n "$(iters "$s" "$BYTES")" "$@" >> "$OUT/$file" 2>&1 \
+    "${PERF[@]}" "$test" -s "$s" -n "$(iters "$s" "$BYTES")" "$@" \
+      --out_json "$(json_out "${file%.txt}")" >> "$OUT/$file" 2>&1 \
       || say "rdma-perf $test -s $s failed: see $OUT/$file"
   done
 }
@@ -124,13 +132,15 @@ for f in soft-write_bw soft-send_bw soft-send_lat pekko-tcp pekko-tcp-lat rdma-s
     rdma-streams-lat rdma-streams-zero-copy rdma-streams-zero-copy-affinity; do
   : > "$OUT/$f.txt"
 done
+rm -rf "$OUT/json/soft-write_bw" "$OUT/json/soft-send_bw" "$OUT/json/soft-send_lat"
 for r in $(seq "$REPEAT"); do
   say "  run $r of $REPEAT: rdma-perf soft (write_bw, send_bw at $SIZES; send_lat at $LAT_SIZE),"
   say "    Pekko Tcp (throughput at $SIZES, $BYTES each; ping-pong of $LAT_SIZE bytes)"
   run_perf soft-write_bw.txt write_bw --provider soft
   run_perf soft-send_bw.txt send_bw --provider soft
-  "${PERF[@]}" send_lat --provider soft -s "$LAT_SIZE" -n "$LAT_ITERS" >> "$OUT/soft-send_lat.txt" \
-    2>&1 || say "rdma-perf send_lat failed: see $OUT/soft-send_lat.txt"
+  "${PERF[@]}" send_lat --provider soft -s "$LAT_SIZE" -n "$LAT_ITERS" \
+    --out_json "$(json_out soft-send_lat)" >> "$OUT/soft-send_lat.txt" 2>&1 \
+    || say "rdma-perf send_lat failed: see $OUT/soft-send_lat.txt"
   "${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport tcp --test throughput \
     --sizes "$SIZES" --bytes "$BYTES" >> "$OUT/pekko-tcp.txt" 2>&1 || say "Tcp throughput failed"
   "${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport tcp --test latency \
@@ -154,9 +164,9 @@ for r in $(seq "$REPEAT"); do
       || say "zero-copy bulk throughput failed: see $OUT/rdma-streams-zero-copy-affinity.txt"
   fi
 done
-manifest series soft-write_bw soft-write_bw.txt
-manifest series soft-send_bw soft-send_bw.txt
-manifest series soft-send_lat soft-send_lat.txt
+manifest series soft-write_bw json/soft-write_bw
+manifest series soft-send_bw json/soft-send_bw
+manifest series soft-send_lat json/soft-send_lat
 manifest series pekko-tcp pekko-tcp.txt
 manifest series pekko-tcp-lat pekko-tcp-lat.txt
 if [[ $STREAMS == yes ]]; then
@@ -195,7 +205,7 @@ else
   for t in write_bw send_bw read_bw send_lat; do
     manifest series "perftest-$t" "perftest-$t.txt"
     if [[ $NATIVE == yes ]]; then
-      manifest series "native-$t" "native-$t.txt"
+      manifest series "native-$t" "json/native-$t"
       if [[ $t == send_lat ]]; then
         manifest compare "$B" "native-$t" "perftest-$t" lat 1.5 "$(bytes "$LAT_SIZE")"
       else
@@ -219,7 +229,7 @@ else
 fi
 CN="(c) on the native provider, inside the VM: the streams layer against rdma-perf's write_bw, both on Soft-RoCE rxe0 (emulated: compare only within this run)"
 if [[ -s $OUT/native-streams.txt ]]; then
-  manifest series native-rxe0-write_bw native-rxe0-write_bw.txt
+  manifest series native-rxe0-write_bw json/native-rxe0-write_bw
   manifest series native-streams native-streams.txt
   manifest series native-streams-zero-copy native-streams-zero-copy.txt
   manifest compare "$CN" native-streams native-rxe0-write_bw bw 0.9 65536

@@ -9,6 +9,8 @@
 # the zero-copy bulk pair, over rdma_cm) against rdma-perf's raw write_bw, both on rxe0, whose
 # 192.0.2.1 rdma_cm can use (it cannot use loopback addresses, so not rxe_lo).
 # Then (d) on the native provider: ScaleBench's echo connections on rxe0, as many as rxe allows.
+# rdma-perf's figures go to --out_json files, one a run, numbered in run order under json/LABEL/
+# (what the report reads); its printed text goes to LABEL.txt, as perftest's does.
 # Environment (from run.sh): OUT CP SIZES VM_BYTES LAT_SIZE NATIVE; VM_PARTS="perftest streams scale"
 # (the default) or any of them; VM_SCALE_N, VM_SCALE_MESSAGES, VM_SCALE_CONCURRENCY, VM_SCALE_CONFIG for (d).
 set -uo pipefail
@@ -50,6 +52,12 @@ perftest() { # TOOL SIZE ITERS FILE: server in the background, client to it
   wait "$server" 2>/dev/null
 }
 
+json_out() { # LABEL: the --out_json file of LABEL's next run
+  local dir="$OUT/json/$1"
+  mkdir -p "$dir"
+  printf '%s/%04d.json' "$dir" $(( $(ls "$dir" | wc -l) + 1 ))
+}
+
 inline_of() { # the inline size perftest reports in FILE
   awk -F: '/Max inline data/{gsub(/[^0-9]/,"",$2); print $2; exit}' "$OUT/$1"
 }
@@ -80,8 +88,10 @@ jrun() { # FILE COMMAND...: appends the command's output to FILE
 }
 rdmaperf() { # TEST SIZE ITERS WARMUP INLINE FILE
   [[ $NATIVE == yes ]] || return 0
+  # a JVM run again after a crash writes the same --out_json file
   jrun "$OUT/$6" "${JAVA[@]}" "$1" --provider native -d "$DEV" -x "$GID" -s "$2" -n "$3" \
-    --warmup "$4" -I "$5" -v || echo "[vm] rdma-perf $1 -s $2 failed" >&2
+    --warmup "$4" -I "$5" -v --out_json "$(json_out "${6%.txt}")" \
+    || echo "[vm] rdma-perf $1 -s $2 failed" >&2
 }
 
 # each size: perftest, then rdma-perf right after it, so that both see the same load; rdma-perf
@@ -90,6 +100,7 @@ rdmaperf() { # TEST SIZE ITERS WARMUP INLINE FILE
 for t in write_bw send_bw read_bw send_lat; do
   : > "$OUT/perftest-$t.txt"
   : > "$OUT/native-$t.txt"
+  rm -rf "$OUT/json/native-$t"
 done
 VM_PARTS=${VM_PARTS:-perftest streams scale}
 for round in $(seq "${VM_REPEAT:-1}"); do
@@ -122,6 +133,7 @@ BENCH=(java -Xms256m -Xmx1g -XX:+UseSerialGC -XX:ErrorFile="$OUT/hs_err_pid%p.lo
   dev.pekkordma.benchmarks.StreamBench --transport rdma --provider native --host "$S_HOST"
   --bytes "$VM_BYTES" --warmup-bytes "$VM_BYTES" --sizes "$SIZES")
 for f in native-rxe0-write_bw native-streams native-streams-zero-copy; do : > "$OUT/$f.txt"; done
+rm -rf "$OUT/json/native-rxe0-write_bw"
 if [[ $VM_PARTS == *streams* && $NATIVE == yes ]]; then
   S_GID=$(gid_of "$S_DEV" "$S_HOST")
   echo "[vm] (c): the streams layer against rdma-perf write_bw on $S_DEV ($S_HOST, GID $S_GID)"
@@ -130,6 +142,7 @@ if [[ $VM_PARTS == *streams* && $NATIVE == yes ]]; then
       n=$(iters "$s")
       jrun "$OUT/native-rxe0-write_bw.txt" "${JAVA[@]}" write_bw --provider native \
         -d "$S_DEV" -x "$S_GID" -s "$(bytes "$s")" -n "$n" --warmup "$n" -v \
+        --out_json "$(json_out native-rxe0-write_bw)" \
         || echo "[vm] rdma-perf write_bw -s $s on $S_DEV failed" >&2
     done
     jrun "$OUT/native-streams.txt" "${BENCH[@]}" --test throughput \

@@ -1,5 +1,8 @@
 package dev.pekkordma.benchmarks;
 
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigException;
+import com.typesafe.config.ConfigFactory;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -12,6 +15,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.stream.Stream;
 import org.knowm.xchart.BitmapEncoder;
 import org.knowm.xchart.XYChart;
 import org.knowm.xchart.XYChartBuilder;
@@ -20,9 +24,10 @@ import org.knowm.xchart.style.Styler;
 import org.knowm.xchart.style.markers.SeriesMarkers;
 
 /**
- * Reads the outputs of one bench/run.sh run (rdma-perf's, perftest's and the stream benchmark's,
- * all in perftest's layout), prints each comparison side by side with its ratio and target, and
- * draws bandwidth against message size for every bandwidth series as one PNG.
+ * Reads the outputs of one bench/run.sh run (rdma-perf's {@code --out_json} files, perftest's and
+ * the stream benchmark's text in perftest's layout), prints each comparison side by side with its
+ * ratio and target, and draws bandwidth against message size for every bandwidth series as one
+ * PNG.
  *
  * <p>A file may hold several runs of the same sizes: the best of them counts (highest bandwidth,
  * lowest typical latency), on both sides of a comparison alike. When both sides ran as often
@@ -37,6 +42,9 @@ import org.knowm.xchart.style.markers.SeriesMarkers;
  * compare  SECTION  NUMERATOR  DENOMINATOR  bw|lat  TARGET|-  TARGET_SIZE|-
  * note     SECTION  TEXT
  * </pre>
+ *
+ * A series FILE is a text output, or a directory of rdma-perf's JSON files, one a run, read in
+ * the order of their names (bench/run.sh numbers them as they run).
  *
  * For {@code bw} the ratio is numerator over denominator of BW average and the target is a
  * minimum at TARGET_SIZE; for {@code lat} it is numerator over denominator of t_typical and the
@@ -174,8 +182,12 @@ public final class BenchReport {
     return bw ? columns[1] : columns[2];
   }
 
-  /** Reads the result lines under perftest's header; null when there are none. */
+  /**
+   * Reads a series: the result lines under perftest's header, or a directory of rdma-perf's
+   * JSON files; null when there are none.
+   */
   static Series parse(String label, Path file) throws IOException {
+    if (Files.isDirectory(file)) return parseJson(label, file);
     Boolean bandwidth = null;
     TreeMap<Long, Row> rows = new TreeMap<>();
     for (String line : Files.readAllLines(file, StandardCharsets.UTF_8)) {
@@ -191,25 +203,75 @@ public final class BenchReport {
       try {
         double[] v = new double[columns - 2];
         for (int i = 0; i < v.length; i++) v[i] = Double.parseDouble(f[i + 2]);
-        long size = Long.parseLong(f[0]);
-        Row row = new Row(size, Long.parseLong(f[1]), v, new double[] {value(v, bandwidth)});
-        if (value(row, bandwidth) <= 0) continue; // perftest's 0.00: no measurement
-        Row seen = rows.get(size);
-        if (seen != null) {
-          // repeated runs: the best one stands (highest bandwidth, lowest typical latency)
-          boolean better = bandwidth ? value(row, true) > value(seen, true)
-              : value(row, false) < value(seen, false);
-          Row best = better ? row : seen;
-          double[] each = Arrays.copyOf(seen.eachRun(), seen.runs() + 1);
-          each[seen.runs()] = value(row, bandwidth);
-          row = new Row(size, best.iterations(), best.values(), each);
-        }
-        rows.put(size, row);
+        add(rows, Long.parseLong(f[0]), Long.parseLong(f[1]), v, bandwidth);
       } catch (NumberFormatException e) {
         // not a result line
       }
     }
     return rows.isEmpty() ? null : new Series(label, bandwidth, rows);
+  }
+
+  /** perftest's text columns after #iterations, by their --out_json names. */
+  private static final String[] BW_FIELDS = {"BW_peak", "BW_average", "MsgRate"};
+  private static final String[] LAT_FIELDS = {"t_min", "t_max", "t_typical", "t_avg", "t_stdev",
+      "percentile_99", "percentile_99_9"};
+
+  /**
+   * rdma-perf's --out_json files in {@code dir}, one a run, in name order: the same columns as
+   * the text has (bandwidth in MB/s, as there).
+   */
+  static Series parseJson(String label, Path dir) throws IOException {
+    List<Path> files;
+    try (Stream<Path> s = Files.list(dir)) {
+      // not rdma-perf's temporary files (a name starting with a dot), which it renames whole
+      files = s.filter(f -> f.getFileName().toString().endsWith(".json")
+          && !f.getFileName().toString().startsWith(".")).sorted().toList();
+    }
+    Boolean bandwidth = null;
+    TreeMap<Long, Row> rows = new TreeMap<>();
+    for (Path f : files) {
+      try {
+        Config run = ConfigFactory.parseString(Files.readString(f, StandardCharsets.UTF_8));
+        String unit = run.getString("unit");
+        boolean bw = !unit.equals("usec");
+        if (bandwidth != null && bandwidth != bw) {
+          throw new IOException(f + ": a " + (bw ? "bandwidth" : "latency") + " run among "
+              + (bw ? "latency" : "bandwidth") + " runs");
+        }
+        bandwidth = bw;
+        // Gb/s (--report_gbits) back to perftest's MB of 2^20 bytes a second
+        double toMBps = unit.equals("Gb/sec") ? 1e9 / 8 / 1048576.0 : 1;
+        String[] names = bw ? BW_FIELDS : LAT_FIELDS;
+        for (Config r : run.getConfigList("results")) {
+          double[] v = new double[names.length];
+          for (int i = 0; i < v.length; i++) {
+            v[i] = r.getDouble(names[i]) * (bw && i < 2 ? toMBps : 1);
+          }
+          add(rows, r.getLong("bytes"), r.getLong("iterations"), v, bw);
+        }
+      } catch (ConfigException e) {
+        throw new IOException(f + ": not rdma-perf's --out_json: " + e.getMessage(), e);
+      }
+    }
+    return rows.isEmpty() ? null : new Series(label, bandwidth, rows);
+  }
+
+  /** Adds one run's figures for {@code size}; of repeated runs the best one stands. */
+  private static void add(TreeMap<Long, Row> rows, long size, long iterations, double[] v,
+      boolean bandwidth) {
+    Row row = new Row(size, iterations, v, new double[] {value(v, bandwidth)});
+    if (value(row, bandwidth) <= 0) return; // perftest's 0.00: no measurement
+    Row seen = rows.get(size);
+    if (seen != null) {
+      // repeated runs: the best one stands (highest bandwidth, lowest typical latency)
+      boolean better = bandwidth ? value(row, true) > value(seen, true)
+          : value(row, false) < value(seen, false);
+      Row best = better ? row : seen;
+      double[] each = Arrays.copyOf(seen.eachRun(), seen.runs() + 1);
+      each[seen.runs()] = value(row, bandwidth);
+      row = new Row(size, best.iterations(), best.values(), each);
+    }
+    rows.put(size, row);
   }
 
   /** Bandwidth against size for every bandwidth series; false when there is none. */

@@ -65,6 +65,61 @@ class BenchReportTest {
     assertTrue(Files.size(dir.resolve("throughput.png")) > 1000);
   }
 
+  /** One rdma-perf --out_json file, as it writes them. */
+  private static String json(String unit, String results) {
+    return "{\n  \"test\": \"write_bw\",\n  \"provider\": \"soft\",\n  \"qps\": 1,\n"
+        + "  \"connection\": \"RC\",\n  \"bidirectional\": false,\n  \"duration\": 0,\n"
+        + "  \"margin\": 0,\n  \"unit\": \"" + unit + "\",\n  \"results\": [\n" + results
+        + "\n  ]\n}\n";
+  }
+
+  private static String bw(long bytes, long iters, double peak, double avg, double rate) {
+    return String.format(java.util.Locale.ROOT, "    {\"bytes\": %d, \"iterations\": %d,"
+        + " \"BW_peak\": %.2f, \"BW_average\": %.2f, \"MsgRate\": %.6f}", bytes, iters, peak,
+        avg, rate);
+  }
+
+  @Test
+  void readsRdmaPerfsJsonRunsInTheirOrder() throws Exception {
+    Path ours = Files.createDirectories(dir.resolve("json/ours"));
+    Files.writeString(ours.resolve("0001.json"), json("MB/sec",
+        bw(4096, 5000, 120.0, 80.0, 0.02) + ",\n" + bw(65536, 1000, 300.0, 200.0, 0.003)));
+    Files.writeString(ours.resolve("0002.json"), json("MB/sec", bw(4096, 5000, 200.0, 150.0,
+        0.04)));
+    // --report_gbits: read back in MB/s (0.8388608 Gb/s is 100 MiB/s)
+    Files.writeString(ours.resolve("0003.json"), json("Gb/sec", bw(4096, 5000, 1.0, 0.8388608,
+        0.03)));
+    Files.writeString(ours.resolve("notes.txt"), "not a run");
+    BenchReport.Series s = BenchReport.parse("ours", ours);
+    assertNotNull(s);
+    assertTrue(s.bandwidth());
+    BenchReport.Row r = s.rows().get(4096L);
+    assertEquals(150.0, BenchReport.value(r, true), 1e-9);
+    assertEquals(3, r.runs());
+    assertEquals(100.0, r.eachRun()[2], 0.2); // 0.84 Gb/s as written, to two places
+    assertEquals(80.0, r.eachRun()[0], 1e-9);
+    assertEquals(1, s.rows().get(65536L).runs());
+
+    Path lat = Files.createDirectories(dir.resolve("json/lat"));
+    Files.writeString(lat.resolve("0001.json"), json("usec", "    {\"bytes\": 64, \"iterations\":"
+        + " 1000, \"t_min\": 20.00, \"t_max\": 90.00, \"t_typical\": 23.00, \"t_avg\": 24.00,"
+        + " \"t_stdev\": 2.00, \"percentile_99\": 30.00, \"percentile_99_9\": 80.00}"));
+    Files.writeString(dir.resolve("lat-text.txt"), LAT.replace("23.00", "46.00"));
+    // against perftest's text, as bench/run.sh's manifest pairs them
+    Files.writeString(dir.resolve("perftest.txt"), BW + BW + BW);
+    Files.writeString(dir.resolve("manifest.tsv"), String.join("\n",
+        "series\tours\tjson/ours", "series\tperftest\tperftest.txt",
+        "series\tlat\tjson/lat", "series\tlat-text\tlat-text.txt",
+        "compare\tS\tours\tperftest\tbw\t0.9\t4096",
+        "compare\tS\tlat-text\tlat\tlat\t1.5\t64", ""));
+    ByteArrayOutputStream o = new ByteArrayOutputStream();
+    assertEquals(0, BenchReport.report(dir, new PrintStream(o, true, StandardCharsets.UTF_8)));
+    String out = o.toString(StandardCharsets.UTF_8);
+    assertTrue(out.matches("(?s).*4096\\s+5000\\s+150\\.00\\s+100\\.25\\s+1\\.50\\s+>= 0\\.90: met\n"
+        + "\\s+round by round: 0\\.80 1\\.50 1\\.00; median 1\\.00\n.*"), out);
+    assertTrue(out.matches("(?s).*64\\s+1000\\s+46\\.00\\s+23\\.00\\s+2\\.00\\s+<= 1\\.50: NOT met.*"), out);
+  }
+
   @Test
   void parsesResultLinesOnly() throws Exception {
     Path f = dir.resolve("x.txt");

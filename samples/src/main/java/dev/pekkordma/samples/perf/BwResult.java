@@ -29,13 +29,33 @@ public record BwResult(int size, long iterations, double peakMBps, double averag
    * signaled(j)}).
    */
   static BwResult of(int size, int n, long[] posted, long[] completed, int cqModeration) {
-    double seconds = (completed[n - 1] - posted[0]) / 1e9;
+    long[] doneAt = new long[n];
+    long[] doneTime = new long[n];
+    int events = 0;
+    for (int j = 0; j < n; j++) {
+      if (!signaled(j, cqModeration, n)) continue;
+      doneAt[events] = j + 1;
+      doneTime[events++] = completed[j];
+    }
+    return of(size, n, posted, doneAt, doneTime, events);
+  }
+
+  /**
+   * From the timestamps of a run of {@code n} requests over any number of QPs: {@code posted[i]}
+   * when the i-th request was posted; completion event e (a polled signaled completion) found
+   * {@code doneAt[e]} requests complete in all at {@code doneTime[e]}. The peak, as perftest's,
+   * is the best rate from any post to any later completion event.
+   */
+  static BwResult of(int size, long n, long[] posted, long[] doneAt, long[] doneTime,
+      int events) {
+    double seconds = (doneTime[events - 1] - posted[0]) / 1e9;
     double best = Double.MAX_VALUE; // nanoseconds per request, over the best run
+    int first = 0; // the first event that completes beyond post i
     for (int i = 0; i < n; i++) {
       if (i > 0 && posted[i] == posted[i - 1]) continue; // same batch: the first one is better
-      for (int j = signaledAtOrAfter(i, cqModeration, n); j < n;
-          j = nextSignaled(j, cqModeration, n)) {
-        double t = (double) (completed[j] - posted[i]) / (j - i + 1);
+      while (first < events && doneAt[first] <= i) first++;
+      for (int e = first; e < events; e++) {
+        double t = (double) (doneTime[e] - posted[i]) / (doneAt[e] - i);
         if (t < best) best = t;
       }
     }
@@ -45,19 +65,26 @@ public record BwResult(int size, long iterations, double peakMBps, double averag
     return new BwResult(size, n, Math.max(peak, avg), avg, n / seconds / 1e6);
   }
 
+  /**
+   * A timed run (perftest's -D): {@code iterations} requests completed in {@code nanos}. As
+   * perftest's, a timed run does not measure the peak (0).
+   */
+  static BwResult timed(int size, long iterations, long nanos) {
+    if (iterations <= 0 || nanos <= 0) return new BwResult(size, iterations, 0, 0, 0);
+    double seconds = nanos / 1e9;
+    return new BwResult(size, iterations, 0, (double) size * iterations / seconds / 1048576.0,
+        iterations / seconds / 1e6);
+  }
+
+  /** Both directions of a bidirectional run, as perftest adds them: #iterations stays ours. */
+  BwResult plus(BwResult peer) {
+    return new BwResult(size, iterations, peakMBps + peer.peakMBps,
+        averageMBps + peer.averageMBps, msgRateMpps + peer.msgRateMpps);
+  }
+
   /** Request j is signaled: every {@code cqModeration}-th one and the last. */
   static boolean signaled(long j, int cqModeration, long n) {
     return (j + 1) % cqModeration == 0 || j == n - 1;
-  }
-
-  private static int signaledAtOrAfter(int i, int mod, int n) {
-    int j = ((i / mod) + 1) * mod - 1;
-    return Math.min(j, n - 1);
-  }
-
-  private static int nextSignaled(int j, int mod, int n) {
-    if (j == n - 1) return n;
-    return Math.min(j + mod, n - 1);
   }
 
   /** The result line, under {@link #HEADER}. */

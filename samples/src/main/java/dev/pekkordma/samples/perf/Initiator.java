@@ -9,8 +9,8 @@ import dev.pekkordma.verbs.WrOpcode;
  * post and completion times make the result line.
  *
  * <ul>
- *   <li>Bandwidth: keeps up to {@code txDepth} requests in flight, posting as many as there is
- *       room for in one batch, signaling one in every {@code cqModeration}.
+ *   <li>Bandwidth: {@link BwLoop}'s, on every QP, counted or timed; a bidirectional run's
+ *       figures add the peer's.
  *   <li>Send latency: a SEND, then the peer's SEND back; write latency: an RDMA WRITE whose last
  *       byte the peer watches for, then the peer's write back (the CQ is polled only when the
  *       send queue needs room); read latency: one RDMA READ at a time.
@@ -19,21 +19,24 @@ import dev.pekkordma.verbs.WrOpcode;
 final class Initiator extends Loops {
   /** Listens to the result lines as they are made. */
   interface Lines {
-    void bandwidth(BwResult r);
+    /** {@code peer}: the peer's share of a bidirectional {@code r}, else null. */
+    void bandwidth(BwResult r, BwResult peer);
 
     void latency(LatResult r);
   }
 
   private final long[] posted;
-  private final long[] completed;
+  private final BwLoop bw;
   private long loopAllocatedBytes;
   private long requests;
 
-  Initiator(PerfSide side, Idle idle) {
+  /** {@code link}: how to reach the peer between bandwidth runs. */
+  Initiator(PerfSide side, Idle idle, PeerLink link) {
     super(side, idle);
-    int n = Math.max(spec.iterations(), spec.maxWarmup());
-    posted = new long[n];
-    completed = new long[spec.test().bandwidth() ? n : 1];
+    boolean bandwidth = spec.test().bandwidth();
+    posted = new long[bandwidth ? 0 : Math.max(spec.iterations(), spec.maxWarmup())];
+    bw = !bandwidth ? null : new BwLoop(side, idle, spec.responderWorks() ? link : null, true,
+        spec.test().verb() == PerfTest.Verb.SEND && spec.bidirectional());
   }
 
   /** Heap bytes the measured loops allocated (-1 where the JVM does not count). */
@@ -49,7 +52,21 @@ final class Initiator extends Loops {
   void run(Lines lines) {
     PerfTest t = spec.test();
     int n = spec.iterations();
-    for (int size : spec.sizes()) {
+    int[] sizes = spec.sizes();
+    for (int i = 0; i < sizes.length; i++) {
+      int size = sizes[i];
+      if (t.bandwidth()) {
+        int warmup = spec.warmupPerQp(size);
+        if (warmup > 0) bw.run(2 * i, size, warmup, false);
+        long before = Allocations.currentThread();
+        BwResult r = bw.run(2 * i + 1, size, n, true);
+        long after = Allocations.currentThread();
+        loopAllocatedBytes = before < 0 ? -1 : loopAllocatedBytes + (after - before);
+        requests += bw.requests();
+        BwResult peer = bw.peer();
+        lines.bandwidth(peer == null ? r : r.plus(peer), peer);
+        continue;
+      }
       int warmup = spec.warmupFor(size);
       if (warmup > 0) runOnce(size, warmup);
       long before = Allocations.currentThread();
@@ -57,21 +74,12 @@ final class Initiator extends Loops {
       long after = Allocations.currentThread();
       loopAllocatedBytes = before < 0 ? -1 : loopAllocatedBytes + (after - before);
       requests += n;
-      if (t.bandwidth()) {
-        lines.bandwidth(BwResult.of(size, n, posted, completed, cqMod));
-      } else {
-        lines.latency(LatResult.of(size, n, posted, t.verb() == PerfTest.Verb.READ ? 1 : 2));
-      }
+      lines.latency(LatResult.of(size, n, posted, t.verb() == PerfTest.Verb.READ ? 1 : 2));
     }
   }
 
   private void runOnce(int size, int n) {
     switch (spec.test()) {
-      case SEND_BW:
-      case WRITE_BW:
-      case READ_BW:
-        bandwidth(size, n);
-        break;
       case SEND_LAT:
         sendLatency(size, n);
         break;
@@ -83,48 +91,6 @@ final class Initiator extends Loops {
         break;
       default:
         throw new IllegalStateException(spec.test().name());
-    }
-  }
-
-  private void bandwidth(int size, int n) {
-    WrOpcode op = spec.test().verb().opcode;
-    boolean rdma = op != WrOpcode.SEND;
-    int tx = spec.txDepth();
-    long local = side.source;
-    int lkey = side.lkey;
-    long remote = side.remote.address();
-    int rkey = side.remote.rkey();
-    int inline = spec.inline(size) ? SendRequests.INLINE : 0;
-    int postedCount = 0;
-    int done = 0;
-    while (done < n) {
-      if (postedCount < n && postedCount - done < tx) {
-        sends.clear();
-        int first = postedCount;
-        while (postedCount < n && postedCount - done < tx) {
-          int flags = BwResult.signaled(postedCount, cqMod, n) ? SendRequests.SIGNALED | inline
-              : inline;
-          sends.add(postedCount, op, flags).sge(local, size, lkey);
-          if (rdma) sends.rdma(remote, rkey);
-          postedCount++;
-        }
-        long t = System.nanoTime();
-        for (int k = first; k < postedCount; k++) posted[k] = t;
-        qp.postSend(sends);
-      }
-      int m = cq.poll(wcs);
-      if (m == 0) {
-        idle.idle("completions");
-        continue;
-      }
-      long t = System.nanoTime();
-      idle.progress();
-      for (int i = 0; i < m; i++) {
-        if (!wcs.ok(i)) throw failed(i);
-        int j = (int) wcs.wrId(i);
-        completed[j] = t;
-        done = j + 1;
-      }
     }
   }
 

@@ -12,9 +12,10 @@ import dev.pekkordma.verbs.WrOpcode;
 import java.lang.invoke.VarHandle;
 
 /**
- * What the measuring side ({@link Initiator}) and the answering side ({@link PerfResponder}) share:
- * signaled-send accounting with CQ moderation, receive re-arming in batches, and the sequence
- * byte that ends each write-latency message. Every request goes through the side's reusable
+ * What the measuring side ({@link Initiator}) and the answering side ({@link PerfResponder}) share
+ * in latency tests (bandwidth tests run {@link BwLoop}): signaled-send accounting with CQ
+ * moderation, receive re-arming in batches, and the sequence byte that ends each write-latency
+ * message. Every request goes through the side's reusable
  * batches; nothing here allocates on the way (failures excepted).
  */
 abstract class Loops {
@@ -62,7 +63,11 @@ abstract class Loops {
   final void postOne(WrOpcode op, int flags, long local, int size, long remote, int rkey) {
     sends.clear();
     sends.add(sendsPosted, op, flags).sge(local, size, side.lkey);
-    if (op != WrOpcode.SEND) sends.rdma(remote, rkey);
+    if (op != WrOpcode.SEND) {
+      sends.rdma(remote, rkey);
+    } else {
+      side.address(0);
+    }
     qp.postSend(sends);
     sendsPosted++;
   }
@@ -129,11 +134,10 @@ abstract class Loops {
 
   /** Posts the consumed receives again. */
   final void rearm() {
-    int max = spec.maxSize();
     while (consumed > 0) {
       recvs.clear();
       int n = Math.min(consumed, recvs.capacity());
-      for (int i = 0; i < n; i++) recvs.add(0).sge(side.target, max, side.lkey);
+      for (int i = 0; i < n; i++) recvs.add(0).sge(side.target, side.receiveLength, side.lkey);
       qp.postRecv(recvs);
       consumed -= n;
     }

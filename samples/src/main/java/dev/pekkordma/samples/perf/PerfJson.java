@@ -3,9 +3,11 @@ package dev.pekkordma.samples.perf;
 import java.util.Locale;
 
 /**
- * A run's results as JSON, for scripts (perftest's --out_json): the test, the provider, the
+ * A run's results as JSON, for scripts (perftest's --out_json): the test, the provider, how it
+ * ran (qps, connection, bidirectional, duration and margin in seconds: 0 for a counted run), the
  * unit, and one object per size with perftest's names (BW_peak, BW_average, MsgRate; t_min,
- * t_max, t_typical, t_avg, t_stdev, percentile_99, percentile_99_9).
+ * t_max, t_typical, t_avg, t_stdev, percentile_99, percentile_99_9). A bidirectional run's
+ * figures are both directions' sum, as printed.
  */
 final class PerfJson {
   private PerfJson() {}
@@ -14,6 +16,10 @@ final class PerfJson {
     StringBuilder b = new StringBuilder();
     b.append("{\n  \"test\": \"").append(spec.test().name().toLowerCase(Locale.ROOT))
         .append("\",\n  \"provider\": \"").append(provider).append("\",\n");
+    b.append("  \"qps\": ").append(spec.qps()).append(",\n  \"connection\": \"")
+        .append(spec.connection()).append("\",\n  \"bidirectional\": ")
+        .append(spec.bidirectional()).append(",\n  \"duration\": ").append(spec.duration())
+        .append(",\n  \"margin\": ").append(spec.margin()).append(",\n");
     if (spec.test().bandwidth()) {
       b.append("  \"unit\": \"").append(gbits ? "Gb/sec" : "MB/sec").append("\",\n");
     } else {

@@ -5,17 +5,21 @@ import dev.pekkordma.verbs.WrOpcode;
 
 /**
  * The answering side (perftest's server). It knows the whole run from the client's request, so
- * it follows along without a word more: for send bandwidth it keeps receives posted until every
- * message came; for send and write latency it answers each message with one of the same size;
- * for write and read bandwidth and read latency its NIC does the work and it only waits.
+ * it follows along: for send bandwidth it keeps receives posted until the client says its run
+ * is over (a bidirectional run sends too: {@link BwLoop}); for send and write latency it answers
+ * each message with one of the same size; for write and read bandwidth and read latency its NIC
+ * does the work and it only waits.
  */
 final class PerfResponder extends Loops {
   private static final long PARK_NANOS = 20_000;
   private long loopAllocatedBytes = -1;
   private long requests;
 
-  PerfResponder(PerfSide side, Idle idle) {
+  private final PeerLink link;
+
+  PerfResponder(PerfSide side, Idle idle, PeerLink link) {
     super(side, idle);
+    this.link = link;
   }
 
   /** Heap bytes the measured loops allocated (-1 where the JVM does not count, or none ran). */
@@ -31,12 +35,11 @@ final class PerfResponder extends Loops {
   /** Serves the whole run; returns when this side's part is done. */
   void run() {
     PerfTest t = spec.test();
-    if (t == PerfTest.SEND_BW) {
-      // hundreds of receives posted ahead: no need to spin against the provider for them
-      idle.parkWhenIdle(PARK_NANOS);
-    } else if (t != PerfTest.SEND_LAT && t != PerfTest.WRITE_LAT) {
-      return; // one-sided: the NIC does the work
+    if (t.bandwidth()) {
+      if (spec.responderWorks()) bandwidth();
+      return; // else one-sided: the NIC does the work
     }
+    if (t != PerfTest.SEND_LAT && t != PerfTest.WRITE_LAT) return;
     long allocated = 0;
     for (int size : spec.sizes()) {
       int warmup = spec.warmupFor(size);
@@ -48,25 +51,36 @@ final class PerfResponder extends Loops {
       requests += spec.iterations();
     }
     loopAllocatedBytes = allocated;
-    if (t == PerfTest.SEND_BW) rearm();
+  }
+
+  /** Receives the client's sends, and with -b sends as the client does, run for run. */
+  private void bandwidth() {
+    if (!spec.bidirectional()) {
+      // hundreds of receives posted ahead: no need to spin against the provider for them
+      idle.parkWhenIdle(PARK_NANOS);
+    }
+    BwLoop bw = new BwLoop(side, idle, link, spec.bidirectional(),
+        spec.test().verb() == PerfTest.Verb.SEND);
+    long allocated = 0;
+    int[] sizes = spec.sizes();
+    for (int i = 0; i < sizes.length; i++) {
+      int warmup = spec.warmupPerQp(sizes[i]);
+      if (warmup > 0) bw.run(2 * i, sizes[i], warmup, false);
+      long before = Allocations.currentThread();
+      bw.run(2 * i + 1, sizes[i], spec.iterations(), true);
+      long after = Allocations.currentThread();
+      allocated = before < 0 ? -1 : allocated + (after - before);
+      requests += bw.requests();
+    }
+    loopAllocatedBytes = allocated;
   }
 
   private void runOnce(PerfTest t, int size, int n) {
-    if (t == PerfTest.SEND_BW) {
-      receive(n);
-    } else if (t == PerfTest.SEND_LAT) {
+    if (t == PerfTest.SEND_LAT) {
       answerSends(size, n);
     } else {
       answerWrites(size, n);
     }
-  }
-
-  /** Takes {@code n} messages; any beyond (the next run's) are left for the next call. */
-  private void receive(long n) {
-    while (received - taken < n) {
-      if (pollOnce() == 0) idle.idle("the client's SENDs");
-    }
-    taken += n;
   }
 
   private void answerSends(int size, int n) {

@@ -3,6 +3,7 @@ package dev.pekkordma.samples.perf;
 import dev.pekkordma.memory.OffHeapBuffer;
 import dev.pekkordma.samples.Resources;
 import dev.pekkordma.verbs.Access;
+import dev.pekkordma.verbs.AddressHandle;
 import dev.pekkordma.verbs.CompletionQueue;
 import dev.pekkordma.verbs.DeviceAttributes;
 import dev.pekkordma.verbs.DeviceContext;
@@ -18,19 +19,27 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 
 /**
- * What one side of a test holds: a PD, one registered buffer, one CQ for both queues, the
- * reusable request and completion batches, and the QP once made. The buffer is one message
- * long for bandwidth tests (every request uses it, as perftest's do) and two for latency tests:
- * where the peer's messages land ({@link #target}), then what this side sends ({@link #source}).
- * Everything is allocated here, before the first request, so the loops allocate nothing.
+ * What one side of a test holds: a PD, one registered buffer, one CQ for every queue, the
+ * reusable request and completion batches, and the QPs once made ({@code --qp} of them in
+ * bandwidth tests, sharing the buffer and the CQ as perftest's share theirs). The buffer is one
+ * message long for bandwidth tests (every request uses it, as perftest's do) and two for latency
+ * tests: where the peer's messages land ({@link #target}), then what this side sends ({@link
+ * #source}). A UD receive needs 40 bytes more for the GRH before the message. After the data
+ * comes a small control area the peer's {@link PeerLink} writes into. Everything is allocated
+ * here, before the first request, so the loops allocate nothing.
  */
 final class PerfSide implements AutoCloseable {
   /** Completions taken per poll. */
   static final int POLL_BATCH = 64;
+  /** What a UD receive holds before the message. */
+  static final int GRH = 40;
+  /** perftest's qkey. */
+  static final int QKEY = 0x11111111;
 
   final PerfSpec spec;
   final DeviceContext ctx;
   final int port;
+  final QpType type;
   final ProtectionDomain pd;
   final OffHeapBuffer buffer;
   final MemoryRegion mr;
@@ -38,14 +47,21 @@ final class PerfSide implements AutoCloseable {
   final WorkCompletions wcs;
   final SendRequests sends;
   final RecvRequests recvs;
-  /** Send queue and receive queue sizes. */
+  /** Send queue and receive queue sizes, per QP. */
   final int sendQueue;
   final int recvQueue;
-  /** Where the peer's messages land, and what this side sends. */
+  /** Where the peer's messages land (a UD receive: the GRH first), and what this side sends. */
   final long target;
   final long source;
+  /** What a receive takes: the largest message, and the GRH on UD. */
+  final int receiveLength;
   final int lkey;
+  /** This side's QPs, and the first for the latency loops. */
+  final QueuePair[] qps;
   QueuePair qp;
+  /** UD: where datagrams go, and the peer's QP numbers. */
+  AddressHandle ah;
+  final int[] remoteQpns;
   /** The peer's buffer. */
   RemoteBuffer remote;
   private final Resources resources = new Resources();
@@ -54,6 +70,10 @@ final class PerfSide implements AutoCloseable {
     this.spec = spec;
     this.ctx = ctx;
     this.port = port;
+    this.type = spec.connection();
+    int q = spec.qps();
+    qps = new QueuePair[q];
+    remoteQpns = new int[q];
     try {
       DeviceAttributes dev = ctx.queryDevice();
       PerfTest t = spec.test();
@@ -72,19 +92,23 @@ final class PerfSide implements AutoCloseable {
         throw new PerfFailure("--inline-size " + spec.inlineSize() + " is more than the device"
             + " allows (" + dev.maxInlineData() + ")");
       }
-      int cqe = Math.min(sendQueue + recvQueue + 16, dev.maxCqe());
-      long max = spec.maxSize();
-      long length = t.bandwidth() ? max : 2 * max;
+      if (q > dev.maxQp()) {
+        throw new PerfFailure("--qp " + q + " is more QPs than the device allows (" + dev.maxQp()
+            + ")");
+      }
+      // room for every queue's completions and the link's writes, as the device allows
+      long cqe = Math.min((long) q * (sendQueue + recvQueue) + 16, dev.maxCqe());
+      receiveLength = spec.maxSize() + (type == QpType.UD ? GRH : 0);
       pd = resources.add(ctx.allocPd());
-      buffer = resources.add(OffHeapBuffer.allocate(length));
+      buffer = resources.add(OffHeapBuffer.allocate(bufferLength(spec)));
       mr = resources.add(pd.registerMemory(buffer,
           Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ));
-      cq = resources.add(ctx.createCq(cqe, null));
+      cq = resources.add(ctx.createCq((int) cqe, null));
       wcs = resources.add(new WorkCompletions(POLL_BATCH));
       sends = resources.add(new SendRequests(Math.max(sendQueue, 1), 1));
       recvs = resources.add(new RecvRequests(Math.max(recvQueue, POLL_BATCH), 1));
       target = mr.address();
-      source = t.bandwidth() ? target : target + max;
+      source = t.bandwidth() ? target : target + receiveLength;
       lkey = mr.lkey();
     } catch (RuntimeException e) {
       closeAfter(e);
@@ -92,32 +116,59 @@ final class PerfSide implements AutoCloseable {
     }
   }
 
+  /** Where the control area starts in a side's buffer: after the data, cache-line aligned. */
+  static long controlOffset(PerfSpec spec) {
+    long data = spec.maxSize() + (spec.connection() == QpType.UD ? GRH : 0);
+    if (!spec.test().bandwidth()) data += spec.maxSize();
+    return (data + 63) & ~63L;
+  }
+
+  static long bufferLength(PerfSpec spec) {
+    return controlOffset(spec) + PeerLink.Wire.AREA;
+  }
+
   QpInitAttributes qpAttributes() {
-    return QpInitAttributes.of(QpType.RC, cq, cq).maxSendWr(sendQueue).maxRecvWr(recvQueue)
+    return QpInitAttributes.of(type, cq, cq).maxSendWr(sendQueue).maxRecvWr(recvQueue)
         .maxSendSge(1).maxRecvSge(1).maxInlineData(spec.inlineSize());
   }
 
-  /** Takes the QP made for this side; {@code destroy} is how it goes at the end. */
-  void adopt(QueuePair qp, AutoCloseable destroy) {
-    this.qp = qp;
+  /** Takes QP {@code k} made for this side; {@code destroy} is how it goes at the end. */
+  void adopt(int k, QueuePair made, AutoCloseable destroy) {
+    qps[k] = made;
+    if (k == 0) qp = made;
     resources.onClose(() -> {
-      this.qp = null;
+      qps[k] = null;
+      if (k == 0) qp = null;
       destroy.close();
     });
   }
 
-  /** Posts receives for every slot of the receive queue (send tests). */
+  /** UD: the address handle to the peer, closed with this side. */
+  void adoptAddressHandle(AddressHandle handle) {
+    ah = resources.add(handle);
+  }
+
+  /** Posts receives for every slot of every receive queue (send tests). */
   void postAllReceives() {
+    for (int k = 0; k < qps.length; k++) postReceives(k);
+  }
+
+  /** Fills QP {@code k}'s receive queue (send tests); a receive's wr_id is its QP's index. */
+  void postReceives(int k) {
     if (spec.test().verb() != PerfTest.Verb.SEND) return;
-    int max = spec.maxSize();
     int left = recvQueue;
     while (left > 0) {
       recvs.clear();
       int n = Math.min(left, recvs.capacity());
-      for (int i = 0; i < n; i++) recvs.add(0).sge(target, max, lkey);
-      qp.postRecv(recvs);
+      for (int i = 0; i < n; i++) recvs.add(k).sge(target, receiveLength, lkey);
+      qps[k].postRecv(recvs);
       left -= n;
     }
+  }
+
+  /** Adds where a send on QP {@code k} goes, on UD (connected QPs know). */
+  void address(int k) {
+    if (ah != null) sends.ud(ah, remoteQpns[k], QKEY);
   }
 
   RemoteBuffer local() {

@@ -1,5 +1,6 @@
 package dev.pekkordma.samples.perf;
 
+import dev.pekkordma.verbs.QpType;
 import java.io.ByteArrayOutputStream;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -18,9 +19,22 @@ import java.util.Arrays;
  * @param rxDepth receives kept posted by the side that receives sends
  * @param cqModeration one signaled send request in every this many
  * @param inlineSize messages up to this many bytes are posted inline (0: none)
+ * @param qps queue pairs per side (bandwidth tests): each makes {@code iterations} requests
+ * @param duration seconds each size runs for instead of {@code iterations} (0: count iterations)
+ * @param margin seconds at each end of a duration run left out of the measurement
+ * @param bidirectional both sides send (bandwidth tests); the figures are the sum
+ * @param connection the QPs' transport
  */
 public record PerfSpec(PerfTest test, int[] sizes, int iterations, int warmup, int txDepth,
-    int rxDepth, int cqModeration, int inlineSize) {
+    int rxDepth, int cqModeration, int inlineSize, int qps, int duration, int margin,
+    boolean bidirectional, QpType connection) {
+
+  /** One RC QP, counted iterations, one direction. */
+  public PerfSpec(PerfTest test, int[] sizes, int iterations, int warmup, int txDepth,
+      int rxDepth, int cqModeration, int inlineSize) {
+    this(test, sizes, iterations, warmup, txDepth, rxDepth, cqModeration, inlineSize, 1, 0, 0,
+        false, QpType.RC);
+  }
 
   /** The sizes of {@code -a}: every power of two from 2 bytes to 8 MiB. */
   public static final int[] ALL_SIZES = allSizes();
@@ -31,9 +45,10 @@ public record PerfSpec(PerfTest test, int[] sizes, int iterations, int warmup, i
    */
   public static final int AUTO_WARMUP = -1;
   static final int MAGIC = 0x5250; // "RP"
-  static final byte VERSION = 1;
+  static final byte VERSION = 2;
   private static final int FLAG_ALL_SIZES = 1;
-  private static final int HEADER = 22;
+  private static final int FLAG_BIDIRECTIONAL = 2;
+  private static final int HEADER = 29;
 
   private static int[] allSizes() {
     int[] s = new int[23];
@@ -41,13 +56,35 @@ public record PerfSpec(PerfTest test, int[] sizes, int iterations, int warmup, i
     return s;
   }
 
-  /** Unmeasured iterations before the measured ones of {@code size}. */
+  /** Runs for a time rather than a count of iterations (perftest's -D). */
+  public boolean timed() {
+    return duration > 0;
+  }
+
+  /** The same run with other sizes (UD's -a stops at the path MTU). */
+  PerfSpec withSizes(int[] s) {
+    return new PerfSpec(test, s, iterations, warmup, txDepth, rxDepth, cqModeration, inlineSize,
+        qps, duration, margin, bidirectional, connection);
+  }
+
+  /** Whether the answering side has a loop of its own: it receives sends, or sends too. */
+  boolean responderWorks() {
+    return test.verb() == PerfTest.Verb.SEND || bidirectional;
+  }
+
+  /** Unmeasured iterations before the measured ones of {@code size} (a timed run has margins). */
   public int warmupFor(int size) {
+    if (timed()) return 0;
     if (warmup != AUTO_WARMUP) return warmup;
     boolean first = size == sizes[0];
     long count = first ? (test.bandwidth() ? 50_000 : 10_000) : 1_000;
     long bytes = first ? 256L << 20 : 64L << 20;
     return (int) Math.min(count, Math.max(10, bytes / size));
+  }
+
+  /** A bandwidth test's warm-up requests of {@code size} on each QP: the warm-up, spread. */
+  int warmupPerQp(int size) {
+    return (warmupFor(size) + qps - 1) / qps;
   }
 
   /** The most warm-up iterations of any size. */
@@ -70,10 +107,12 @@ public record PerfSpec(PerfTest test, int[] sizes, int iterations, int warmup, i
   public byte[] encode() {
     boolean all = Arrays.equals(sizes, ALL_SIZES);
     ByteBuffer b = ByteBuffer.allocate(HEADER).order(ByteOrder.BIG_ENDIAN);
-    b.putShort((short) MAGIC).put(VERSION).put((byte) test.ordinal())
-        .put((byte) (all ? FLAG_ALL_SIZES : 0)).putInt(iterations).putInt(warmup)
-        .putShort((short) txDepth).putShort((short) rxDepth).putShort((short) cqModeration)
-        .putShort((short) inlineSize).put((byte) (all ? 0 : sizes.length));
+    int flags = (all ? FLAG_ALL_SIZES : 0) | (bidirectional ? FLAG_BIDIRECTIONAL : 0);
+    b.putShort((short) MAGIC).put(VERSION).put((byte) test.ordinal()).put((byte) flags)
+        .putInt(iterations).putInt(warmup).putShort((short) txDepth).putShort((short) rxDepth)
+        .putShort((short) cqModeration).putShort((short) inlineSize).putShort((short) qps)
+        .putShort((short) duration).putShort((short) margin).put((byte) connection.code)
+        .put((byte) (all ? 0 : sizes.length));
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     out.write(b.array(), 0, HEADER);
     if (!all) {
@@ -130,6 +169,13 @@ public record PerfSpec(PerfTest test, int[] sizes, int iterations, int warmup, i
     int rx = b.getShort() & 0xffff;
     int cqMod = b.getShort() & 0xffff;
     int inline = b.getShort() & 0xffff;
+    int qps = b.getShort() & 0xffff;
+    int duration = b.getShort() & 0xffff;
+    int margin = b.getShort() & 0xffff;
+    int type = b.get();
+    if (type != QpType.RC.code && type != QpType.UC.code && type != QpType.UD.code) {
+      throw new PerfFailure("unknown connection type " + type + " in the client's request");
+    }
     int count = b.get() & 0xff;
     int[] sizes;
     if ((flags & FLAG_ALL_SIZES) != 0) {
@@ -150,7 +196,7 @@ public record PerfSpec(PerfTest test, int[] sizes, int iterations, int warmup, i
       }
     }
     PerfSpec s = new PerfSpec(PerfTest.values()[test], sizes, iterations, warmup, tx, rx, cqMod,
-        inline);
+        inline, qps, duration, margin, (flags & FLAG_BIDIRECTIONAL) != 0, QpType.of(type));
     String bad = s.problem();
     if (bad != null) throw new PerfFailure("nonsense request from the client: " + bad);
     return s;
@@ -169,6 +215,11 @@ public record PerfSpec(PerfTest test, int[] sizes, int iterations, int warmup, i
     if (test.bandwidth() && cqModeration > txDepth) return "CQ moderation above the TX depth";
     if (!test.bandwidth() && iterations < 5) return "fewer than 5 latency iterations";
     if (inlineSize < 0) return "inline size " + inlineSize;
+    if (qps < 1 || (qps > 1 && !test.bandwidth())) return "queue pairs " + qps;
+    if (duration < 0 || margin < 0 || (timed() && duration <= 2 * margin)) return "duration";
+    if (timed() && !test.bandwidth()) return "a duration for a latency test";
+    if (bidirectional && !test.bandwidth()) return "a bidirectional latency test";
+    if (!connection.allows(test.verb().opcode)) return test.label() + " on " + connection;
     return null;
   }
 
@@ -176,7 +227,9 @@ public record PerfSpec(PerfTest test, int[] sizes, int iterations, int warmup, i
   public boolean equals(Object o) {
     return o instanceof PerfSpec p && test == p.test && Arrays.equals(sizes, p.sizes)
         && iterations == p.iterations && warmup == p.warmup && txDepth == p.txDepth
-        && rxDepth == p.rxDepth && cqModeration == p.cqModeration && inlineSize == p.inlineSize;
+        && rxDepth == p.rxDepth && cqModeration == p.cqModeration && inlineSize == p.inlineSize
+        && qps == p.qps && duration == p.duration && margin == p.margin
+        && bidirectional == p.bidirectional && connection == p.connection;
   }
 
   @Override
@@ -188,6 +241,8 @@ public record PerfSpec(PerfTest test, int[] sizes, int iterations, int warmup, i
   public String toString() {
     return test.label() + " sizes=" + Arrays.toString(sizes) + " iterations=" + iterations
         + " warmup=" + warmup + " tx=" + txDepth + " rx=" + rxDepth + " cqMod=" + cqModeration
-        + " inline=" + inlineSize;
+        + " inline=" + inlineSize + " qps=" + qps + (timed() ? " duration=" + duration
+        + "s margin=" + margin + "s" : "") + (bidirectional ? " bidirectional" : "") + " "
+        + connection;
   }
 }

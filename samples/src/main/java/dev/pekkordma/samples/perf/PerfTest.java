@@ -51,6 +51,12 @@ public enum PerfTest {
 
   /** perftest's banner title, e.g. {@code RDMA_Write BW Test}. */
   public String title() {
-    return verb.title + (bandwidth ? " BW Test" : " Latency Test");
+    return title(false);
+  }
+
+  /** perftest's banner title, {@code RDMA_Write Bidirectional BW Test} if both sides send. */
+  public String title(boolean bidirectional) {
+    return verb.title + (bandwidth ? (bidirectional ? " Bidirectional" : "") + " BW Test"
+        : " Latency Test");
   }
 }

@@ -1,7 +1,6 @@
 package dev.pekkordma.samples.perf;
 
 import dev.pekkordma.samples.BadOption;
-import dev.pekkordma.samples.ByteSize;
 import dev.pekkordma.samples.SampleCommandLine;
 import dev.pekkordma.samples.SharedOptions;
 import dev.pekkordma.verbs.RdmaProvider;
@@ -9,15 +8,12 @@ import dev.pekkordma.verbs.ResourceCounts;
 import java.io.PrintStream;
 import java.net.InetSocketAddress;
 import java.time.Duration;
-import java.util.List;
 import java.util.Locale;
-import java.util.TreeSet;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.Parameters;
 
 /**
  * rdma-perf: perftest's bandwidth and latency tests on the verbs API, with perftest's output.
@@ -34,6 +30,8 @@ import picocli.CommandLine.Parameters;
     footer = {"", "Examples:",
         "  rdma-perf write_bw -s 64k                       in-process, software provider",
         "  rdma-perf send_lat -a -n 1000",
+        "  rdma-perf send_bw -q 4 -b -D 10                 4 QPs, both ways, 10 s per size",
+        "  rdma-perf send_bw -c UD -s 4k                   unreliable datagrams",
         "  rdma-perf read_bw --provider native -d rxe_lo -x 1 -s 64k",
         "  rdma-perf server --bind 192.0.2.1:18515 --provider native",
         "  rdma-perf client --connect 192.0.2.1:18515 --source 192.0.2.2 write_bw -a",
@@ -42,10 +40,12 @@ import picocli.CommandLine.Parameters;
 public final class RdmaPerf implements Callable<Integer> {
   static final int MAX_ITERATIONS = 10_000_000;
   static final int MAX_DEPTH = 16384;
+  static final int MAX_QPS = 16384;
+  static final int MAX_DURATION = 65535;
   static final long MAX_BW_SIZE = 1L << 30;
   static final long MAX_LAT_SIZE = 1L << 29;
 
-  @Mixin TestOptions test;
+  @Mixin PerfOptions test;
   @Mixin DeviceOptions device;
   @Mixin CommonOptions common;
 
@@ -73,141 +73,6 @@ public final class RdmaPerf implements Callable<Integer> {
   @Override
   public Integer call() {
     return runLocal(test, device, common, out);
-  }
-
-  /** What to measure: shared by the in-process run and the client. */
-  static final class TestOptions {
-    @Parameters(index = "0", arity = "0..1", paramLabel = "TEST", defaultValue = "write_bw",
-        description = "send_bw, write_bw, read_bw, send_lat, write_lat or read_lat"
-            + " (default: ${DEFAULT-VALUE}).")
-    PerfTest test;
-
-    @Option(names = {"-s", "--size"}, paramLabel = "BYTES", converter = ByteSize.Converter.class,
-        description = "Message size, e.g. 2, 4k, 64k, 1m (default: 65536 for bandwidth, 2 for"
-            + " latency).")
-    Long size;
-
-    @Option(names = {"-a", "--all"},
-        description = "Every power of two from 2 bytes to 8 MiB (8m).")
-    boolean all;
-
-    @Option(names = "--sizes", paramLabel = "LIST", split = ",",
-        converter = ByteSize.Converter.class,
-        description = "Several message sizes, e.g. 4k,64k,1m (run in ascending order).")
-    List<Long> sizes;
-
-    @Option(names = {"-n", "--iters"}, paramLabel = "N",
-        description = "Measured iterations per size (default: 5000 for bandwidth, 1000 for"
-            + " latency, as perftest).")
-    Integer iters;
-
-    @Option(names = "--warmup", paramLabel = "N",
-        description = "Unmeasured iterations before each size (default: enough for the JIT:"
-            + " 50,000 (latency: 10,000) or 256 MiB before the first size, 1,000 or 64 MiB"
-            + " before the others, at least 10).")
-    Integer warmup;
-
-    @Option(names = {"-t", "--tx-depth"}, paramLabel = "N", defaultValue = "128",
-        description = "Most requests in flight in bandwidth tests (default: ${DEFAULT-VALUE}).")
-    int txDepth;
-
-    @Option(names = {"-r", "--rx-depth"}, paramLabel = "N", defaultValue = "512",
-        description = "Receives kept posted in send tests (default: ${DEFAULT-VALUE}).")
-    int rxDepth;
-
-    @Option(names = {"-Q", "--cq-mod"}, paramLabel = "N",
-        description = "Signal one send request in N (default: 100, at most --tx-depth).")
-    Integer cqMod;
-
-    @Option(names = {"-I", "--inline-size"}, paramLabel = "BYTES",
-        description = "Post messages up to this size inline (default, as perftest's: 236 for"
-            + " send_lat, 220 for write_lat, 0 otherwise).")
-    Integer inlineSize;
-
-    @Option(names = {"--report_gbits", "--report-gbits"},
-        description = "Bandwidth in Gb/s instead of MB/s, as perftest's --report_gbits.")
-    boolean reportGbits;
-
-    @Option(names = {"--out_json", "--out-json"}, paramLabel = "FILE",
-        description = "Also write the results to FILE as JSON (perftest's --out_json; one entry"
-            + " per size).")
-    java.nio.file.Path outJson;
-
-    /** The results as JSON in --out_json's file, if one was given. */
-    void writeJson(PerfSpec spec, String provider, PerfRun.Outcome o) {
-      if (outJson == null) return;
-      try {
-        java.nio.file.Files.writeString(outJson, PerfJson.of(spec, provider, reportGbits, o));
-      } catch (java.io.IOException e) {
-        throw new PerfFailure("--out_json " + outJson + ": " + e.getMessage());
-      }
-    }
-
-    PerfSpec spec() {
-      PerfTest t = test;
-      int[] s = sizes(t);
-      int iterations = iters != null ? iters : t.bandwidth() ? 5000 : 1000;
-      if (iterations < (t.bandwidth() ? 1 : 5) || iterations > MAX_ITERATIONS) {
-        throw new BadOption("-n/--iters must be in [" + (t.bandwidth() ? 1 : 5) + ", "
-            + MAX_ITERATIONS + "]" + (t.bandwidth() ? "" : " for a latency test") + ", was "
-            + iterations);
-      }
-      int w = warmup == null ? PerfSpec.AUTO_WARMUP : warmup;
-      if (warmup != null && (w < 0 || w > MAX_ITERATIONS)) {
-        throw new BadOption("--warmup must be in [0, " + MAX_ITERATIONS + "], was " + w);
-      }
-      if (txDepth < 1 || txDepth > MAX_DEPTH) {
-        throw new BadOption("-t/--tx-depth must be in [1, " + MAX_DEPTH + "], was " + txDepth);
-      }
-      if (rxDepth < 1 || rxDepth > MAX_DEPTH) {
-        throw new BadOption("-r/--rx-depth must be in [1, " + MAX_DEPTH + "], was " + rxDepth);
-      }
-      int mod;
-      if (cqMod == null) {
-        mod = t.bandwidth() ? Math.min(100, txDepth) : 100;
-      } else {
-        mod = cqMod;
-        int most = t.bandwidth() ? txDepth : 1024;
-        if (mod < 1 || mod > most) {
-          throw new BadOption("-Q/--cq-mod must be in [1, " + most + "]"
-              + (t.bandwidth() ? " (at most --tx-depth)" : "") + ", was " + mod);
-        }
-      }
-      int inline = inlineSize != null ? inlineSize
-          : t == PerfTest.SEND_LAT ? 236 : t == PerfTest.WRITE_LAT ? 220 : 0;
-      if (inline < 0 || inline > 65535) {
-        throw new BadOption("-I/--inline-size must be in [0, 65535], was " + inline);
-      }
-      return new PerfSpec(t, s, iterations, w, txDepth, rxDepth, mod, inline);
-    }
-
-    private int[] sizes(PerfTest t) {
-      int given = (all ? 1 : 0) + (size != null ? 1 : 0) + (sizes != null ? 1 : 0);
-      if (given > 1) {
-        throw new BadOption("-a/--all, -s/--size and --sizes exclude each other: give one");
-      }
-      long most = t.bandwidth() ? MAX_BW_SIZE : MAX_LAT_SIZE;
-      if (all) return PerfSpec.ALL_SIZES.clone();
-      if (sizes != null) {
-        TreeSet<Long> sorted = new TreeSet<>(sizes);
-        int[] r = new int[sorted.size()];
-        int i = 0;
-        for (long v : sorted) {
-          if (v > most) {
-            throw new BadOption("--sizes: " + ByteSize.format(v) + " is too large: at most "
-                + ByteSize.format(most) + " for " + t.label());
-          }
-          r[i++] = (int) v;
-        }
-        return r;
-      }
-      long v = size != null ? size : t.bandwidth() ? 65536 : 2;
-      if (v > most) {
-        throw new BadOption("-s/--size " + ByteSize.format(v) + " is too large: at most "
-            + ByteSize.format(most) + " for " + t.label());
-      }
-      return new int[] {(int) v};
-    }
   }
 
   /** Which device, port and GID: the in-process run's (the CM picks them from addresses). */
@@ -268,7 +133,7 @@ public final class RdmaPerf implements Callable<Integer> {
   @Command(name = "local", mixinStandardHelpOptions = true,
       description = "Both sides in this JVM (the default).")
   static final class Local implements Callable<Integer> {
-    @Mixin TestOptions test;
+    @Mixin PerfOptions test;
     @Mixin DeviceOptions device;
     @Mixin CommonOptions common;
     private final PrintStream out;
@@ -324,7 +189,7 @@ public final class RdmaPerf implements Callable<Integer> {
         description = "Local address to connect from (e.g. 192.0.2.2 in the Soft-RoCE lab).")
     String source;
 
-    @Mixin TestOptions test;
+    @Mixin PerfOptions test;
     @Mixin CommonOptions common;
     private final PrintStream out;
 
@@ -335,6 +200,7 @@ public final class RdmaPerf implements Callable<Integer> {
     @Override
     public Integer call() {
       PerfSpec spec = test.spec();
+      CmRun.requireRc(spec.connection());
       int length = PerfRun.connectRequestLength(spec.sizes());
       if (length > 56) {
         throw new BadOption("--sizes: " + spec.sizes().length + " sizes need " + length
@@ -348,7 +214,7 @@ public final class RdmaPerf implements Callable<Integer> {
         PerfRun.Outcome o = PerfRun.client(provider,
             new PerfRun.Settings(spec, null, 1, 0, timeout, test.reportGbits), connect.address(),
             from, out);
-        test.writeJson(spec, provider.name(), o);
+        test.writeJson(provider.name(), o);
         if (common.verbose) {
           printAllocations("client", o.clientLoopAllocatedBytes(), o.requests(), out);
           printResources(o.leaked(), out);
@@ -358,7 +224,7 @@ public final class RdmaPerf implements Callable<Integer> {
     }
   }
 
-  static int runLocal(TestOptions test, DeviceOptions device, CommonOptions common,
+  static int runLocal(PerfOptions test, DeviceOptions device, CommonOptions common,
       PrintStream out) {
     PerfSpec spec = test.spec();
     device.check();
@@ -366,7 +232,7 @@ public final class RdmaPerf implements Callable<Integer> {
     try (RdmaProvider provider = common.loadProvider()) {
       PerfRun.Outcome o = PerfRun.inProcess(provider, new PerfRun.Settings(spec, device.name,
           device.port, device.gidIndex, timeout, test.reportGbits), out);
-      test.writeJson(spec, provider.name(), o);
+      test.writeJson(provider.name(), o);
       if (common.verbose) {
         printAllocations("client", o.clientLoopAllocatedBytes(), o.requests(), out);
         printAllocations("server", o.serverLoopAllocatedBytes(), o.serverRequests(), out);

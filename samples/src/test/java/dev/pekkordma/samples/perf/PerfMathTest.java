@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.pekkordma.verbs.QpType;
 import org.junit.jupiter.api.Test;
 
 /** The request encoding and the result arithmetic, on made-up timestamps. */
@@ -19,6 +20,27 @@ class PerfMathTest {
     assertEquals(all, PerfSpec.decode(all.encode()));
     assertEquals(PerfSpec.encodedLength(a.sizes()), a.encode().length);
     assertTrue(PerfRun.connectRequestLength(all.sizes()) <= 56);
+  }
+
+  @Test
+  void requestCarriesQpsDurationDirectionAndConnection() {
+    PerfSpec a = new PerfSpec(PerfTest.SEND_BW, new int[] {4096, 65536}, 5000, 0, 128, 512, 100,
+        0, 16, 300, 20, true, QpType.UC);
+    PerfSpec b = PerfSpec.decode(a.encode());
+    assertEquals(a, b);
+    assertEquals(16, b.qps());
+    assertEquals(300, b.duration());
+    assertEquals(20, b.margin());
+    assertTrue(b.bidirectional());
+    assertEquals(QpType.UC, b.connection());
+    assertEquals(0, b.warmupFor(4096)); // a timed run warms up in its margin
+    // a spec the options would refuse is refused from the wire too
+    byte[] readOnUc = new PerfSpec(PerfTest.READ_BW, new int[] {64}, 10, 0, 8, 8, 8, 0, 1, 0, 0,
+        false, QpType.UC).encode();
+    assertThrows(PerfFailure.class, () -> PerfSpec.decode(readOnUc));
+    byte[] timedLatency = new PerfSpec(PerfTest.SEND_LAT, new int[] {64}, 10, 0, 8, 8, 8, 0, 1,
+        5, 1, false, QpType.RC).encode();
+    assertThrows(PerfFailure.class, () -> PerfSpec.decode(timedLatency));
   }
 
   @Test
@@ -75,6 +97,38 @@ class PerfMathTest {
     BwResult r = BwResult.of(1000, n, posted, completed, 1);
     assertEquals(1000 / 1e-6 / 1048576.0, r.peakMBps(), 1e-6);
     assertTrue(r.averageMBps() < r.peakMBps());
+  }
+
+  @Test
+  void severalQpsCountCompletionEventsInAll() {
+    // two QPs, each posting 4 requests a microsecond apart, alternately; a completion event
+    // every 2 requests: 8 requests of 1 MiB in 8 us
+    int n = 8;
+    long[] posted = new long[n];
+    for (int i = 0; i < n; i++) posted[i] = i * 1000L;
+    long[] doneAt = {2, 4, 6, 8};
+    long[] doneTime = {2000, 4000, 6000, 8000};
+    BwResult r = BwResult.of(1 << 20, n, posted, doneAt, doneTime, 4);
+    assertEquals(8, r.iterations());
+    assertEquals(1e6, r.averageMBps(), 1e-6);
+    assertEquals(1e6, r.peakMBps(), 1e-6);
+    // the same as a single QP signaling every second request
+    long[] completed = new long[n];
+    for (int j = 1; j < n; j += 2) completed[j] = (j + 1) * 1000L;
+    assertEquals(r, BwResult.of(1 << 20, n, posted, completed, 2));
+  }
+
+  @Test
+  void timedRunHasNoPeakAndBothDirectionsAdd() {
+    BwResult t = BwResult.timed(1 << 20, 1000, 1_000_000_000L); // 1000 MiB in a second
+    assertEquals(1000.0, t.averageMBps(), 1e-9);
+    assertEquals(0.001, t.msgRateMpps(), 1e-12);
+    assertEquals(0.0, t.peakMBps());
+    assertEquals(0.0, BwResult.timed(4096, 0, 1_000_000_000L).averageMBps());
+    BwResult both = t.plus(BwResult.timed(1 << 20, 500, 1_000_000_000L));
+    assertEquals(1500.0, both.averageMBps(), 1e-9);
+    assertEquals(0.0015, both.msgRateMpps(), 1e-12);
+    assertEquals(1000, both.iterations()); // perftest's #iterations: this side's
   }
 
   @Test

@@ -54,6 +54,25 @@ class RdmaPerfCommandLineTest {
       "client --sizes 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23 | --sizes: 23 sizes need",
       "server --accept-timeout 0             | --accept-timeout",
       "client --source no.such.host.invalid  | --source",
+      "-D 1 -n 10                            | -D/--duration and -n/--iters exclude each other",
+      "-n 10 -D 1                            | -D/--duration and -n/--iters exclude each other",
+      "send_lat -D 1                         | -D/--duration: send_lat is a latency test",
+      "-D 0                                  | -D/--duration must be in [1, 65535]",
+      "-D 2 -f 1                             | -f/--margin 1: -D/--duration 2 must be more than twice",
+      "-f 1                                  | -f/--margin goes with -D/--duration",
+      "-D 1 --warmup 5                       | -D/--duration and --warmup exclude each other",
+      "-q 0                                  | -q/--qp must be in [1, 16384]",
+      "send_lat -q 2                         | -q/--qp 2: send_lat is a latency test",
+      "-q 16 -n 1000000                      | -n/--iters 1000000 on -q/--qp 16 QPs",
+      "write_lat -b                          | -b/--bidirectional: write_lat is a latency test",
+      "read_bw -c UC                         | -c/--connection UC: read_bw needs RDMA_READ",
+      "read_lat -c UC                        | -c/--connection UC: read_lat needs RDMA_READ",
+      "write_bw -c UD                        | -c/--connection UD: write_bw needs RDMA_WRITE",
+      "read_bw -c UD                         | -c/--connection UD: read_bw needs RDMA_READ",
+      "-c XY                                 | --connection",
+      "send_bw -c UD -s 8k --provider soft -n 10 | -s/--size 8192 bytes is more than a UD message can carry: at most the path MTU, 4096 bytes",
+      "client --connect 127.0.0.1:18515 send_bw -c UD | -c/--connection UD: rdma_cm connects RC QPs",
+      "client --connect 127.0.0.1:18515 write_bw -c UC | -c/--connection UC: rdma_cm connects RC QPs",
   })
   void rejected(String args, String expected) {
     assertEquals(2, run(args.trim().split("\\s+")), err);
@@ -102,6 +121,52 @@ class RdmaPerfCommandLineTest {
     assertEquals(0, run("--help"));
     assertTrue(out.contains("send_bw, write_bw, read_bw"), out);
     assertTrue(out.contains("--tx-depth") && out.contains("--gid-index"), out);
+    for (String o : new String[] {"-D, --duration", "-f, --margin", "-q, --qp", "-b, --bidirectional",
+        "-c, --connection"}) {
+      assertTrue(out.contains(o), o + " in: " + out);
+    }
+    assertTrue(out.replaceAll("\\s+", " ").contains("Not for latency tests"), out);
+  }
+
+  /** perftest's -q, -b, -c and -D: the banner says so, the lines and the JSON count it. */
+  @Test
+  void perftestsQpConnectionDirectionAndDuration() throws Exception {
+    java.nio.file.Path json = java.nio.file.Files.createTempFile("rdma-perf", ".json");
+    try {
+      assertEquals(0, run("send_bw", "--provider", "soft", "-q", "4", "-b", "-c", "UC", "-s",
+          "1k", "-n", "100", "--warmup", "10", "-v", "--out_json", json.toString()), err);
+      assertTrue(out.contains("Send Bidirectional BW Test"), out);
+      assertTrue(out.contains(" Number of qps   : 4\t\tTransport type : IB"), out);
+      assertTrue(out.contains(" Connection type : UC\t\tUsing SRQ      : OFF"), out);
+      assertTrue(out.contains("Iterations      : 100 per size and QP"), out);
+      assertTrue(out.matches("(?s).*\\n 1024 +400 +[0-9.]+ +[0-9.]+\\s+[0-9.]+\\n.*"), out);
+      assertTrue(out.contains("resources    all closed"), out);
+      String j = java.nio.file.Files.readString(json);
+      assertTrue(j.contains("\"qps\": 4,") && j.contains("\"connection\": \"UC\",")
+          && j.contains("\"bidirectional\": true,") && j.contains("\"duration\": 0,")
+          && j.contains("{\"bytes\": 1024, \"iterations\": 400, "), j);
+
+      long start = System.nanoTime();
+      assertEquals(0, run("write_bw", "--provider", "soft", "-D", "1", "-s", "4k", "--out_json",
+          json.toString()), err);
+      assertTrue(System.nanoTime() - start >= 1_000_000_000L);
+      assertTrue(out.contains(" Duration        : 1[sec] per size"), out);
+      assertTrue(out.contains("WARNING: BW peak won't be measured in this run."), out);
+      j = java.nio.file.Files.readString(json);
+      assertTrue(j.contains("\"duration\": 1,") && j.contains("\"margin\": 0,")
+          && j.contains("\"qps\": 1,") && j.contains("\"connection\": \"RC\",")
+          && j.contains("\"bidirectional\": false,") && j.contains("\"BW_peak\": 0.00,"), j);
+
+      assertEquals(0, run("send_bw", "--provider", "soft", "-c", "ud", "-s", "4k", "-n", "200",
+          "--warmup", "10"), err);
+      assertTrue(out.contains(" Connection type : UD"), out);
+      assertTrue(out.contains(" RX depth        : 200"), out); // perftest's for UD: the iterations
+      assertEquals(0, run("send_lat", "--provider", "soft", "-c", "UD", "-n", "100", "--warmup",
+          "10"), err);
+      assertTrue(out.contains("Max inline data : 188[B]"), out); // perftest's for UD
+    } finally {
+      java.nio.file.Files.deleteIfExists(json);
+    }
   }
   /** perftest's --report_gbits, --out_json, read_bw's outstanding reads, latency's inline. */
   @Test
