@@ -158,7 +158,12 @@ final class NativeCmId implements CmId {
     }
   }
 
-  /** Leaves every group joined (before the QP is destroyed or the id is). */
+  /** The groups joined and not left. */
+  java.util.Set<InetSocketAddress> joinedGroups() {
+    return java.util.Set.copyOf(groups.keySet());
+  }
+
+  /** Leaves every group joined (before the id is destroyed). */
   void leaveAllGroups(List<RuntimeException> failures) {
     for (Map.Entry<InetSocketAddress, Long> g : new ArrayList<>(groups.entrySet())) {
       try {

@@ -134,11 +134,13 @@ final class NativeQp extends NativeResource implements QueuePair {
   @Override
   void destroy() {
     if (cmId != null) {
-      // a QP attached to a multicast group is not destroyed (rdma_destroy_qp would fail
-      // silently, EBUSY): its id leaves its groups first
-      java.util.List<RuntimeException> failures = new java.util.ArrayList<>();
-      cmId.leaveAllGroups(failures);
-      if (!failures.isEmpty()) throw failures.get(0);
+      // the kernel refuses to destroy a QP attached to a multicast group (EBUSY), which
+      // rdma_destroy_qp would swallow, forgetting the QP: refused here, naming the groups
+      if (!cmId.joinedGroups().isEmpty()) {
+        throw new RdmaException("rdma_destroy_qp", RdmaException.EBUSY, describe()
+            + " is attached to multicast group(s) " + cmId.joinedGroups()
+            + ": leave them first (leaveMulticast)");
+      }
       synchronized (cmId) { // not while a disconnect moves this QP to ERR
         Verbs.rdmaDestroyQp(cmId.handle);
       }

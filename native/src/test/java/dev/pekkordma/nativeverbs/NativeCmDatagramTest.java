@@ -480,7 +480,12 @@ class NativeCmDatagramTest {
       a.send(toGroup, ga.qpNum(), ga.qkey(), after);
       assertArrayEquals(after, a.receive(a.qp.qpNum(), after.length), "a is still a member");
       assertEquals(List.of(), b.poll(1, Duration.ofSeconds(1)), "b left the group");
-      // a does not leave: destroying its QP leaves its groups first (an attached QP would stay)
+      // a QP still attached is not destroyed: the kernel refuses (rdma_destroy_qp would
+      // swallow that and forget the QP), so the library refuses naming the group
+      RdmaException busy = assertThrows(RdmaException.class, a.id::destroyQp);
+      assertEquals(RdmaException.EBUSY, busy.errno());
+      assertTrue(busy.getMessage().contains(GROUP), busy.getMessage());
+      a.id.leaveMulticast(group);
       b.close();
       a.close();
       Map<String, Integer> now = NativeSmokeTest.rdmaResources(DEVICE);
