@@ -6,7 +6,9 @@ import dev.pekkordma.verbs.QpType;
  * The port space of a CM id ({@code enum rdma_port_space}): what kind of communication it
  * serves, and so the QP it takes. TCP ids connect reliable (RC) QPs; UDP ids serve unreliable
  * datagram (UD) QPs, their connect is a SIDR exchange that yields the peer's QP number and
- * Q_Key, and they join multicast groups; IB ids take either.
+ * Q_Key, and they join multicast groups; IB ids take either. The software provider serves TCP
+ * and UDP; IB (AF_IB addressing) and IPOIB (whose groups and Q_Keys an InfiniBand subnet manager
+ * gives) it refuses with EPROTONOSUPPORT naming the space.
  */
 public enum RdmaPortSpace {
   IPOIB(0x0002, QpType.UD),

@@ -73,6 +73,8 @@ public final class RdmaSettings {
     public final int fabricMaxConnections;
     public final Duration fabricHandshakeTimeout;
     public final Duration fabricFrameTimeout;
+    /** The UDP port multicast datagrams travel on between processes (IP multicast). */
+    public final int fabricMulticastPort;
     public final int maxQp, maxQpWr, maxSge, maxCq, maxCqe, maxMr, maxPd, maxMw, maxSrq,
         maxSrqWr, maxInlineData, maxQpRdAtom;
     public final long maxMrSize;
@@ -101,6 +103,11 @@ public final class RdmaSettings {
       fabricMaxConnections = ConfigChecks.atLeast(c, P + "fabric.max-connections", 1);
       fabricHandshakeTimeout = positive(c, P + "fabric.handshake-timeout");
       fabricFrameTimeout = positive(c, P + "fabric.frame-timeout");
+      fabricMulticastPort = port(c, P + "fabric.multicast-port");
+      if (fabricMulticastPort == 0) {
+        throw new ConfigException.BadValue(P + "fabric.multicast-port",
+            "must be a fixed port (every process of the fabric uses the same one), was 0");
+      }
       maxQp = limit(c, "max-qp");
       maxQpWr = limit(c, "max-qp-wr");
       maxSge = limit(c, "max-sge");

@@ -101,6 +101,18 @@ final class Requester {
       throw new RdmaException("ibv_post_send", RdmaException.EINVAL, which(i, from) + " has "
           + numSge + " SGEs; the QP takes at most " + qp.caps.maxSendSge() + " (max_send_sge)");
     }
+    if (qp.type == QpType.UD && op.isSend()) {
+      long srcSges = NativeMemory.getLong(from + RequestLayout.OFF_SG_LIST);
+      long total = 0;
+      for (int k = 0; k < numSge; k++) {
+        total += Integer.toUnsignedLong(NativeMemory.getInt(srcSges + k * 16L + 8));
+      }
+      if (total > qp.device.settings.mtu) {
+        throw new RdmaException("ibv_post_send", RdmaException.EINVAL, which(i, from)
+            + ": a datagram of " + total + " bytes exceeds the port's MTU of "
+            + qp.device.settings.mtu + " bytes (a UD message is one packet)");
+      }
+    }
     if (tail - head >= capacity) {
       throw new RdmaException("ibv_post_send", RdmaException.ENOMEM, which(i, from)
           + ": the send queue already holds " + capacity + " outstanding requests (max_send_wr)");
@@ -326,6 +338,7 @@ final class Requester {
     SoftAh ah = (SoftAh) o;
     if (ah.peer == null) ah.peer = SoftFabric.get().route(ah.av.dgid());
     h.destQpn = NativeMemory.getInt(wr + RequestLayout.OFF_UD_REMOTE_QPN);
+    h.dgid = ah.dgid;
     int wrQkey = NativeMemory.getInt(wr + RequestLayout.OFF_UD_REMOTE_QKEY);
     h.qkey = wrQkey < 0 ? qp.qkey : wrQkey; // a qkey with the high bit set means "use the QP's"
     qp.device.portTally.packetsSent.increment();

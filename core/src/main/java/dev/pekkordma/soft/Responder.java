@@ -505,7 +505,8 @@ final class Responder {
     byte[] b = grhBytes;
     b[0] = 0x60;
     System.arraycopy(h.srcGid, 0, b, 8, 16);
-    for (int i = 0; i < 16; i++) b[24 + i] = qp.device.gid.byteAt(i);
+    if (h.dgid != null) System.arraycopy(h.dgid, 0, b, 24, 16);
+    else for (int i = 0; i < 16; i++) b[24 + i] = qp.device.gid.byteAt(i);
     grhMemory.put(0, b, 0, GRH_BYTES);
     grh.single(grhMemory.address(), GRH_BYTES);
     return Segments.copy(grh, 0, target, 0, GRH_BYTES, qp.fence, generation);

@@ -6,12 +6,15 @@ import dev.pekkordma.verbs.AddressVector;
 final class SoftAh extends Closeable implements AddressHandle {
   final SoftPd pd;
   final AddressVector av;
+  /** The destination GID's bytes, for datagrams' GRH. */
+  final byte[] dgid;
   private final int handle;
   volatile SoftPeer peer; // resolved on first use
 
   SoftAh(SoftPd pd, AddressVector av) {
     this.pd = pd;
     this.av = av;
+    this.dgid = av.dgid().toBytes();
     this.handle = pd.device.handles.add(this);
   }
 

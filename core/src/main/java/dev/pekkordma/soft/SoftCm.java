@@ -106,4 +106,14 @@ final class SoftCm implements SoftCmSupport {
   public CmResources cmResources() {
     return resources;
   }
+
+  @Override
+  public void attachMulticast(dev.pekkordma.verbs.QueuePair qp, Gid mgid) {
+    ((SoftQp) qp).attachMulticast(mgid);
+  }
+
+  @Override
+  public void detachMulticast(dev.pekkordma.verbs.QueuePair qp, Gid mgid) {
+    ((SoftQp) qp).detachMulticast(mgid);
+  }
 }

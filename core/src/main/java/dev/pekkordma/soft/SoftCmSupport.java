@@ -43,4 +43,13 @@ public interface SoftCmSupport {
    * per provider, the same on every call.
    */
   CmResources cmResources();
+
+  /**
+   * Attaches a UD QP of this provider to multicast group {@code mgid} ({@code
+   * ibv_attach_mcast}); fails naming the group (ENODEV when the process cannot join it).
+   */
+  void attachMulticast(dev.pekkordma.verbs.QueuePair qp, Gid mgid);
+
+  /** Detaches it ({@code ibv_detach_mcast}); EINVAL when it is not attached. */
+  void detachMulticast(dev.pekkordma.verbs.QueuePair qp, Gid mgid);
 }

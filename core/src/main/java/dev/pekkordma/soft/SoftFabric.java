@@ -18,6 +18,8 @@ final class SoftFabric {
   private volatile SoftDevice[] bySerial = new SoftDevice[16];
   private volatile long maxMessage;
   private volatile TcpFabric tcp;
+  /** The multicast groups of every device of this JVM. */
+  final SoftMulticast multicast = new SoftMulticast();
 
   static SoftFabric get() {
     return INSTANCE;
@@ -65,6 +67,7 @@ final class SoftFabric {
       table[device.serial] = null;
       bySerial = table;
     }
+    if (local.isEmpty()) multicast.shutdown();
   }
 
   /** The device of this JVM with {@code serial}, or null. */
@@ -80,6 +83,7 @@ final class SoftFabric {
 
   /** How to reach the device with this GID. */
   SoftPeer route(Gid gid) {
+    if (SoftMulticast.isMulticast(gid)) return multicast;
     SoftDevice d = local.get(gid);
     if (d != null) return d.localPeer;
     if (gid.byteAt(0) == (byte) 0xfe && gid.byteAt(1) == (byte) 0x80 && tcp != null) {

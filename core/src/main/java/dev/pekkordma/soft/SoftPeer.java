@@ -51,6 +51,11 @@ interface SoftPeer {
     long readLength;
     long payloadLength;
     int qkey;
+    /**
+     * A UD datagram's destination GID (its AH's), which the receiver's GRH shows; null where
+     * the fabric does not carry it (the receiving device's own GID then).
+     */
+    byte[] dgid;
     /** The requester's GID: set by the requester in this JVM, by the link that vouches for it. */
     final byte[] srcGid = new byte[16];
   }

@@ -38,6 +38,8 @@ public final class SoftProvider implements RdmaProvider, FaultInjection {
     this.all = settings;
     this.settings = settings.soft();
     TcpFabric tcp = SoftFabric.get().tcp(settings);
+    SoftFabric.get().multicast.configure(this.settings.fabricMulticastPort,
+        hostOrNull(this.settings.fabricHost));
     for (String name : this.settings.devices) {
       int serial = SoftFabric.get().newSerial();
       var gid = SoftFabric.get().gid(tcp, serial);
@@ -52,6 +54,14 @@ public final class SoftProvider implements RdmaProvider, FaultInjection {
       return t;
     });
     cm = new SoftCm(this);
+  }
+
+  private static java.net.InetAddress hostOrNull(String host) {
+    try {
+      return java.net.InetAddress.getByName(host);
+    } catch (java.net.UnknownHostException e) {
+      return null; // the fabric's start has said so already
+    }
   }
 
   SoftSettings settings() {

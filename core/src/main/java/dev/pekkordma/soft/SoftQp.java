@@ -74,6 +74,8 @@ final class SoftQp extends Closeable implements QueuePair {
   /** How requests reach the peer: set from the address vector at first use. */
   SoftPeer peer;
   private volatile String errorCause;
+  /** The multicast groups this QP is attached to (guarded by this). */
+  private final java.util.Set<dev.pekkordma.verbs.Gid> groups = new java.util.LinkedHashSet<>();
 
   private SoftQp(SoftPd pd, QpInitAttributes a, QpCapabilities caps) {
     this.pd = pd;
@@ -496,11 +498,67 @@ final class SoftQp extends Closeable implements QueuePair {
         + (p != null ? p.describe(av.dgid()) : av != null ? av.dgid().toString() : "no address");
   }
 
+  // ---------------------------------------------------------------- multicast
+
+  /**
+   * {@code ibv_attach_mcast}: from now on this UD QP receives datagrams sent to {@code mgid}
+   * with QPN 0xFFFFFF (its Q_Key checked as for any). Attaching twice changes nothing.
+   */
+  void attachMulticast(dev.pekkordma.verbs.Gid mgid) {
+    String verb = "ibv_attach_mcast";
+    checkOpen(verb);
+    if (type != QpType.UD) {
+      throw new RdmaException(verb, RdmaException.EINVAL, describe()
+          + ": only UD QPs join multicast groups");
+    }
+    if (mgid == null || !SoftMulticast.isMulticast(mgid)) {
+      throw new RdmaException(verb, RdmaException.EINVAL, "GID " + mgid + " is not a multicast"
+          + " GID (ff..., or an IPv4-mapped class D address)");
+    }
+    synchronized (this) {
+      if (!groups.add(mgid)) return;
+    }
+    try {
+      SoftFabric.get().multicast.attach(this, mgid);
+    } catch (java.io.IOException | RuntimeException e) {
+      synchronized (this) {
+        groups.remove(mgid);
+      }
+      throw new RdmaException(verb, RdmaException.ENODEV, describe() + " cannot join group "
+          + mgid + ": " + e.getMessage(), e);
+    }
+  }
+
+  /** {@code ibv_detach_mcast}; EINVAL naming the group when the QP is not attached to it. */
+  void detachMulticast(dev.pekkordma.verbs.Gid mgid) {
+    String verb = "ibv_detach_mcast";
+    checkOpen(verb);
+    synchronized (this) {
+      if (!groups.remove(mgid)) {
+        throw new RdmaException(verb, RdmaException.EINVAL, describe()
+            + " is not attached to multicast group " + mgid);
+      }
+    }
+    SoftFabric.get().multicast.detach(this, mgid);
+  }
+
+  /** The groups this QP is attached to. */
+  synchronized java.util.List<dev.pekkordma.verbs.Gid> multicastGroups() {
+    return new java.util.ArrayList<>(groups);
+  }
+
   // ---------------------------------------------------------------- destroy
 
   @Override
   public void close() {
     if (!markClosed()) return;
+    java.util.List<dev.pekkordma.verbs.Gid> attached;
+    synchronized (this) {
+      attached = new java.util.ArrayList<>(groups);
+      groups.clear();
+    }
+    // a QP destroyed while attached leaves its groups (the CM refuses that with EBUSY first)
+    for (dev.pekkordma.verbs.Gid g : attached) SoftFabric.get().multicast.detach(this, g);
     synchronized (this) {
       state = QpState.RESET;
       device.qps.remove(qpn);

@@ -30,6 +30,16 @@ final class CmChecks {
     }
   }
 
+  /** EINVAL for {@code verb} unless {@code state} is one of {@code allowed}, saying what it needs. */
+  static void expect(String verb, CmState state, String needed, CmState... allowed) {
+    if (state == CmState.DESTROYED) {
+      throw new RdmaException(verb, RdmaException.EINVAL, "the id is destroyed (state DESTROYED)");
+    }
+    for (CmState a : allowed) if (a == state) return;
+    throw new RdmaException(verb, RdmaException.EINVAL,
+        "the id is in state " + state + "; " + verb + " needs " + needed);
+  }
+
   static void requireTimeout(String verb, Duration timeout) {
     if (timeout == null || timeout.isNegative() || timeout.isZero()) {
       throw new RdmaException(verb, RdmaException.EINVAL, "timeout must be positive, was "

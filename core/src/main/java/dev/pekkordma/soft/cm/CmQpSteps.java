@@ -1,5 +1,7 @@
 package dev.pekkordma.soft.cm;
 
+import dev.pekkordma.cm.RdmaPortSpace;
+import dev.pekkordma.cm.UdParameters;
 import dev.pekkordma.verbs.Access;
 import dev.pekkordma.verbs.AddressVector;
 import dev.pekkordma.verbs.DeviceContext;
@@ -31,9 +33,12 @@ final class CmQpSteps {
 
   private CmQpSteps() {}
 
-  /** {@code rdma_create_qp}: an RC QP on the id's device, in INIT. */
-  static QueuePair create(String verb, ProtectionDomain pd, QpInitAttributes attributes,
-      DeviceContext verbs, QueuePair existing) {
+  /**
+   * {@code rdma_create_qp}: a QP of a type {@code space} takes on the id's device: an RC QP in
+   * INIT, or a UD QP in RTS with {@link UdParameters#UDP_QKEY}, as librdmacm makes them.
+   */
+  static QueuePair create(String verb, RdmaPortSpace space, ProtectionDomain pd,
+      QpInitAttributes attributes, DeviceContext verbs, QueuePair existing) {
     if (pd == null || attributes == null) {
       throw new RdmaException(verb, RdmaException.EINVAL,
           (pd == null ? "pd" : "attributes") + " is null");
@@ -46,13 +51,19 @@ final class CmQpSteps {
       throw new RdmaException(verb, RdmaException.EINVAL,
           "the id already has QP " + existing.qpNum());
     }
-    if (attributes.type() != QpType.RC) {
-      throw new RdmaException(verb, RdmaException.EINVAL,
-          "RDMA_PS_TCP ids connect RC QPs, not " + attributes.type());
+    if (!space.takes(attributes.type())) {
+      throw new RdmaException(verb, RdmaException.EINVAL, "an RDMA_PS_" + space + " id takes "
+          + (space.datagram() ? "UD" : "RC") + " QPs, not " + attributes.type());
     }
     QueuePair q = pd.createQp(attributes);
     try {
-      q.modify(QpAttributes.toInit(1, QP_ACCESS));
+      if (attributes.type() == QpType.UD) {
+        q.modify(QpAttributes.toInitUd(1, UdParameters.UDP_QKEY));
+        q.modify(new QpAttributes().state(QpState.RTR));
+        q.modify(new QpAttributes().state(QpState.RTS).sqPsn(0));
+      } else {
+        q.modify(QpAttributes.toInit(1, QP_ACCESS));
+      }
     } catch (RuntimeException e) {
       q.close();
       throw e;

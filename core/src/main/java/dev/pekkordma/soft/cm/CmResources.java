@@ -30,6 +30,8 @@ public final class CmResources {
   final int maxConnections;
   final Duration connectTimeout;
   final CmLinks outgoing = new CmLinks(this);
+  /** Reads RDMA_PS_UDP ids' sockets for SIDR messages. */
+  final SidrService sidr = new SidrService();
   private final ThreadPoolExecutor threads;
   private final AtomicInteger links = new AtomicInteger();
   private final AtomicInteger conversations = new AtomicInteger();
@@ -140,5 +142,6 @@ public final class CmResources {
   /** The provider closed: no new connection threads; those running end with their sockets. */
   public void shutdown() {
     threads.shutdown();
+    sidr.shutdown();
   }
 }

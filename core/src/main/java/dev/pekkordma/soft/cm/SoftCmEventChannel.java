@@ -29,7 +29,7 @@ public final class SoftCmEventChannel implements CmEventChannel {
 
   final SoftCmSupport support;
   private final LinkedBlockingQueue<CmEvent> events = new LinkedBlockingQueue<>();
-  private final Set<SoftCmId> ids = new LinkedHashSet<>(); // guarded by this
+  private final Set<SoftChannelId> ids = new LinkedHashSet<>(); // guarded by this
   private final ScheduledThreadPoolExecutor timer;
   private boolean closed; // guarded by this
 
@@ -46,11 +46,26 @@ public final class SoftCmEventChannel implements CmEventChannel {
 
   @Override
   public CmId createId(Object context, RdmaPortSpace space) {
+    if (space == RdmaPortSpace.UDP) return newUdpId(context, "rdma_create_id");
     if (space != RdmaPortSpace.TCP) {
       throw new RdmaException("rdma_create_id", RdmaException.EPROTONOSUPPORT,
-          "the software provider's CM serves RDMA_PS_TCP ids only, not " + space);
+          "the software provider's CM serves RDMA_PS_TCP and RDMA_PS_UDP ids, not RDMA_PS_"
+          + space + (space == RdmaPortSpace.IB ? " (AF_IB addressing is InfiniBand's)"
+              : " (IPoIB's groups and Q_Keys come from an InfiniBand subnet manager)"));
     }
     return newId(context, "rdma_create_id");
+  }
+
+  /** A new RDMA_PS_UDP id: for the application, or a SIDR request's. */
+  SoftUdpCmId newUdpId(Object context, String verb) {
+    SoftUdpCmId id;
+    synchronized (this) {
+      if (closed) throw new RdmaException(verb, RdmaException.EINVAL, "the event channel is closed");
+      id = new SoftUdpCmId(this, context);
+      ids.add(id);
+    }
+    support.countCmId(1);
+    return id;
   }
 
   SoftCmId newId(Object context, String verb) {
@@ -86,7 +101,7 @@ public final class SoftCmEventChannel implements CmEventChannel {
 
   @Override
   public void close() {
-    List<SoftCmId> alive;
+    List<SoftChannelId> alive;
     synchronized (this) {
       if (closed) return;
       alive = new ArrayList<>(ids);
@@ -106,11 +121,11 @@ public final class SoftCmEventChannel implements CmEventChannel {
 
   /** The provider is closing: destroy every id (and its QP) as if the process ended. */
   public void shutdown() {
-    List<SoftCmId> alive;
+    List<SoftChannelId> alive;
     synchronized (this) {
       alive = new ArrayList<>(ids);
     }
-    for (SoftCmId id : alive) id.destroyForShutdown();
+    for (SoftChannelId id : alive) id.destroyForShutdown();
     try {
       close();
     } catch (RdmaException e) {
@@ -139,15 +154,15 @@ public final class SoftCmEventChannel implements CmEventChannel {
    * Forgets a destroyed id: its undelivered events go (rdma_destroy_id discards them too), and
    * for a listener, the connection requests nobody has seen yet are returned for destroying.
    */
-  List<SoftCmId> forget(SoftCmId id) {
+  List<CmId> forget(SoftChannelId id) {
     synchronized (this) {
       ids.remove(id);
     }
-    List<SoftCmId> orphans = new ArrayList<>();
+    List<CmId> orphans = new ArrayList<>();
     events.removeIf(e -> {
       if (e.id() == id) return true;
       if (e.type() == CmEventType.CONNECT_REQUEST && e.listenId() == id) {
-        orphans.add((SoftCmId) e.id());
+        orphans.add(e.id());
         return true;
       }
       return false;

@@ -29,7 +29,6 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.time.Duration;
-import java.util.Arrays;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -45,7 +44,7 @@ import org.slf4j.LoggerFactory;
  * short steps run on the channel's thread. Every frame a peer sends is checked before it is
  * acted on; one out of place ends the connection, logged.
  */
-public final class SoftCmId implements CmId {
+public final class SoftCmId implements SoftChannelId {
   /**
    * The pause between DISCONNECTED and TIMEWAIT_EXIT. The IB CM waits for stray packets to die
    * out; the fabric here does not reorder across a closed connection, so a short one will do.
@@ -64,8 +63,7 @@ public final class SoftCmId implements CmId {
   /** Counts state changes: a deadline fires only if the id is still in the state that set it. */
   private long phase;
   private CmState beforeQuery;
-  DeviceContext verbs;
-  private AutoCloseable removalWatch;
+  final CmDevice device = new CmDevice();
   private InetSocketAddress portHeld;
   InetSocketAddress local;
   private InetSocketAddress remote;
@@ -117,12 +115,12 @@ public final class SoftCmId implements CmId {
 
   @Override
   public synchronized DeviceContext verbs() {
-    return verbs;
+    return device.verbs;
   }
 
   @Override
   public synchronized int portNum() {
-    return verbs != null ? 1 : 0;
+    return device.verbs != null ? 1 : 0;
   }
 
   @Override
@@ -288,13 +286,7 @@ public final class SoftCmId implements CmId {
 
   private synchronized void route(long query) {
     if (phase != query) return;
-    boolean up;
-    try {
-      up = support.portActive(verbs);
-    } catch (RuntimeException e) {
-      up = false;
-    }
-    if (up) {
+    if (device.portActive(support)) {
       setState(CmState.ROUTE_RESOLVED);
       post(CmEventType.ROUTE_RESOLVED, 0, null, null);
     } else {
@@ -311,7 +303,7 @@ public final class SoftCmId implements CmId {
     String verb = "rdma_create_qp";
     expect(verb, "ADDR_BOUND, ADDR_RESOLVED, ROUTE_RESOLVED or CONNECT_REQUEST", CmState.ADDR_BOUND,
         CmState.ADDR_RESOLVED, CmState.ROUTE_QUERY, CmState.ROUTE_RESOLVED, CmState.CONNECT_REQUEST);
-    qp = CmQpSteps.create(verb, pd, attributes, verbs, qp);
+    qp = CmQpSteps.create(verb, RdmaPortSpace.TCP, pd, attributes, device.verbs, qp);
     return qp;
   }
 
@@ -332,7 +324,7 @@ public final class SoftCmId implements CmId {
     String verb = "rdma_connect";
     expect(verb, "ROUTE_RESOLVED (resolve address and route first)", CmState.ROUTE_RESOLVED);
     ours = CmChecks.checked(verb, parameters, ConnectionParameters.MAX_CONNECT_PRIVATE_DATA,
-        verbs);
+        device.verbs);
     CmQpSteps.requireInit(verb, qp);
     InetSocketAddress to = remote;
     boolean up = handler.join(verb, local.getAddress(), to);
@@ -347,7 +339,7 @@ public final class SoftCmId implements CmId {
   /** The link is up: the REQ goes out, once. */
   synchronized void linkUp() {
     if (state != CmState.CONNECTING || !handler.requestDue()) return;
-    handler.request(CmMessage.req(qp == null ? 0 : qp.qpNum(), psn, support.gid(verbs),
+    handler.request(CmMessage.req(qp == null ? 0 : qp.qpNum(), psn, support.gid(device.verbs),
         activeMtu(), ours, local.getPort()));
   }
 
@@ -413,7 +405,7 @@ public final class SoftCmId implements CmId {
     expect(verb, "CONNECT_REQUEST (only a connection request's id can be accepted)",
         CmState.CONNECT_REQUEST);
     ConnectionParameters p = CmChecks.checked(verb, parameters,
-        ConnectionParameters.MAX_ACCEPT_PRIVATE_DATA, verbs);
+        ConnectionParameters.MAX_ACCEPT_PRIVATE_DATA, device.verbs);
     CmQpSteps.requireInit(verb, qp);
     Mtu mtu = smaller(request.mtu(), activeMtu());
     if (qp != null) {
@@ -426,7 +418,7 @@ public final class SoftCmId implements CmId {
     }
     ours = p;
     psn = newPsn();
-    trySend(CmMessage.rep(qp == null ? 0 : qp.qpNum(), psn, support.gid(verbs), mtu, p,
+    trySend(CmMessage.rep(qp == null ? 0 : qp.qpNum(), psn, support.gid(device.verbs), mtu, p,
         local.getPort()));
     setState(CmState.ACCEPTING);
     long attempt = phase;
@@ -555,8 +547,8 @@ public final class SoftCmId implements CmId {
     }
   }
 
-  /** Destroys the id and its QP, swallowing errors: the provider is closing. */
-  void destroyForShutdown() {
+  @Override
+  public void destroyForShutdown() {
     synchronized (this) {
       CmQpSteps.closeQuietly(qp);
       qp = null;
@@ -570,8 +562,7 @@ public final class SoftCmId implements CmId {
 
   @Override
   public void close() {
-    DeviceContext context;
-    AutoCloseable watch;
+    CmDevice.Taken taken;
     synchronized (this) {
       if (state == CmState.DESTROYED) return;
       if (qp != null) {
@@ -597,26 +588,11 @@ public final class SoftCmId implements CmId {
       closeSocket();
       stopListening();
       if (portHeld != null) PortSpace.release(portHeld);
-      context = verbs;
-      watch = removalWatch;
-      verbs = null;
-      removalWatch = null;
-    }
-    if (watch != null) {
-      try {
-        watch.close();
-      } catch (Exception e) {
-        // the device is gone; nothing left to stop
-      }
+      taken = device.take();
     }
     // the id is gone even if giving back its context fails: report that after the bookkeeping
-    RuntimeException failure = null;
-    try {
-      if (context != null) support.releaseContext(context);
-    } catch (RuntimeException e) {
-      failure = e;
-    }
-    for (SoftCmId id : channel.forget(this)) {
+    RuntimeException failure = taken.release(support);
+    for (CmId id : channel.forget(this)) {
       try {
         id.close();
       } catch (RuntimeException e) {
@@ -642,12 +618,7 @@ public final class SoftCmId implements CmId {
   }
 
   private void expect(String verb, String needed, CmState... allowed) {
-    if (state == CmState.DESTROYED) {
-      throw new RdmaException(verb, RdmaException.EINVAL, "the id is destroyed (state DESTROYED)");
-    }
-    if (Arrays.asList(allowed).contains(state)) return;
-    throw new RdmaException(verb, RdmaException.EINVAL,
-        "the id is in state " + state + "; " + verb + " needs " + needed);
+    CmChecks.expect(verb, state, needed, allowed);
   }
 
   /** Binds a socket for the id's port and takes the port in the CM's port space. */
@@ -665,20 +636,12 @@ public final class SoftCmId implements CmId {
 
   /** Takes the device context serving {@code address} and watches for its removal. */
   private void attach(InetAddress address) {
-    DeviceContext ctx = support.acquireContext(address);
-    try {
-      // the provider may call back holding its own locks: hand the work to the channel's thread
-      removalWatch = support.onDeviceRemoval(ctx,
-          () -> channel.schedule(this::deviceRemoved, Duration.ZERO));
-    } catch (RuntimeException e) {
-      support.releaseContext(ctx);
-      throw e;
-    }
-    verbs = ctx;
+    // the provider may call back holding its own locks: hand the work to the channel's thread
+    device.attach(support, address, () -> channel.schedule(this::deviceRemoved, Duration.ZERO));
   }
 
   Mtu activeMtu() {
-    return verbs.queryPort(1).activeMtu();
+    return device.activeMtu();
   }
 
   /** Queues {@code m} for the peer; a peer that is gone shows when its link breaks. */

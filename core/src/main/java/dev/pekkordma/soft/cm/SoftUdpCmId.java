@@ -1,0 +1,652 @@
+package dev.pekkordma.soft.cm;
+
+import static dev.pekkordma.soft.cm.CmChecks.ENETUNREACH;
+import static dev.pekkordma.soft.cm.CmChecks.ETIMEDOUT;
+import static dev.pekkordma.soft.cm.CmChecks.requireAddress;
+import static dev.pekkordma.soft.cm.CmChecks.requireTimeout;
+
+import dev.pekkordma.cm.CmEvent;
+import dev.pekkordma.cm.CmEventChannel;
+import dev.pekkordma.cm.CmEventType;
+import dev.pekkordma.cm.CmId;
+import dev.pekkordma.cm.ConnectionParameters;
+import dev.pekkordma.cm.RdmaPortSpace;
+import dev.pekkordma.cm.UdParameters;
+import dev.pekkordma.soft.SoftCmSupport;
+import dev.pekkordma.verbs.AddressVector;
+import dev.pekkordma.verbs.DeviceContext;
+import dev.pekkordma.verbs.ProtectionDomain;
+import dev.pekkordma.verbs.QpInitAttributes;
+import dev.pekkordma.verbs.QueuePair;
+import dev.pekkordma.verbs.RdmaException;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.DatagramChannel;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * An RDMA_PS_UDP id of the software provider: a datagram id. Its address is a real UDP port
+ * (a bound socket, so the kernel's UDP port space, apart from TCP's, holds it); its connect is
+ * a SIDR exchange ({@link SidrMessage}) with the listener's socket at the destination, sent again
+ * until a reply or the connect timeout; and it joins multicast groups ({@link CmGroups}). Its QP
+ * is UD, in RTS with {@link UdParameters#UDP_QKEY} from {@code createQp} on.
+ *
+ * <p>As with the kernel's CM: a listener's CONNECT_REQUEST carries the requester's private data
+ * and address (its GID; the requester's QPN comes with its first datagram); accept answers with
+ * the id's QP number, Q_Key and private data, and the requester's ESTABLISHED carries them in
+ * {@link CmEvent#ud()}; the accepting side sees no ESTABLISHED. A reject reaches the requester as
+ * UNREACHABLE with status 2 (IB_SIDR_REJECT) and the private data, a request to a port nobody
+ * listens on (the host answers ICMP port unreachable) as UNREACHABLE with status 1
+ * (IB_SIDR_UNSUPPORTED), and silence as UNREACHABLE with -ETIMEDOUT. SIDR messages cross the
+ * network in the clear even where {@code pekko-rdma.soft.tls} is on.
+ */
+final class SoftUdpCmId implements SoftChannelId {
+  /** A SIDR request not answered within this is sent again (the IB CM retries too). */
+  static final Duration RESEND = Duration.ofMillis(250);
+
+  private final SoftCmEventChannel channel;
+  private final SoftCmSupport support;
+  private final CmResources resources;
+  private final Object context;
+
+  // guarded by this
+  private CmState state = CmState.IDLE;
+  private long phase;
+  private CmState beforeQuery;
+  private final CmDevice device = new CmDevice();
+  private final CmGroups groups = new CmGroups();
+  /** The id's own socket: its port, from bind or resolve. */
+  private DatagramChannel socket;
+  private InetSocketAddress local;
+  private InetSocketAddress remote;
+  private QueuePair qp;
+  /** The requester: its attempt's id and REQ. */
+  private int requestId;
+  private byte[] request;
+  /** A listener's requests by requester and attempt, until their ids are destroyed. */
+  private Map<Attempt, SoftUdpCmId> requests;
+  /** A request's id: its listener, the socket its reply goes out of, and the reply. */
+  private SoftUdpCmId listener;
+  private Attempt attempt;
+  private Shared replyVia;
+  private byte[] reply;
+  /** The socket of a listener, shared with its requests' ids until the last is gone. */
+  private Shared shared;
+
+  private record Attempt(InetSocketAddress from, int requestId) {}
+
+  /** A socket some ids share: closed when the last lets go. */
+  private static final class Shared {
+    final DatagramChannel channel;
+    private int users = 1;
+
+    Shared(DatagramChannel channel) {
+      this.channel = channel;
+    }
+
+    synchronized Shared take() {
+      users++;
+      return this;
+    }
+
+    synchronized void release() {
+      if (--users == 0) CmSocket.closeQuietly(channel);
+    }
+  }
+
+  SoftUdpCmId(SoftCmEventChannel channel, Object context) {
+    this.channel = channel;
+    this.support = channel.support;
+    this.resources = support.cmResources();
+    this.context = context;
+  }
+
+  @Override
+  public Object context() {
+    return context;
+  }
+
+  @Override
+  public CmEventChannel channel() {
+    return channel;
+  }
+
+  @Override
+  public RdmaPortSpace portSpace() {
+    return RdmaPortSpace.UDP;
+  }
+
+  @Override
+  public synchronized DeviceContext verbs() {
+    return device.verbs;
+  }
+
+  @Override
+  public synchronized int portNum() {
+    return device.verbs != null ? 1 : 0;
+  }
+
+  @Override
+  public synchronized InetSocketAddress localAddress() {
+    return local;
+  }
+
+  @Override
+  public synchronized InetSocketAddress remoteAddress() {
+    return remote;
+  }
+
+  @Override
+  public synchronized QueuePair qp() {
+    return qp;
+  }
+
+  // ---- addresses and routes
+
+  @Override
+  public synchronized void bind(InetSocketAddress address) {
+    String verb = "rdma_bind_addr";
+    requireAddress(verb, "address", address);
+    expect(verb, "IDLE", CmState.IDLE);
+    if (!CmChecks.isLocal(address.getAddress())) {
+      throw new RdmaException(verb, RdmaException.ENODEV, "no local interface has address "
+          + address.getAddress().getHostAddress());
+    }
+    DatagramChannel s = open(verb, address);
+    try {
+      attach(address.getAddress());
+    } catch (RuntimeException e) {
+      CmSocket.closeQuietly(s);
+      throw e;
+    }
+    socket = s;
+    local = boundAddress(s, address.getAddress());
+    setState(CmState.ADDR_BOUND);
+  }
+
+  /** A UDP socket bound to {@code address}: EADDRINUSE naming it when the port is taken. */
+  private static DatagramChannel open(String verb, InetSocketAddress address) {
+    DatagramChannel s = null;
+    try {
+      s = DatagramChannel.open();
+      s.bind(address);
+      return s;
+    } catch (IOException e) {
+      CmSocket.closeQuietly(s);
+      throw new RdmaException(verb, RdmaException.EADDRINUSE, "UDP " + CmSocket.describe(address)
+          + " is in use: " + e.getMessage(), e);
+    }
+  }
+
+  private static InetSocketAddress boundAddress(DatagramChannel s, InetAddress ip) {
+    try {
+      return new InetSocketAddress(ip, ((InetSocketAddress) s.getLocalAddress()).getPort());
+    } catch (IOException e) {
+      throw new RdmaException("rdma_bind_addr", RdmaException.EINVAL, e.getMessage(), e);
+    }
+  }
+
+  @Override
+  public synchronized void listen(int backlog) {
+    String verb = "rdma_listen";
+    if (backlog < 0) {
+      throw new RdmaException(verb, RdmaException.EINVAL, "backlog = " + backlog + " is negative");
+    }
+    expect(verb, "ADDR_BOUND (bind first)", CmState.ADDR_BOUND);
+    try {
+      resources.sidr.watch(socket, new SidrService.Endpoint() {
+        @Override
+        public void received(SidrMessage m, InetSocketAddress from) {
+          requested(m, from);
+        }
+      });
+    } catch (IOException e) {
+      throw new RdmaException(verb, RdmaException.EINVAL, "the provider is closed", e);
+    }
+    shared = new Shared(socket);
+    socket = null; // the shared socket holds the port now
+    requests = new HashMap<>();
+    setState(CmState.LISTEN);
+    resources.warnIfInTheClear(local.getAddress(), "listening for SIDR requests on "
+        + CmSocket.describe(local));
+  }
+
+  @Override
+  public synchronized void resolveAddress(
+      InetSocketAddress source, InetSocketAddress destination, Duration timeout) {
+    String verb = "rdma_resolve_addr";
+    if (destination == null) {
+      throw new RdmaException(verb, RdmaException.EINVAL, "destination is null");
+    }
+    boolean group = destination.getAddress() != null
+        && destination.getAddress().isMulticastAddress();
+    if (destination.getPort() == 0 && !group) {
+      throw new RdmaException(verb, RdmaException.EINVAL,
+          "destination " + destination + " has port 0");
+    }
+    if (source != null) requireAddress(verb, "source", source);
+    requireTimeout(verb, timeout);
+    expect(verb, "IDLE or ADDR_BOUND", CmState.IDLE, CmState.ADDR_BOUND);
+    beforeQuery = state;
+    setState(CmState.ADDR_QUERY);
+    long query = phase;
+    channel.schedule(() -> deadline(query), timeout);
+    if (destination.isUnresolved()) { // a name lookup may block: not on the caller's thread
+      CmChecks.daemon("soft-cm-resolve-" + destination.getPort(),
+          () -> resolve(query, source, destination)).start();
+    } else {
+      resolve(query, source, destination);
+    }
+  }
+
+  private void resolve(long query, InetSocketAddress source, InetSocketAddress destination) {
+    InetAddress from;
+    synchronized (this) {
+      if (phase != query) return;
+      from = beforeQuery == CmState.ADDR_BOUND ? local.getAddress()
+          : source != null ? source.getAddress() : null;
+    }
+    CmRoute route;
+    try {
+      route = CmRoute.find(from, destination);
+    } catch (CmRoute.Unreachable e) {
+      addressError(query, -e.errno);
+      return;
+    }
+    synchronized (this) {
+      if (phase != query) return;
+      InetAddress via = route.source();
+      if (beforeQuery == CmState.IDLE) {
+        InetAddress ip = from == null || from.isAnyLocalAddress() ? via : from;
+        DatagramChannel s;
+        try {
+          s = open("rdma_resolve_addr",
+              new InetSocketAddress(ip, source == null ? 0 : source.getPort()));
+          attach(ip);
+        } catch (RuntimeException e) {
+          addressError(query, -(e instanceof RdmaException r ? r.errno() : RdmaException.ENODEV));
+          return;
+        }
+        socket = s;
+        local = boundAddress(s, ip);
+      } else if (local.getAddress().isAnyLocalAddress()) {
+        local = new InetSocketAddress(via, local.getPort());
+      }
+      remote = route.target();
+      setState(CmState.ADDR_RESOLVED);
+      post(CmEventType.ADDR_RESOLVED, 0, null, null);
+    }
+  }
+
+  private synchronized void addressError(long query, int status) {
+    if (phase != query) return;
+    setState(beforeQuery);
+    post(CmEventType.ADDR_ERROR, status, null, null);
+  }
+
+  @Override
+  public synchronized void resolveRoute(Duration timeout) {
+    String verb = "rdma_resolve_route";
+    requireTimeout(verb, timeout);
+    expect(verb, "ADDR_RESOLVED (resolve the address first)", CmState.ADDR_RESOLVED);
+    if (device.portActive(support)) {
+      setState(CmState.ROUTE_RESOLVED);
+      post(CmEventType.ROUTE_RESOLVED, 0, null, null);
+    } else {
+      setState(CmState.ADDR_RESOLVED);
+      post(CmEventType.ROUTE_ERROR, -ENETUNREACH, null, null);
+    }
+  }
+
+  // ---- the QP
+
+  @Override
+  public synchronized QueuePair createQp(ProtectionDomain pd, QpInitAttributes attributes) {
+    String verb = "rdma_create_qp";
+    expect(verb, "ADDR_BOUND, ADDR_RESOLVED, ROUTE_RESOLVED or CONNECT_REQUEST",
+        CmState.ADDR_BOUND, CmState.ADDR_RESOLVED, CmState.ROUTE_QUERY, CmState.ROUTE_RESOLVED,
+        CmState.CONNECT_REQUEST, CmState.ESTABLISHED);
+    qp = CmQpSteps.create(verb, RdmaPortSpace.UDP, pd, attributes, device.verbs, qp);
+    return qp;
+  }
+
+  @Override
+  public synchronized void destroyQp() {
+    String verb = "rdma_destroy_qp";
+    if (qp == null) {
+      throw new RdmaException(verb, RdmaException.EINVAL, "the id (state " + state + ") has no QP");
+    }
+    if (!groups.attached().isEmpty()) {
+      // as ibv_destroy_qp (uverbs) refuses a QP still attached to groups
+      throw new RdmaException(verb, RdmaException.EBUSY, "QP " + qp.qpNum()
+          + " is attached to multicast group(s) " + groups.attached()
+          + "; leave them first (leaveMulticast)");
+    }
+    qp.close();
+    qp = null;
+  }
+
+  // ---- SIDR: the requester
+
+  @Override
+  public synchronized void connect(ConnectionParameters parameters) {
+    String verb = "rdma_connect";
+    expect(verb, "ROUTE_RESOLVED (resolve address and route first)", CmState.ROUTE_RESOLVED);
+    byte[] data = privateData(verb, parameters, SidrMessage.MAX_REQ_PRIVATE_DATA, "a SIDR request");
+    if (remote.getPort() == 0) {
+      throw new RdmaException(verb, RdmaException.EINVAL, "the destination "
+          + CmSocket.describe(remote) + " has port 0 (a group is joined, not connected to)");
+    }
+    try {
+      if (!socket.isConnected()) socket.connect(remote); // so that ICMP port unreachable shows
+      resources.sidr.watch(socket, new SidrService.Endpoint() {
+        @Override
+        public void received(SidrMessage m, InetSocketAddress from) {
+          replied(m);
+        }
+
+        @Override
+        public void unreachable() {
+          portUnreachable();
+        }
+      });
+    } catch (IOException e) {
+      throw new RdmaException(verb, RdmaException.EADDRNOTAVAIL, "cannot send a SIDR request to "
+          + CmSocket.describe(remote) + ": " + e.getMessage(), e);
+    }
+    requestId = ThreadLocalRandom.current().nextInt();
+    request = SidrMessage.req(requestId, support.gid(device.verbs), data).encode();
+    setState(CmState.CONNECTING);
+    resources.warnIfInTheClear(remote.getAddress(), "sending SIDR requests to "
+        + CmSocket.describe(remote));
+    long attempt = phase;
+    channel.schedule(() -> deadline(attempt), support.connectTimeout());
+    sendRequest(attempt);
+  }
+
+  private synchronized void sendRequest(long attempt) {
+    if (phase != attempt || state != CmState.CONNECTING) return;
+    if (!send(socket, request, remote)) {
+      portUnreachable();
+      return;
+    }
+    channel.schedule(() -> sendRequest(attempt), RESEND);
+  }
+
+  private synchronized void replied(SidrMessage m) {
+    if (state != CmState.CONNECTING || m.kind() != SidrMessage.REP
+        || m.requestId() != requestId) {
+      return; // a late reply, or one for an attempt of before: the IB CM drops it too
+    }
+    resources.sidr.stop(socket);
+    if (m.status() == SidrMessage.SUCCESS) {
+      setState(CmState.ESTABLISHED);
+      post(CmEventType.ESTABLISHED, 0, m.privateData(), new UdParameters(m.privateData().clone(),
+          AddressVector.global(m.gid(), 0, 1), m.qpn(), m.qkey()));
+    } else {
+      setState(CmState.UNREACHABLE);
+      post(CmEventType.UNREACHABLE, m.status(), m.privateData(), null);
+    }
+  }
+
+  private synchronized void portUnreachable() {
+    if (state != CmState.CONNECTING) return;
+    setState(CmState.UNREACHABLE); // nothing listens there: the IB CM's "service unsupported"
+    post(CmEventType.UNREACHABLE, SidrMessage.UNSUPPORTED, null, null);
+  }
+
+  // ---- SIDR: the listener and its requests' ids
+
+  private void requested(SidrMessage m, InetSocketAddress from) {
+    if (m.kind() != SidrMessage.REQ) return; // a reply to a listener: nobody asked
+    Attempt a = new Attempt(from, m.requestId());
+    SoftUdpCmId id;
+    synchronized (this) {
+      if (state != CmState.LISTEN) return;
+      SoftUdpCmId known = requests.get(a);
+      if (known != null) {
+        known.answerAgain();
+        return;
+      }
+      if (requests.size() >= resources.maxConnections) return; // the requester times out
+      try {
+        id = channel.newUdpId(context, "rdma_listen");
+      } catch (RdmaException e) {
+        return; // the channel closed
+      }
+      try {
+        id.adopt(this, a, m);
+      } catch (RuntimeException e) {
+        id.close();
+        return;
+      }
+      requests.put(a, id);
+      channel.post(new CmEvent(CmEventType.CONNECT_REQUEST, id, this, 0, m.privateData().clone(),
+          null, new UdParameters(m.privateData().clone(), AddressVector.global(m.gid(), 0, 1), 0,
+              UdParameters.UDP_QKEY)));
+    }
+  }
+
+  private synchronized void adopt(SoftUdpCmId l, Attempt a, SidrMessage req) {
+    local = l.local;
+    remote = a.from();
+    attach(local.getAddress());
+    listener = l;
+    attempt = a;
+    replyVia = l.shared.take();
+    setState(CmState.CONNECT_REQUEST);
+  }
+
+  /** A REQ came again: its REP was lost, or is still to come. */
+  private synchronized void answerAgain() {
+    if (reply != null && replyVia != null) send(replyVia.channel, reply, remote);
+  }
+
+  @Override
+  public synchronized void accept(ConnectionParameters parameters) {
+    String verb = "rdma_accept";
+    expect(verb, "CONNECT_REQUEST (only a SIDR request's id can be accepted)",
+        CmState.CONNECT_REQUEST);
+    byte[] data = privateData(verb, parameters, SidrMessage.MAX_REP_PRIVATE_DATA, "a SIDR reply");
+    if (qp == null) {
+      throw new RdmaException(verb, RdmaException.EINVAL, "the id has no QP: the requester's"
+          + " ESTABLISHED names it (createQp first)");
+    }
+    answer(SidrMessage.rep(attempt.requestId(), SidrMessage.SUCCESS, qp.qpNum(),
+        UdParameters.UDP_QKEY, support.gid(device.verbs), data), CmState.ESTABLISHED);
+  }
+
+  @Override
+  public synchronized void reject(byte[] privateData) {
+    String verb = "rdma_reject";
+    expect(verb, "CONNECT_REQUEST (only a SIDR request's id can be rejected)",
+        CmState.CONNECT_REQUEST);
+    byte[] data = privateData == null ? new byte[0] : privateData.clone();
+    if (data.length > SidrMessage.MAX_REP_PRIVATE_DATA) {
+      throw new RdmaException(verb, RdmaException.EINVAL, data.length + " bytes of private data;"
+          + " a SIDR reply carries at most " + SidrMessage.MAX_REP_PRIVATE_DATA);
+    }
+    answer(SidrMessage.rep(attempt.requestId(), SidrMessage.REJECT, 0, 0, null, data),
+        CmState.REJECTED);
+  }
+
+  private void answer(SidrMessage rep, CmState then) {
+    reply = rep.encode();
+    setState(then);
+    send(replyVia.channel, reply, remote);
+  }
+
+  // ---- multicast
+
+  @Override
+  public synchronized void joinMulticast(InetSocketAddress group) {
+    String verb = "rdma_join_multicast";
+    CmGroups.checkGroup(verb, group);
+    expect(verb, "ADDR_BOUND or ADDR_RESOLVED (bind or resolve first) to join group "
+        + group.getAddress().getHostAddress(), CmState.ADDR_BOUND, CmState.ADDR_RESOLVED);
+    UdParameters ud;
+    try {
+      ud = groups.join(verb, group, qp, support);
+    } catch (RdmaException e) {
+      if (e.errno() != RdmaException.ENODEV) throw e;
+      // the process could not join the group: as librdmacm reports a failed attach
+      post(CmEventType.MULTICAST_ERROR, -e.errno(), null, null);
+      return;
+    }
+    channel.post(new CmEvent(CmEventType.MULTICAST_JOIN, this, null, 0, new byte[0], null, ud));
+  }
+
+  @Override
+  public synchronized void leaveMulticast(InetSocketAddress group) {
+    expect("rdma_leave_multicast", "a live id", CmState.values());
+    groups.leave("rdma_leave_multicast", group, support);
+  }
+
+  @Override
+  public void disconnect() {
+    throw new RdmaException("rdma_disconnect", RdmaException.EINVAL,
+        "an RDMA_PS_UDP id has no connection to disconnect (destroy it, or its QP)");
+  }
+
+  // ---- deadlines, device removal, destruction
+
+  private synchronized void deadline(long setInPhase) {
+    if (phase != setInPhase) return;
+    if (state == CmState.ADDR_QUERY) {
+      setState(beforeQuery);
+      post(CmEventType.ADDR_ERROR, -ETIMEDOUT, null, null);
+    } else if (state == CmState.CONNECTING) {
+      resources.sidr.stop(socket);
+      setState(CmState.UNREACHABLE);
+      post(CmEventType.UNREACHABLE, -ETIMEDOUT, null, null);
+    }
+  }
+
+  private synchronized void deviceRemoved() {
+    if (state == CmState.DESTROYED || state == CmState.DEVICE_REMOVAL) return;
+    if (state == CmState.LISTEN) resources.sidr.stop(shared.channel);
+    setState(CmState.DEVICE_REMOVAL);
+    post(CmEventType.DEVICE_REMOVAL, 0, null, null);
+  }
+
+  @Override
+  public void destroyForShutdown() {
+    synchronized (this) {
+      CmQpSteps.closeQuietly(qp);
+      qp = null;
+    }
+    try {
+      close();
+    } catch (RuntimeException e) {
+      // going away regardless
+    }
+  }
+
+  @Override
+  public void close() {
+    CmDevice.Taken taken;
+    SoftUdpCmId from;
+    Attempt a;
+    synchronized (this) {
+      if (state == CmState.DESTROYED) return;
+      if (qp != null) {
+        throw new RdmaException("rdma_destroy_id", RdmaException.EBUSY, "the id in state " + state
+            + " still has QP " + qp.qpNum() + "; destroy it first (destroyQp)");
+      }
+      setState(CmState.DESTROYED);
+      groups.leaveAll(support);
+      if (socket != null) {
+        resources.sidr.stop(socket);
+        CmSocket.closeQuietly(socket);
+        socket = null;
+      }
+      if (shared != null) {
+        resources.sidr.stop(shared.channel);
+        shared.release();
+        shared = null;
+      }
+      if (replyVia != null) replyVia.release();
+      replyVia = null;
+      from = listener;
+      a = attempt;
+      listener = null;
+      taken = device.take();
+    }
+    if (from != null) from.forgetRequest(a, this);
+    RuntimeException failure = taken.release(support);
+    for (CmId id : channel.forget(this)) {
+      try {
+        id.close();
+      } catch (RuntimeException e) {
+        if (failure == null) failure = e;
+        else failure.addSuppressed(e);
+      }
+    }
+    support.countCmId(-1);
+    if (failure != null) throw failure;
+  }
+
+  private synchronized void forgetRequest(Attempt a, SoftUdpCmId id) {
+    if (requests != null) requests.remove(a, id);
+  }
+
+  // ---- helpers (callers hold the monitor)
+
+  private void setState(CmState s) {
+    state = s;
+    phase++;
+  }
+
+  private void post(CmEventType type, int status, byte[] privateData, UdParameters ud) {
+    channel.post(new CmEvent(type, this, null, status,
+        privateData == null ? new byte[0] : privateData.clone(), null, ud));
+  }
+
+  private void expect(String verb, String needed, CmState... allowed) {
+    CmChecks.expect(verb, state, needed, allowed);
+  }
+
+  private void attach(InetAddress address) {
+    device.attach(support, address, () -> channel.schedule(this::deviceRemoved, Duration.ZERO));
+  }
+
+  private static byte[] privateData(String verb, ConnectionParameters p, int max, String what) {
+    if (p == null) {
+      throw new RdmaException(verb, RdmaException.EINVAL,
+          "connection parameters are null (ConnectionParameters.defaults() has none to say)");
+    }
+    byte[] data = p.privateDataOrEmpty().clone();
+    if (data.length > max) {
+      throw new RdmaException(verb, RdmaException.EINVAL, data.length + " bytes of private data; "
+          + what + " carries at most " + max);
+    }
+    return data;
+  }
+
+  /**
+   * Sends one datagram; a loss is the protocol's (the requester sends again). False when the
+   * host said, for an earlier one, that nobody has the port (a connected socket hears it).
+   */
+  private static boolean send(DatagramChannel ch, byte[] message, InetSocketAddress to) {
+    try {
+      if (ch.isConnected()) ch.write(ByteBuffer.wrap(message));
+      else ch.send(ByteBuffer.wrap(message), to);
+    } catch (java.net.PortUnreachableException e) {
+      return false;
+    } catch (IOException e) {
+      // closed meanwhile, or no buffer: lost, as a datagram may be
+    }
+    return true;
+  }
+
+  @Override
+  public synchronized String toString() {
+    return "CmId(UDP " + (local != null ? CmSocket.describe(local) : "unbound")
+        + (remote != null ? " -> " + CmSocket.describe(remote) : "") + ", " + state + ")";
+  }
+}
