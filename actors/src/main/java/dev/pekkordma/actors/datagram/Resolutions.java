@@ -158,8 +158,11 @@ final class Resolutions {
       case REJECTED -> e.status() == CmEvent.REJECT_NO_LISTENER
           ? "no datagram endpoint listens there (REJECTED: no listener)"
           : "it refused the SIDR request (REJECTED, status " + e.status() + ")";
-      case UNREACHABLE -> "no answer to the SIDR request (UNREACHABLE, status " + e.status()
-          + ")";
+      case UNREACHABLE -> e.status() == CmEvent.SIDR_UNSUPPORTED
+          ? "no datagram endpoint listens there (UNREACHABLE: SIDR status unsupported)"
+          : e.status() == CmEvent.SIDR_REJECT
+          ? "it rejected the SIDR request (UNREACHABLE: SIDR status reject)"
+          : "no answer to the SIDR request (UNREACHABLE, status " + e.status() + ")";
       case DEVICE_REMOVAL -> "the device was removed (DEVICE_REMOVAL)";
       default -> "the SIDR exchange failed (" + e.type() + ", status " + e.status() + ")";
     };
