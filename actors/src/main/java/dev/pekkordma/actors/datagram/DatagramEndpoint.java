@@ -76,6 +76,9 @@ public final class DatagramEndpoint {
 
   enum HandlerGone implements Command { INSTANCE }
 
+  /** The endpoint's own QP, for fault injection in tests. */
+  record Inspect(ActorRef<dev.pekkordma.verbs.QueuePair> replyTo) implements Command {}
+
   /** What the endpoint's handler hears. */
   public sealed interface Event {}
 

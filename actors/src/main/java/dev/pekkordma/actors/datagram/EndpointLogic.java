@@ -147,6 +147,10 @@ final class EndpointLogic {
               receives.malformed()));
           return Behaviors.same();
         })
+        .onMessage(Inspect.class, i -> {
+          i.replyTo().tell(res.qp);
+          return Behaviors.same();
+        })
         .onMessage(CmEventArrived.class, e -> cmEvent(e.event()))
         .onMessage(CmStopped.class, c -> stop("the CM's events stopped: " + c.reason()))
         .onMessage(Completions.class, this::completions)

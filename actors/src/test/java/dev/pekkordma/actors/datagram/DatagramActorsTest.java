@@ -255,6 +255,37 @@ class DatagramActorsTest {
     assertNotEquals(0, s.qpn());
   }
 
+  @Test
+  void aFailedQpFreesEverythingAndTheEndpointBindsAgainKeepingItsSubscribers() {
+    dev.pekkordma.verbs.FaultInjection faults = provider.faults().orElse(null);
+    org.junit.jupiter.api.Assumptions.assumeTrue(faults != null,
+        "[actors] skipped: it injects faults, which this provider cannot");
+    TestProbe<DatagramEndpoint.Event> ha = kit.createTestProbe();
+    TestProbe<DatagramEndpoint.Event> hb = kit.createTestProbe();
+    DatagramEndpoint.Bound a = bind(ha);
+    DatagramEndpoint.Bound b = bind(hb);
+    TestProbe<Received> atA = subscribe(a);
+    TestProbe<dev.pekkordma.verbs.QueuePair> qp = kit.createTestProbe();
+    a.endpoint().tell(new DatagramEndpoint.Inspect(qp.getRef()));
+    faults.qpFatal(qp.receiveMessage(WAIT));
+    TestProbe<SendResult> results = kit.createTestProbe();
+    a.endpoint().tell(new DatagramEndpoint.Send(b.address(), text("lost"), results.getRef()));
+    DatagramEndpoint.Restarting restarting =
+        ha.expectMessageClass(DatagramEndpoint.Restarting.class, WAIT);
+    assertTrue(restarting.reason().contains("send completed with"), restarting.reason());
+    assertInstanceOf(SendResult.SendFailed.class, results.receiveMessage(WAIT));
+    DatagramEndpoint.Bound again = ha.expectMessageClass(DatagramEndpoint.Bound.class, WAIT);
+    assertEquals(a.address(), again.address(), "the same address, port included");
+    assertNotEquals(a.qpn(), again.qpn(), "a new QP");
+    // A resolves B again; its SIDR request tells B where A's new QP is, so B's answer by
+    // address reaches A's subscriber, kept across the restart
+    TestProbe<Received> atB = subscribe(b);
+    a.endpoint().tell(new DatagramEndpoint.Send(b.address(), text("back"), null));
+    assertEquals("back", atB.receiveMessage(WAIT).data().utf8String());
+    b.endpoint().tell(new DatagramEndpoint.Send(again.address(), text("after"), null));
+    assertEquals("after", atA.receiveMessage(WAIT).data().utf8String());
+  }
+
   /** A group of its own for each test: 239.78.x.y, x from this JVM's pid. */
   static InetSocketAddress newGroup() {
     int x = (int) (ProcessHandle.current().pid() % 250) + 1;
