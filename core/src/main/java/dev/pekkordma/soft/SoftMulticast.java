@@ -26,9 +26,11 @@ import org.slf4j.LoggerFactory;
  * for any UD receive. QPs of this JVM get it in memory, in the sender's thread; other processes
  * get it by IP multicast: a process with a QP attached to a group whose GID maps an IPv4 address
  * (::ffff:a.b.c.d, RoCEv2's form, or ff0e::ffff:a.b.c.d, RoCEv1's) joins that IPv4 group on the
- * interface of its fabric's address and reads the fabric's multicast port; a send goes there as
- * one UDP datagram ({@link MulticastWire}). A process drops its own datagrams (by their origin)
- * as its members had them already. Other multicast GIDs reach this JVM's QPs only.
+ * interface of its fabric's address with a socket bound to the group's address and the fabric's
+ * multicast port (so it reads that group's datagrams only, and no unicast ones), one thread a
+ * group; a send goes there as one UDP datagram ({@link MulticastWire}). A process drops its own
+ * datagrams (by their origin) as its members had them already. Other multicast GIDs reach this
+ * JVM's QPs only.
  *
  * <p>IP multicast carries no proof of who sent a datagram, as RoCE's does not: anyone on the
  * link may send to a group. Every datagram read is checked before anything is copied; one that
@@ -43,15 +45,14 @@ final class SoftMulticast implements SoftPeer {
       ThreadLocal.withInitial(() -> new byte[MulticastWire.MAX_DATAGRAM]);
   private final ThreadLocal<MemoryPayload> payloads = ThreadLocal.withInitial(MemoryPayload::new);
   // guarded by this
-  private final Map<InetAddress, Integer> joined = new HashMap<>();
-  private MulticastSocket socket;
-  private Thread reader;
+  private final Map<InetAddress, Receiver> joined = new HashMap<>();
+  private MulticastSocket sender;
   private int port;
   private InetAddress interfaceAddress;
 
   /** Where the transport runs: the fabric's multicast port and host (its interface). */
   synchronized void configure(int port, InetAddress fabricHost) {
-    if (socket != null) return; // the first provider's, as for the TCP fabric
+    if (sender != null || !joined.isEmpty()) return; // the first provider's, as the TCP fabric's
     this.port = port;
     this.interfaceAddress = fabricHost;
   }
@@ -94,10 +95,12 @@ final class SoftMulticast implements SoftPeer {
     InetAddress group = groupOf(mgid);
     synchronized (this) {
       if (group != null) {
-        ensureOpen();
-        int n = joined.getOrDefault(group, 0);
-        if (n == 0) socket.joinGroup(new InetSocketAddress(group, 0), networkInterface());
-        joined.put(group, n + 1);
+        Receiver r = joined.get(group);
+        if (r == null) {
+          r = new Receiver(group);
+          joined.put(group, r);
+        }
+        r.members++;
       }
       members.computeIfAbsent(mgid, g -> new CopyOnWriteArraySet<>()).add(qp);
     }
@@ -110,19 +113,10 @@ final class SoftMulticast implements SoftPeer {
       Set<SoftQp> set = members.get(mgid);
       if (set == null || !set.remove(qp)) return;
       if (set.isEmpty()) members.remove(mgid, set);
-      if (group == null) return;
-      int n = joined.getOrDefault(group, 1) - 1;
-      if (n > 0) {
-        joined.put(group, n);
-        return;
-      }
+      Receiver r = group == null ? null : joined.get(group);
+      if (r == null || --r.members > 0) return;
       joined.remove(group);
-      try {
-        if (socket != null) socket.leaveGroup(new InetSocketAddress(group, 0), networkInterface());
-      } catch (IOException e) {
-        LOG.debug("soft multicast: leaving {} failed: {}", group.getHostAddress(), e.toString());
-      }
-      if (joined.isEmpty()) closeLocked(); // a send opens it again
+      r.close();
     }
   }
 
@@ -134,43 +128,65 @@ final class SoftMulticast implements SoftPeer {
 
   private NetworkInterface networkInterface() throws SocketException {
     InetAddress a = interfaceAddress;
-    if (a == null || a.isAnyLocalAddress()) return socket.getNetworkInterface();
+    if (a == null || a.isAnyLocalAddress()) return null; // the system's choice
     NetworkInterface nif = NetworkInterface.getByInetAddress(a);
     if (nif == null) throw new SocketException("no interface has the fabric's address " + a);
     return nif;
   }
 
-  private void ensureOpen() throws IOException {
-    if (socket != null) return;
+  /** The socket sends go out of: any port, the fabric's interface, the link only. */
+  private MulticastSocket sender() throws IOException {
+    if (sender != null) return sender;
     if (port == 0) throw new SocketException("the fabric's multicast port is not configured");
-    MulticastSocket s = new MulticastSocket(null);
+    MulticastSocket s = new MulticastSocket();
     try {
-      s.setReuseAddress(true); // every process of the fabric on this host reads the port
-      s.bind(new InetSocketAddress(port));
-      socket = s;
-      s.setNetworkInterface(networkInterface());
+      NetworkInterface nif = networkInterface();
+      if (nif != null) s.setNetworkInterface(nif);
       s.setTimeToLive(1); // RoCE's groups do not leave the link
     } catch (IOException | RuntimeException e) {
-      socket = null;
       s.close();
       throw e;
     }
-    Thread t = new Thread(() -> readLoop(s), "soft-rdma-multicast-" + port);
-    t.setDaemon(true);
-    reader = t;
-    t.start();
+    sender = s;
+    return s;
   }
 
-  private void closeLocked() {
-    if (socket != null) socket.close(); // its reader ends
-    socket = null;
-    reader = null;
-  }
-
-  /** Every soft device of this JVM is gone: the transport closes. */
+  /** Every soft device of this JVM is gone: the sockets close. */
   synchronized void shutdown() {
+    for (Receiver r : joined.values()) r.close();
     joined.clear();
-    closeLocked();
+    if (sender != null) sender.close();
+    sender = null;
+  }
+
+  /** This process's membership of one IPv4 group: its socket and the thread reading it. */
+  private final class Receiver {
+    final InetAddress group;
+    final MulticastSocket socket;
+    int members;
+
+    Receiver(InetAddress group) throws IOException {
+      if (port == 0) throw new SocketException("the fabric's multicast port is not configured");
+      this.group = group;
+      MulticastSocket s = new MulticastSocket(null);
+      try {
+        s.setReuseAddress(true); // every process of the fabric on this host reads the group
+        s.bind(new InetSocketAddress(group, port)); // this group's datagrams only
+        NetworkInterface nif = networkInterface();
+        s.joinGroup(new InetSocketAddress(group, 0), nif);
+      } catch (IOException | RuntimeException e) {
+        s.close();
+        throw e;
+      }
+      socket = s;
+      Thread t = new Thread(() -> readLoop(s), "soft-rdma-multicast-" + group.getHostAddress());
+      t.setDaemon(true);
+      t.start();
+    }
+
+    void close() {
+      socket.close(); // the kernel leaves the group; the reader ends
+    }
   }
 
   // ---------------------------------------------------------------- sending (SoftPeer)
@@ -219,13 +235,12 @@ final class SoftMulticast implements SoftPeer {
     MulticastSocket s;
     synchronized (this) {
       try {
-        ensureOpen();
+        s = sender();
       } catch (IOException e) {
         refusals.refuse("group " + group.getHostAddress(), "cannot send to other processes: "
             + e.getMessage());
         return SENT; // lost on the way, as a packet would be
       }
-      s = socket;
     }
     int length = (int) gather.total();
     byte[] b = sendBuffers.get();

@@ -36,6 +36,7 @@ public final class CmResources {
   private final AtomicInteger links = new AtomicInteger();
   private final AtomicInteger conversations = new AtomicInteger();
   private final AtomicBoolean warnedInTheClear = new AtomicBoolean();
+  private final AtomicBoolean warnedDatagrams = new AtomicBoolean();
 
   /** Reads the CM's bounds and sets up TLS ({@link SoftTls#from}) from {@code settings}. */
   public CmResources(RdmaSettings settings) {
@@ -137,6 +138,17 @@ public final class CmResources {
         + " handshakes and their private data cross the network in the clear; set"
         + " pekko-rdma.soft.tls.enabled = on in every process to authenticate and encrypt them"
         + " (said once per provider)", what);
+  }
+
+  /**
+   * Warns once per provider, when TLS is on, that a datagram id's SIDR messages and multicast
+   * datagrams are not under it: they are UDP datagrams, in the clear and unauthenticated.
+   */
+  void warnDatagramsOutsideTls(String what) {
+    if (!tls.enabled() || !warnedDatagrams.compareAndSet(false, true)) return;
+    log.warn("soft CM: {}: pekko-rdma.soft.tls protects connections, not datagrams; SIDR"
+        + " messages and multicast datagrams cross the network in the clear, and anyone who"
+        + " reaches the port or the group can send them (said once per provider)", what);
   }
 
   /** The provider closed: no new connection threads; those running end with their sockets. */

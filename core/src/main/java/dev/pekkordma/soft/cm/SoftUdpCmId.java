@@ -214,6 +214,7 @@ final class SoftUdpCmId implements SoftChannelId {
     setState(CmState.LISTEN);
     resources.warnIfInTheClear(local.getAddress(), "listening for SIDR requests on "
         + CmSocket.describe(local));
+    resources.warnDatagramsOutsideTls("a datagram id listens on " + CmSocket.describe(local));
   }
 
   @Override
@@ -364,6 +365,7 @@ final class SoftUdpCmId implements SoftChannelId {
     setState(CmState.CONNECTING);
     resources.warnIfInTheClear(remote.getAddress(), "sending SIDR requests to "
         + CmSocket.describe(remote));
+    resources.warnDatagramsOutsideTls("a datagram id connects to " + CmSocket.describe(remote));
     long attempt = phase;
     channel.schedule(() -> deadline(attempt), support.connectTimeout());
     sendRequest(attempt);
@@ -498,6 +500,8 @@ final class SoftUdpCmId implements SoftChannelId {
       post(CmEventType.MULTICAST_ERROR, -e.errno(), null, null);
       return;
     }
+    resources.warnDatagramsOutsideTls("a datagram id joins group "
+        + group.getAddress().getHostAddress());
     channel.post(new CmEvent(CmEventType.MULTICAST_JOIN, this, null, 0, new byte[0], null, ud));
   }
 

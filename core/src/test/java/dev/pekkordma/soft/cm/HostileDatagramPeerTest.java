@@ -241,9 +241,12 @@ class HostileDatagramPeerTest extends CmFixture {
           // well formed with the wrong Q_Key: dropped as any UD receive would drop it
           byte[] wrongKey = datagram(mgid, 5, 0x1111, 8);
           raw.send(new DatagramPacket(wrongKey, wrongKey.length, group, MULTICAST_PORT));
-          assertEquals("", member.poll(Duration.ofMillis(300)), "nothing for the member");
-          // one from another process that is right arrives
+          // well formed, but sent to the port by unicast: not the group's, not read
           byte[] good = datagram(mgid, 5, UdParameters.UDP_QKEY, 24);
+          raw.send(new DatagramPacket(good, good.length, InetAddress.getLoopbackAddress(),
+              MULTICAST_PORT));
+          assertEquals("", member.poll(Duration.ofMillis(300)), "nothing for the member");
+          // the same to the group from another process arrives
           raw.send(new DatagramPacket(good, good.length, group, MULTICAST_PORT));
           assertEquals("1 0 64;", member.poll(WAIT), "the member's receive (GRH + 24 bytes)");
 

@@ -21,7 +21,7 @@ import net.jqwik.api.Provide;
  * most 4096 bytes; sane GIDs and QPN) or fail with a {@link MulticastWire.Violation} naming what
  * was wrong, never anything else.
  */
-class MulticastWireProperties {
+class MulticastWirePropertyTest {
   private static final byte[] MGID = Gid.parse("::ffff:239.77.1.1").toBytes();
   private static final byte[] SRC = Gid.parse("fe80::7f00:1:1234:1").toBytes();
 

@@ -20,7 +20,7 @@ import net.jqwik.api.Provide;
  * within the format's bounds or fail with a ProtocolException that says what was wrong, never
  * anything else, and never with private data beyond the kind's limit.
  */
-class SidrMessageProperties {
+class SidrMessagePropertyTest {
   private static final byte[] GID = Gid.parse("fe80::7f00:1:1234:1").toBytes();
 
   @Provide
