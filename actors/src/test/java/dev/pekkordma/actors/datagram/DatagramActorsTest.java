@@ -117,11 +117,12 @@ class DatagramActorsTest {
     assertEquals(b.qpn(), pong.from().qpn());
     assertEquals(b.address(), pong.from().address(), "a peer this side resolved");
 
-    // the other way by address: B resolves A (or knows it from A's request)
-    for (int i = 0; i < 20; i++) {
+    // the other way by address: B knows A from A's request; fewer than A's 16 receives, so
+    // none can be dropped however slowly A's actor posts them again
+    for (int i = 0; i < 12; i++) {
       b.endpoint().tell(new DatagramEndpoint.Send(a.address(), text("n" + i), null));
     }
-    for (int i = 0; i < 20; i++) assertEquals("n" + i, atA.receiveMessage(WAIT).data().utf8String());
+    for (int i = 0; i < 12; i++) assertEquals("n" + i, atA.receiveMessage(WAIT).data().utf8String());
   }
 
   @Test
