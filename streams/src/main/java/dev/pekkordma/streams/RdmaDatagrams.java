@@ -46,8 +46,8 @@ public final class RdmaDatagrams {
   }
 
   /**
-   * Sends each element; binds on the device of the first peer it resolves, and listens nowhere
-   * (peers can answer its datagrams by their sender). Completes once upstream has and every
+   * Sends each element; works on the device of the first peer it resolves, and listens nowhere
+   * (datagrams peers send back to its QP are discarded). Completes once upstream has and every
    * datagram went. As {@code Udp.sendSink}.
    */
   public Sink<Datagram, CompletionStage<Done>> sendSink() {
