@@ -3,8 +3,8 @@
 # (native/softroce/vm; guest-network.sh lists the devices). Inside the VM, offline, with the
 # given local repository, on the native provider (plain verbs on rxe_lo, GID index 1; CM at
 # 192.0.2.1 on rxe0): native's tests (LayoutTest, the smoke tests and core's whole conformance
-# suite), samples' RealToolsInteropTest against ibv_rc_pingpong and rping, the echo sample and the
-# doctor (DoctorTest), the
+# suite), samples' RealToolsInteropTest against ibv_rc_pingpong and rping and
+# DatagramToolsInteropTest against udaddy and mckey, the echo sample and the doctor (DoctorTest), the
 # runtime's CM tests, the actors' lifecycle tests, the streams' tests, then the actors' and the
 # streams' DeviceRemovalTest (rdma link delete rxe0, and add again) and port events (dummy0
 # down, up). Then across the veth link between rxe_a and rxe_b, clean: the CM conformance cases
@@ -103,9 +103,10 @@ mkdir -p "${inner%/*}"
   echo 'echo "rdma resources before:"; echo "$before"'
   # a module at a time: a failure in one still lets the others run
   echo 'rc=0'
-  # our rc-pingpong and rping against the real ibv_rc_pingpong and rping, each way round
+  # our rc-pingpong and rping against the real ibv_rc_pingpong and rping, and our datagram peer
+  # against udaddy and mckey (rxe0's CM addresses), each way round
   printf 'run mvn -o -q -DargLine="$jvm"'
-  printf ' %q' "${mvnflags[@]}" -pl samples test -Dtest=RealToolsInteropTest \
+  printf ' %q' "${mvnflags[@]}" -pl samples test -Dtest=RealToolsInteropTest,DatagramToolsInteropTest \
     -Dpekko-rdma.interop=true "${props[@]}" -Dpekko-rdma.test.cm-source=192.0.2.2 "$@"
   echo ' || rc=1'
   # the actors' echo sample

@@ -208,6 +208,9 @@ class CmDatagramConformanceTest extends ConformanceTest {
       assertStartsWith(hello, req.privateData(), "private data of the SIDR request");
       assertNotNull(req.ud(), "ud of a datagram id's CONNECT_REQUEST");
       assertStartsWith(hello, req.ud().privateData(), "ud private data of the SIDR request");
+      // a SIDR request carries neither: the reply goes to the source QP of what arrives
+      assertEquals(0, req.ud().qpNum(), "CONNECT_REQUEST's qp_num");
+      assertEquals(0, req.ud().qkey(), "CONNECT_REQUEST's qkey");
       server = new Dgram(req.id());
       return req;
     }

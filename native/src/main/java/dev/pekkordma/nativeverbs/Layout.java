@@ -187,6 +187,7 @@ public final class Layout {
   public static final int CM_ID_SRC_ADDR = 32;
   public static final int CM_ID_DST_ADDR = 160;
   public static final int CM_ID_SGID = 288;
+  public static final int CM_ID_DGID = 304;
   public static final int CM_ID_PS = 344;
   public static final int CM_ID_PORT_NUM = 348;
   public static final int CM_ID_PD = 400;
@@ -211,9 +212,28 @@ public final class Layout {
   public static final int CM_EVENT_EVENT = 16;
   public static final int CM_EVENT_STATUS = 20;
   public static final int CM_EVENT_PARAM_CONN = 24;
+  public static final int CM_EVENT_PARAM_UD = 24;
+
+  // struct rdma_ud_param (a datagram id's events; for multicast events private_data is the
+  // context given to rdma_join_multicast)
+  public static final int UD_PARAM_SIZE = 56;
+  public static final int UD_PARAM_PRIVATE_DATA = 0;
+  public static final int UD_PARAM_PRIVATE_DATA_LEN = 8;
+  public static final int UD_PARAM_AH_ATTR = 16;
+  public static final int UD_PARAM_QP_NUM = 48;
+  public static final int UD_PARAM_QKEY = 52;
+
+  // struct ibv_grh (the 40 bytes before a UD receive's data)
+  public static final int GRH_SIZE = 40;
+  public static final int GRH_SGID = 8;
+  public static final int GRH_DGID = 24;
 
   // enum rdma_port_space
   public static final int RDMA_PS_TCP = 0x0106;
+  public static final int RDMA_PS_UDP = 0x0111;
+  public static final int RDMA_PS_IPOIB = 0x0002;
+  public static final int RDMA_PS_IB = 0x013F;
+  public static final int RDMA_UDP_QKEY = 0x01234567;
 
   // struct sockaddr_in / sockaddr_in6 (ports and addresses in network order)
   public static final int AF_INET = 2;

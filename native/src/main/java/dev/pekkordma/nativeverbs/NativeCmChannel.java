@@ -6,6 +6,8 @@ import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
 import dev.pekkordma.cm.RdmaPortSpace;
 import dev.pekkordma.cm.ConnectionParameters;
+import dev.pekkordma.cm.UdParameters;
+import dev.pekkordma.verbs.AddressVector;
 import dev.pekkordma.memory.NativeMemory;
 import dev.pekkordma.verbs.RdmaException;
 import java.time.Duration;
@@ -85,11 +87,18 @@ final class NativeCmChannel implements CmEventChannel {
   @Override
   public CmId createId(Object context, RdmaPortSpace space) {
     checkOpen("rdma_create_id");
-    if (space != RdmaPortSpace.TCP) {
-      throw new RdmaException("rdma_create_id", RdmaException.EPROTONOSUPPORT,
-          "the native provider creates RDMA_PS_TCP ids only, not " + space);
+    if (space == null) {
+      throw new RdmaException("rdma_create_id", RdmaException.EINVAL, "no port space given");
     }
-    NativeCmId id = new NativeCmId(this, Verbs.createId(handle), context);
+    if (space != RdmaPortSpace.TCP && space != RdmaPortSpace.UDP) {
+      // librdmacm's rdma_create_id makes RDMA_PS_IB ids RC only, and an RDMA_PS_IPOIB id's QP
+      // takes its Q_Key from an InfiniBand subnet administrator's IPoIB group
+      throw new RdmaException("rdma_create_id", RdmaException.EPROTONOSUPPORT,
+          "the native provider creates RDMA_PS_TCP and RDMA_PS_UDP ids, not "
+              + NativeCmId.psName(space));
+    }
+    NativeCmId id = new NativeCmId(this, Verbs.createId(handle, space.code,
+        "creating an " + NativeCmId.psName(space) + " id"), context, space);
     ids.put(id.handle, id);
     provider.live.cmIds.incrementAndGet();
     return id;
@@ -121,12 +130,16 @@ final class NativeCmChannel implements CmEventChannel {
     NativeCmId listen = listenPtr == 0 ? null : ids.get(listenPtr);
     NativeCmId id;
     if (type == CmEventType.CONNECT_REQUEST) {
-      // a new id for the connection, on this channel, with the listener's context
-      id = new NativeCmId(this, idPtr, listen == null ? null : listen.context());
+      // a new id for the connection, on this channel, with the listener's context and space
+      id = new NativeCmId(this, idPtr, listen == null ? null : listen.context(),
+          spaceOf(NativeMemory.getInt(idPtr + Layout.CM_ID_PS)));
       ids.put(idPtr, id);
       provider.live.cmIds.incrementAndGet();
     } else {
       id = ids.get(idPtr);
+    }
+    if (id != null && id.portSpace().datagram()) {
+      return datagramEvent(ev, type, id, listen, status);
     }
     byte[] data = new byte[0];
     ConnectionParameters params = null;
@@ -153,6 +166,62 @@ final class NativeCmChannel implements CmEventChannel {
         break;
     }
     return new CmEvent(type, id, listen, status, data, params);
+  }
+
+  private static RdmaPortSpace spaceOf(int code) {
+    for (RdmaPortSpace s : RdmaPortSpace.values()) if (s.code == code) return s;
+    return RdmaPortSpace.TCP;
+  }
+
+  /**
+   * A datagram id's event, its param.ud decoded: CONNECT_REQUEST (the request's private data;
+   * the address vector back to the requester from the new id's route: the kernel's is zeros, and
+   * the request carries no QP number or Q_Key), ESTABLISHED (the peer's QP, Q_Key and address
+   * vector, the reply's private data), MULTICAST_JOIN (the group's address vector, QP 0xFFFFFF
+   * and Q_Key; its private_data is our join's context). UNREACHABLE (the SIDR reply's status:
+   * 1 no listener, 2 rejected, 3 no QP; or -ETIMEDOUT) carries a reject's private data.
+   */
+  private CmEvent datagramEvent(long ev, CmEventType type, NativeCmId id, NativeCmId listen,
+      int status) {
+    long ud = ev + Layout.CM_EVENT_PARAM_UD;
+    switch (type) {
+      case CONNECT_REQUEST: {
+        byte[] data = privateData(ud);
+        return new CmEvent(type, id, listen, status, data, null,
+            new UdParameters(data, id.requesterAddressVector(), 0, 0));
+      }
+      case ESTABLISHED: {
+        byte[] data = privateData(ud);
+        return new CmEvent(type, id, listen, status, data, null, new UdParameters(data,
+            NativeQp.readAhAttr(ud + Layout.UD_PARAM_AH_ATTR),
+            NativeMemory.getInt(ud + Layout.UD_PARAM_QP_NUM),
+            NativeMemory.getInt(ud + Layout.UD_PARAM_QKEY)));
+      }
+      case MULTICAST_JOIN: {
+        AddressVector group = NativeQp.readAhAttr(ud + Layout.UD_PARAM_AH_ATTR);
+        id.joined(NativeMemory.getLong(ud + Layout.UD_PARAM_PRIVATE_DATA), group);
+        byte[] none = new byte[0];
+        return new CmEvent(type, id, listen, status, none, null, new UdParameters(none, group,
+            NativeMemory.getInt(ud + Layout.UD_PARAM_QP_NUM),
+            NativeMemory.getInt(ud + Layout.UD_PARAM_QKEY)));
+      }
+      case MULTICAST_ERROR:
+        return new CmEvent(type, id, listen, status, new byte[0], null, null);
+      case UNREACHABLE:
+      case REJECTED:
+        return new CmEvent(type, id, listen, status, privateData(ud), null, null);
+      default:
+        return new CmEvent(type, id, listen, status, new byte[0], null, null);
+    }
+  }
+
+  /** The private data of param.conn or param.ud (at the same offsets in both). */
+  private static byte[] privateData(long param) {
+    long p = NativeMemory.getLong(param + Layout.UD_PARAM_PRIVATE_DATA);
+    int len = NativeQp.u8(param + Layout.UD_PARAM_PRIVATE_DATA_LEN);
+    byte[] data = new byte[p == 0 ? 0 : len];
+    if (data.length > 0) NativeMemory.copyToArray(p, data, 0, data.length);
+    return data;
   }
 
   @Override

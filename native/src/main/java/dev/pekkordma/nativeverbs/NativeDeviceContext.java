@@ -262,6 +262,41 @@ final class NativeDeviceContext extends NativeResource implements DeviceContext 
     return Gid.of(raw);
   }
 
+  /**
+   * The index of {@code gid} in {@code port}'s GID table, or -1. Where the table holds it twice
+   * (RoCE v1 and v2 entries of one address, as hardware RoCE devices do), the RoCE v2 one: the
+   * connection manager's default type (rxe has v2 entries only). The table is read from its
+   * start, so a match is found after a few entries.
+   */
+  int gidIndexOf(int port, Gid gid) {
+    int length = queryPort(port).gidTableLength();
+    int v1 = -1;
+    for (int i = 0; i < length; i++) {
+      Gid g;
+      try {
+        g = queryGid(port, i);
+      } catch (RdmaException e) {
+        continue;
+      }
+      if (!g.equals(gid)) continue;
+      String type = gidType(port, i);
+      if (type == null || !type.contains("v1")) return i;
+      if (v1 < 0) v1 = i;
+    }
+    return v1;
+  }
+
+  /** The type sysfs gives GID {@code index} ("RoCE v2", "IB/RoCE v1"), or null. */
+  private String gidType(int port, int index) {
+    try {
+      java.nio.file.Path p = java.nio.file.Path.of("/sys/class/infiniband", device.name(), "ports",
+          String.valueOf(port), "gid_attrs", "types", String.valueOf(index));
+      return java.nio.file.Files.readString(p).trim();
+    } catch (java.io.IOException | RuntimeException e) {
+      return null;
+    }
+  }
+
   @Override
   public ProtectionDomain allocPd() {
     checkOpen("ibv_alloc_pd");

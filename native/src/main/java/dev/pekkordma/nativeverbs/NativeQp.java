@@ -42,6 +42,11 @@ final class NativeQp extends NativeResource implements QueuePair {
   private final long mwBind;
   /** The CM id that created it with rdma_create_qp (and destroys it), or null. */
   final NativeCmId cmId;
+  /**
+   * A UD QP's largest datagram: its port's active MTU in bytes, read when the QP gets its port
+   * (rdma_create_qp, or a modify to INIT); 0 before, when nothing is checked.
+   */
+  private volatile int datagramMtu;
 
   private NativeQp(NativePd pd, long qp, QpType type, QpCapabilities caps, NativeCq sendCq,
       NativeCq recvCq, NativeSrq srq, NativeCmId cmId) {
@@ -109,6 +114,7 @@ final class NativeQp extends NativeResource implements QueuePair {
         NativeMemory.getInt(cap + Layout.QP_CAP_MAX_INLINE_DATA));
     NativeQp q = new NativeQp(pd, qp, a.type(), caps, send, recv, srq, cmId);
     ctx.provider.live.qps.incrementAndGet();
+    if (cmId != null && a.type() == QpType.UD) q.readDatagramMtu(cmId.portNum());
     return q;
   }
 
@@ -128,6 +134,11 @@ final class NativeQp extends NativeResource implements QueuePair {
   @Override
   void destroy() {
     if (cmId != null) {
+      // a QP attached to a multicast group is not destroyed (rdma_destroy_qp would fail
+      // silently, EBUSY): its id leaves its groups first
+      java.util.List<RuntimeException> failures = new java.util.ArrayList<>();
+      cmId.leaveAllGroups(failures);
+      if (!failures.isEmpty()) throw failures.get(0);
       synchronized (cmId) { // not while a disconnect moves this QP to ERR
         Verbs.rdmaDestroyQp(cmId.handle);
       }
@@ -246,6 +257,15 @@ final class NativeQp extends NativeResource implements QueuePair {
       QpState to = a.has(QpAttributes.STATE) ? a.state() : from;
       Verbs.modifyQp(handle, attr, mask, describe() + ": " + from + " -> " + to + " with "
           + QpAttributes.maskNames(mask));
+      if (type == QpType.UD && a.has(QpAttributes.PORT)) readDatagramMtu(a.port());
+    }
+  }
+
+  private void readDatagramMtu(int port) {
+    try {
+      datagramMtu = pd.context.queryPort(port).activeMtu().bytes;
+    } catch (RuntimeException e) {
+      datagramMtu = 0; // not checked: the device's to drop
     }
   }
 
@@ -273,23 +293,50 @@ final class NativeQp extends NativeResource implements QueuePair {
           requests::wrId, requests, sendLimits());
     }
     if (refused >= 0) {
-      throw new RdmaException("ibv_post_send", RdmaException.EINVAL, describe() + ": request "
-          + refused + " of " + n + " (wr_id " + requests.wrId(refused) + ", "
-          + requests.opcode(refused) + ") is not allowed on a " + type + " QP; it and the "
-          + (n - refused - 1) + " after it were not posted");
+      String which = describe() + ": request " + refused + " of " + n + " (wr_id "
+          + requests.wrId(refused) + ", " + requests.opcode(refused) + ")";
+      String rest = "; it and the " + (n - refused - 1) + " after it were not posted";
+      long length = datagramLength(requests.requestAddress(refused));
+      int mtu = datagramMtu;
+      if (type.allows(requests.opcode(refused)) && mtu > 0 && length > mtu) {
+        throw new RdmaException("ibv_post_send", RdmaException.EINVAL, which + " is a datagram"
+            + " of " + length + " bytes, over the path MTU of " + mtu + " bytes (its port's"
+            + " active MTU): a UD message is one packet, and a device drops a longer one"
+            + " without an error" + rest);
+      }
+      throw new RdmaException("ibv_post_send", RdmaException.EINVAL, which
+          + " is not allowed on a " + type + " QP" + rest);
     }
   }
 
-  /** The first request whose opcode this QP type does not have ({@link QpType#allows}). */
+  /**
+   * The first request this QP type refuses: an opcode it does not have ({@link QpType#allows}),
+   * or on UD a datagram longer than the path MTU (which the spec has a device drop silently,
+   * rxe completing it as sent).
+   */
   private int firstRefusedOpcode(SendRequests requests, int n) {
+    int mtu = type == QpType.UD ? datagramMtu : 0;
     for (int i = 0; i < n; i++) {
-      int op = NativeMemory.getInt(requests.requestAddress(i) + RequestLayout.OFF_OPCODE);
+      long wr = requests.requestAddress(i);
+      int op = NativeMemory.getInt(wr + RequestLayout.OFF_OPCODE);
       // an opcode we do not know is the driver's to refuse
       if (op >= 0 && op <= WrOpcode.SEND_WITH_INV.code && !type.allows(WrOpcode.of(op))) {
         return i;
       }
+      if (mtu > 0 && datagramLength(wr) > mtu) return i;
     }
     return -1;
+  }
+
+  /** The bytes a send request gathers: its SGEs' lengths. */
+  private static long datagramLength(long wr) {
+    long sgl = NativeMemory.getLong(wr + RequestLayout.OFF_SG_LIST);
+    int sges = NativeMemory.getInt(wr + RequestLayout.OFF_NUM_SGE);
+    long total = 0;
+    for (int s = 0; s < sges && sgl != 0; s++) {
+      total += NativeMemory.getInt(sgl + (long) s * RequestLayout.SGE_SIZE + 8) & 0xffffffffL;
+    }
+    return total;
   }
 
   private static int badIndex(long head, long badSlot, int wrSize, int n) {

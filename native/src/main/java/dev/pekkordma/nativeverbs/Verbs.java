@@ -61,6 +61,7 @@ public final class Verbs {
     int ibv_destroy_srq(long srq);
     long ibv_create_ah(long pd, long ahAttr);
     int ibv_destroy_ah(long ah);
+    int ibv_detach_mcast(long qp, long gid, short lid);
     int ibv_get_async_event(long context, long event);
     void ibv_ack_async_event(long event);
   }
@@ -82,6 +83,8 @@ public final class Verbs {
     int rdma_accept(long id, long connParam);
     int rdma_reject(long id, long privateData, byte privateDataLen);
     int rdma_disconnect(long id);
+    int rdma_join_multicast(long id, long addr, long context);
+    int rdma_leave_multicast(long id, long addr);
     int rdma_get_cm_event(long channel, long eventOut);
     int rdma_ack_cm_event(long event);
     String rdma_event_str(int event);
@@ -421,6 +424,16 @@ public final class Verbs {
     check("ibv_destroy_ah", ibv().ibv_destroy_ah(ah), "destroying an address handle");
   }
 
+  /**
+   * ibv_detach_mcast of group {@code mgid}, {@code mlid}; its result is ignored: a QP no longer
+   * attached is what the caller wants.
+   */
+  static void detachMulticast(long qp, byte[] mgid, int mlid) {
+    long g = scratch(Layout.GID_SIZE);
+    NativeMemory.copyFromArray(mgid, 0, g, Layout.GID_SIZE);
+    ibv().ibv_detach_mcast(qp, g, (short) mlid);
+  }
+
   /** Reads one async event (the fd must be readable) into {@code event} (16 bytes). */
   static void getAsyncEvent(long context, long event) {
     check("ibv_get_async_event", ibv().ibv_get_async_event(context, event),
@@ -443,10 +456,10 @@ public final class Verbs {
     rdmacm().rdma_destroy_event_channel(channel);
   }
 
-  static long createId(long channel) {
+  /** A new id in port space {@code portSpace} (librdmacm's code), e.g. RDMA_PS_TCP. */
+  static long createId(long channel, int portSpace, String what) {
     long out = scratch(8);
-    check("rdma_create_id", rdmacm().rdma_create_id(channel, out, 0, Layout.RDMA_PS_TCP),
-        "creating a CM id");
+    check("rdma_create_id", rdmacm().rdma_create_id(channel, out, 0, portSpace), what);
     return NativeMemory.getLong(out);
   }
 
@@ -492,6 +505,24 @@ public final class Verbs {
 
   static void disconnect(long id) {
     check("rdma_disconnect", rdmacm().rdma_disconnect(id), "disconnecting");
+  }
+
+  /**
+   * rdma_join_multicast: 0, or the errno (librdmacm copies {@code addr}; {@code context} comes
+   * back as the MULTICAST_JOIN or MULTICAST_ERROR event's param.ud.private_data).
+   */
+  static int joinMulticast(long id, long addr, long context) {
+    int rc = rdmacm().rdma_join_multicast(id, addr, context);
+    return rc == 0 ? 0 : rc == -1 ? Math.max(1, errno()) : Math.abs(rc);
+  }
+
+  /**
+   * rdma_leave_multicast: detaches the id's QP and leaves; blocks until every event of the group
+   * already reported is acknowledged (the channel's reader does that at once). 0 or the errno.
+   */
+  static int leaveMulticast(long id, long addr) {
+    int rc = rdmacm().rdma_leave_multicast(id, addr);
+    return rc == 0 ? 0 : rc == -1 ? Math.max(1, errno()) : Math.abs(rc);
   }
 
   /** Reads one CM event (the channel's fd must be readable); returns the rdma_cm_event pointer. */

@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.pekkordma.cm.CmEventType;
+import dev.pekkordma.cm.RdmaPortSpace;
+import dev.pekkordma.cm.UdParameters;
 import dev.pekkordma.verbs.Access;
 import dev.pekkordma.verbs.AsyncEventType;
 import dev.pekkordma.verbs.AtomicCapability;
@@ -208,6 +210,7 @@ class LayoutTest {
     l("CM_ID_SRC_ADDR", off(id, "route.addr.src_addr"));
     l("CM_ID_DST_ADDR", off(id, "route.addr.dst_addr"));
     l("CM_ID_SGID", off(id, "route.addr.addr.ibaddr.sgid"));
+    l("CM_ID_DGID", off(id, "route.addr.addr.ibaddr.dgid"));
     l("CM_ID_PS", off(id, "ps"));
     l("CM_ID_PORT_NUM", off(id, "port_num"));
     l("CM_ID_PD", off(id, "pd"));
@@ -230,7 +233,22 @@ class LayoutTest {
     l("CM_EVENT_EVENT", off(ev, "event"));
     l("CM_EVENT_STATUS", off(ev, "status"));
     l("CM_EVENT_PARAM_CONN", off(ev, "param.conn"));
+    l("CM_EVENT_PARAM_UD", off(ev, "param.ud"));
+    String ud = "rdma_ud_param";
+    l("UD_PARAM_SIZE", size(ud));
+    l("UD_PARAM_PRIVATE_DATA", off(ud, "private_data"));
+    l("UD_PARAM_PRIVATE_DATA_LEN", off(ud, "private_data_len"));
+    l("UD_PARAM_AH_ATTR", off(ud, "ah_attr"));
+    l("UD_PARAM_QP_NUM", off(ud, "qp_num"));
+    l("UD_PARAM_QKEY", off(ud, "qkey"));
+    l("GRH_SIZE", size("ibv_grh"));
+    l("GRH_SGID", off("ibv_grh", "sgid"));
+    l("GRH_DGID", off("ibv_grh", "dgid"));
     l("RDMA_PS_TCP", "RDMA_PS_TCP");
+    l("RDMA_PS_UDP", "RDMA_PS_UDP");
+    l("RDMA_PS_IPOIB", "RDMA_PS_IPOIB");
+    l("RDMA_PS_IB", "RDMA_PS_IB");
+    l("RDMA_UDP_QKEY", "RDMA_UDP_QKEY");
     l("AF_INET", "AF_INET");
     l("AF_INET6", "AF_INET6");
     l("SOCKADDR_FAMILY", off("sockaddr", "sa_family"));
@@ -341,6 +359,8 @@ class LayoutTest {
       o("MemoryWindow.Type." + t, t.code, "IBV_MW_" + t);
     }
     for (CmEventType t : CmEventType.values()) o("CmEventType." + t, t.code, "RDMA_CM_EVENT_" + t);
+    for (RdmaPortSpace ps : RdmaPortSpace.values()) o("RdmaPortSpace." + ps, ps.code, "RDMA_PS_" + ps);
+    o("UdParameters.UDP_QKEY", UdParameters.UDP_QKEY, "RDMA_UDP_QKEY");
     String[] masks = {"STATE", "CUR_STATE", "EN_SQD_ASYNC_NOTIFY", "ACCESS_FLAGS", "PKEY_INDEX",
         "PORT", "QKEY", "AV", "PATH_MTU", "TIMEOUT", "RETRY_CNT", "RNR_RETRY", "RQ_PSN",
         "MAX_QP_RD_ATOMIC", "ALT_PATH", "MIN_RNR_TIMER", "SQ_PSN", "MAX_DEST_RD_ATOMIC",

@@ -429,8 +429,9 @@ final class SoftUdpCmId implements SoftChannelId {
       }
       requests.put(a, id);
       channel.post(new CmEvent(CmEventType.CONNECT_REQUEST, id, this, 0, m.privateData().clone(),
+          // a SIDR request names neither the requester's QP nor its Q_Key: 0, as the kernel's
           null, new UdParameters(m.privateData().clone(), AddressVector.global(m.gid(), 0, 1), 0,
-              UdParameters.UDP_QKEY)));
+              0)));
     }
   }
 

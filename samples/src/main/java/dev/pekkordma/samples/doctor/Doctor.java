@@ -11,6 +11,7 @@ import dev.pekkordma.verbs.DeviceAttributes;
 import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.Gid;
 import dev.pekkordma.verbs.PortAttributes;
+import dev.pekkordma.verbs.PortCounters;
 import dev.pekkordma.verbs.PortState;
 import dev.pekkordma.verbs.RdmaDevice;
 import dev.pekkordma.verbs.RdmaProvider;
@@ -147,6 +148,7 @@ public final class Doctor implements Callable<Integer> {
           anyActive |= active;
           out.printf("    port %d: %s, MTU %d (max %d), link layer %s%n", port, pa.state(),
               pa.activeMtu().bytes, pa.maxMtu().bytes, pa.linkLayer());
+          out.println("      counters: " + counters(c.queryPortCounters(port)));
           if (!active) {
             problem(d.name() + " port " + port + " is " + pa.state() + ": bring its link up"
                 + " (ip link set <netdev> up, or check the cable and the subnet manager)");
@@ -212,6 +214,25 @@ public final class Doctor implements Callable<Integer> {
       problem("no rdma_cm event channel (" + e.getMessage() + "): install librdmacm1 and load"
           + " rdma_ucm (modprobe rdma_ucm)");
     }
+  }
+
+  /** The counters a user watches, those the device keeps. */
+  static String counters(PortCounters c) {
+    StringBuilder b = new StringBuilder();
+    count(b, "packets sent", c.packetsSent());
+    count(b, "received", c.packetsReceived());
+    count(b, "RNR NAKs received", c.rnrNaksReceived());
+    count(b, "sent", c.rnrNaksSent());
+    count(b, "retries", c.retries());
+    count(b, "retries spent", c.retriesExceeded());
+    count(b, "RNR retries spent", c.rnrRetriesExceeded());
+    return b.length() == 0 ? "none kept by the device" : b.toString();
+  }
+
+  private static void count(StringBuilder b, String what, long n) {
+    if (n == PortCounters.NOT_COUNTED) return;
+    if (b.length() > 0) b.append(", ");
+    b.append(what).append(' ').append(n);
   }
 
   /** The IPv4 address in an IPv4-mapped GID (::ffff:a.b.c.d), or null. */

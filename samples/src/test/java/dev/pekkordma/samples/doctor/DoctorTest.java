@@ -51,6 +51,7 @@ class DoctorTest {
     assertTrue(r.out().contains("soft0: transport"), r.out());
     assertTrue(r.out().contains("port 1: ACTIVE, MTU 4096"), r.out());
     assertTrue(r.out().contains("GID[0]"), r.out());
+    assertTrue(r.out().contains("counters: packets sent "), r.out());
     assertTrue(r.out().contains("a server can bind 127.0.0.1"), r.out());
   }
 

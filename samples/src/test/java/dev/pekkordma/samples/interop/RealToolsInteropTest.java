@@ -76,13 +76,13 @@ class RealToolsInteropTest {
     return b.toString();
   }
 
-  private static void log(String line) {
+  static void log(String line) {
     System.out.println("[interop] " + line);
     System.out.flush();
   }
 
   /** A real tool running as a child process, its output collected line by line. */
-  private static final class Tool implements AutoCloseable {
+  static final class Tool implements AutoCloseable {
     final String name;
     final Process process;
     final List<String> lines = new ArrayList<>();
@@ -125,6 +125,19 @@ class RealToolsInteropTest {
     List<String> output() {
       synchronized (lines) {
         return new ArrayList<>(lines);
+      }
+    }
+
+    /** The first line that starts with {@code prefix}, waiting for it; null once it exited. */
+    String awaitLine(String prefix, Duration timeout) throws InterruptedException {
+      long deadline = System.nanoTime() + timeout.toNanos();
+      synchronized (lines) {
+        while (true) {
+          for (String l : lines) if (l.startsWith(prefix)) return l;
+          long left = deadline - System.nanoTime();
+          if (left <= 0 || (!process.isAlive() && !reader.isAlive())) return null;
+          lines.wait(Math.max(1, Math.min(200, left / 1_000_000)));
+        }
       }
     }
 
