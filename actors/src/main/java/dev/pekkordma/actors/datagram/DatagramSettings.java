@@ -11,6 +11,8 @@ import java.time.Duration;
 /** The datagram actors' settings, under {@code pekko-rdma.actors.datagram}; checked when read. */
 public final class DatagramSettings {
   public static final String PATH = "pekko-rdma.actors.datagram";
+  /** What a refused memory reservation names. */
+  static final String BUFFERS_SETTING = PATH + ".receive-buffers or .send-buffers";
 
   public final int receiveBuffers;
   public final int sendBuffers;

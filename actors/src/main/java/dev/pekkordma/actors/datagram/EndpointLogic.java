@@ -5,14 +5,21 @@ import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
 import dev.pekkordma.cm.ConnectionParameters;
+import dev.pekkordma.cm.RdmaPortSpace;
 import dev.pekkordma.cm.UdParameters;
+import dev.pekkordma.runtime.CmDispatcher;
+import dev.pekkordma.runtime.CompletionHandler;
 import dev.pekkordma.runtime.RdmaRuntime;
+import dev.pekkordma.runtime.datagram.AddressHandles;
+import dev.pekkordma.runtime.datagram.Hello;
+import dev.pekkordma.runtime.datagram.PeerKey;
+import dev.pekkordma.runtime.datagram.Resolutions;
+import dev.pekkordma.runtime.datagram.SidrAnswers;
+import dev.pekkordma.runtime.datagram.UdResources;
 import dev.pekkordma.verbs.AddressVector;
 import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.ProtectionDomain;
 import dev.pekkordma.verbs.QpInitAttributes;
-import dev.pekkordma.verbs.QpAttributes;
-import dev.pekkordma.verbs.QpState;
 import dev.pekkordma.verbs.QueuePair;
 import dev.pekkordma.verbs.WcStatus;
 import java.net.InetSocketAddress;
@@ -34,7 +41,7 @@ final class EndpointLogic {
   private final DatagramSettings settings;
   private final Lineage lineage;
   private final Object incarnation = new Object();
-  private UdpIds udp;
+  private CmDispatcher cm;
   private CmId listener;
   private UdResources res;
   private AddressHandles handles;
@@ -42,7 +49,7 @@ final class EndpointLogic {
   private ReceivePath receives;
   private PeerBook peers;
   private SidrAnswers answers;
-  private Resolutions resolutions;
+  private Resolutions<SendPath.Pending> resolutions;
   private byte[] hello;
   private int port;
   private int sgidIndex;
@@ -66,8 +73,9 @@ final class EndpointLogic {
     ActorRef<Command> self = ctx.getSelf();
     Consumer<RuntimeException> stopped = x -> self.tell(new CmStopped(x.getMessage()));
     try {
-      udp = new UdpIds(runtime.cm());
-      listener = udp.create("datagram endpoint " + lineage.address, events::tell, stopped);
+      cm = runtime.cm();
+      listener = cm.createId("datagram endpoint " + lineage.address, RdmaPortSpace.UDP,
+          events::tell, stopped);
       listener.bind(lineage.address);
       DeviceContext device = listener.verbs();
       if (device == null) {
@@ -76,20 +84,21 @@ final class EndpointLogic {
       }
       port = listener.portNum();
       InetSocketAddress bound = listener.localAddress();
+      CompletionHandler handler = UdBatch.to(b -> self.tell(new Completions(incarnation, b)),
+          r -> self.tell(new CqFailed(incarnation, r)));
       res = UdResources.open(runtime, device, port, settings.receiveBuffers,
-          settings.sendBuffers, true, this::verbsQp, qp -> qp::close,
-          "the datagram endpoint at " + Resolutions.format(bound), UdBatch.to(
-              b -> self.tell(new Completions(incarnation, b)),
-              r -> self.tell(new CqFailed(incarnation, r))));
-      handles = new AddressHandles(res.pd, settings.maxPeers);
+          settings.sendBuffers, true, "the datagram endpoint at " + PeerBook.format(bound),
+          DatagramSettings.BUFFERS_SETTING, (hub, n) -> hub.createPolledCq(n, handler),
+          this::verbsQp, qp -> qp::close);
+      handles = new AddressHandles(res.pd(), settings.maxPeers);
       sends = new SendPath(res, handles);
       peers = new PeerBook(settings.maxPeers);
       receives = new ReceivePath(res, peers::peer);
       receives.postAll();
-      answers = new SidrAnswers(udp, settings.maxPeers);
-      hello = new Hello(res.qp.qpNum(), bound.getPort()).encode();
-      resolutions = new Resolutions(udp, events::tell, stopped, settings.resolveTimeout,
-          new InetSocketAddress(bound.getAddress(), 0), hello);
+      answers = new SidrAnswers(cm, settings.maxPeers);
+      hello = new Hello(res.qp().qpNum(), bound.getPort()).encode();
+      resolutions = new Resolutions<>(cm, events::tell, stopped, settings.resolveTimeout);
+      resolutions.from(new InetSocketAddress(bound.getAddress(), 0), hello);
       listener.listen(backlog);
       lineage.address = bound;
     } catch (RuntimeException e) {
@@ -100,25 +109,13 @@ final class EndpointLogic {
     }
     lineage.bound = true;
     ctx.watchWith(lineage.handler, HandlerGone.INSTANCE);
-    lineage.handler.tell(new Bound(self, lineage.address, res.qp.qpNum(), res.mtu));
+    lineage.handler.tell(new Bound(self, lineage.address, res.qp().qpNum(), res.mtu));
     return running();
   }
 
-  /**
-   * The endpoint's own QP, made by verbs and moved to RTS as librdmacm moves a UDP id's (the
-   * listening id stays a listener only).
-   */
+  /** The endpoint's own QP, by verbs on its port (the listening id stays a listener only). */
   private QueuePair verbsQp(ProtectionDomain pd, QpInitAttributes attributes) {
-    QueuePair qp = pd.createQp(attributes);
-    try {
-      qp.modify(QpAttributes.toInitUd(port, UdParameters.UDP_QKEY));
-      qp.modify(new QpAttributes().state(QpState.RTR));
-      qp.modify(new QpAttributes().state(QpState.RTS).sqPsn(0));
-      return qp;
-    } catch (RuntimeException e) {
-      qp.close();
-      throw e;
-    }
+    return UdResources.verbsQp(pd, attributes, port);
   }
 
   private Behavior<Command> running() {
@@ -142,13 +139,13 @@ final class EndpointLogic {
         .onMessageEquals(Unbind.INSTANCE, () -> stop("unbound"))
         .onMessageEquals(HandlerGone.INSTANCE, () -> stop("its handler stopped"))
         .onMessage(GetStatus.class, g -> {
-          g.replyTo().tell(new Status(lineage.address, res.qp.qpNum(), res.mtu, peers.routes(),
+          g.replyTo().tell(new Status(lineage.address, res.qp().qpNum(), res.mtu, peers.routes(),
               answers.size(), handles.size(), sends.waiting() + resolutions.waiting(),
               receives.malformed()));
           return Behaviors.same();
         })
         .onMessage(Inspect.class, i -> {
-          i.replyTo().tell(res.qp);
+          i.replyTo().tell(res.qp());
           return Behaviors.same();
         })
         .onMessage(CmEventArrived.class, e -> cmEvent(e.event()))
@@ -157,7 +154,7 @@ final class EndpointLogic {
         .onMessage(CqFailed.class, c -> c.incarnation() != incarnation ? Behaviors.same()
             : fatal("its CQ failed: " + c.reason()))
         .onMessage(ResolveTimedOut.class, t -> {
-          Resolutions.Outcome o = resolutions.timedOut(t.id(), TIMEOUT_SETTING);
+          var o = resolutions.timedOut(t.id(), TIMEOUT_SETTING);
           if (o != null) resolved(o);
           return Behaviors.same();
         })
@@ -188,12 +185,18 @@ final class EndpointLogic {
 
   private Behavior<Command> send(Send s) {
     SendPath.Pending p = new SendPath.Pending(peers.route(s.to()), s.data(), s.replyTo(), s.to());
-    if (!admit(p, "to " + Resolutions.format(s.to()))) return Behaviors.same();
+    if (!admit(p, "to " + PeerBook.format(s.to()))) return Behaviors.same();
     if (p.target() != null) {
       sends.add(p);
       return drain();
     }
-    CmId started = resolutions.await(s.to(), p);
+    CmId started;
+    try {
+      started = resolutions.await(s.to(), p);
+    } catch (RuntimeException e) {
+      SendPath.answer(p, PeerBook.cannotResolve(s.to(), e.getMessage()));
+      return Behaviors.same();
+    }
     if (started != null) {
       ctx.scheduleOnce(settings.resolveTimeout, ctx.getSelf(), new ResolveTimedOut(started));
     }
@@ -242,9 +245,10 @@ final class EndpointLogic {
     return Behaviors.same();
   }
 
-  private void resolved(Resolutions.Outcome o) {
+  private void resolved(Resolutions.Outcome<SendPath.Pending> o) {
     if (o.failure() != null) {
-      for (SendPath.Pending p : o.waiting()) SendPath.answer(p, o.failure());
+      String why = PeerBook.cannotResolve(o.to(), o.failure());
+      for (SendPath.Pending p : o.waiting()) SendPath.answer(p, why);
       return;
     }
     UdParameters ud = o.ud();
@@ -271,7 +275,7 @@ final class EndpointLogic {
       }
       ctx.getLog().debug("datagram endpoint {}: {}", lineage.address, e);
     } else if (resolutions.owns(e.id())) {
-      Resolutions.Outcome o = resolutions.onEvent(e);
+      var o = resolutions.onEvent(e);
       if (o != null) resolved(o);
     }
     return Behaviors.same();
@@ -282,21 +286,21 @@ final class EndpointLogic {
     CmId id = e.id();
     UdParameters ud = e.ud();
     if (id.verbs() != res.context) {
-      udp.destroy(id, true);
+      cm.destroy(id, true);
       ctx.getLog().warn("datagram endpoint {}: a SIDR request came on another device",
           lineage.address);
       return;
     }
     try {
-      id.createQp(res.pd, res.attributes(1));
+      id.createQp(res.pd(), res.attributes(1));
       id.accept(ConnectionParameters.withPrivateData(hello));
     } catch (RuntimeException x) {
-      udp.destroy(id, true);
+      cm.destroy(id, true);
       ctx.getLog().warn("datagram endpoint {}: answering a SIDR request failed: {}",
           lineage.address, x.getMessage());
       return;
     }
-    PeerBook.Key key = null;
+    PeerKey key = null;
     Hello h = Hello.parse(ud != null && ud.privateData() != null ? ud.privateData()
         : e.privateData());
     if (ud != null && ud.addressVector() != null) {
@@ -304,7 +308,7 @@ final class EndpointLogic {
       sgidIndex = av.sgidIndex();
       InetSocketAddress remote = id.remoteAddress();
       if (h != null && remote != null) {
-        key = new PeerBook.Key(av.dgid(), h.qpn());
+        key = new PeerKey(av.dgid(), h.qpn());
         InetSocketAddress at = new InetSocketAddress(remote.getAddress(), h.port());
         peers.knownAt(av.dgid(), h.qpn(), at);
         // it listens there, from that QP: answering by address needs no resolving
@@ -346,11 +350,13 @@ final class EndpointLogic {
 
   /** Frees everything this incarnation opened, in order; what is not open is skipped. */
   private void freeAll() {
-    if (listener != null) udp.destroy(listener, false);
+    if (listener != null) cm.destroy(listener, false);
     listener = null;
-    String reason = "the datagram endpoint at " + Resolutions.format(lineage.address)
+    String reason = "the datagram endpoint at " + PeerBook.format(lineage.address)
         + " stopped";
-    if (resolutions != null) resolutions.closeAll(reason);
+    if (resolutions != null) {
+      for (SendPath.Pending p : resolutions.closeAll()) SendPath.answer(p, reason);
+    }
     if (sends != null) sends.failAll(reason);
     if (answers != null) answers.closeAll();
     if (res != null) res.close(handles == null ? () -> {} : handles::closeAll);

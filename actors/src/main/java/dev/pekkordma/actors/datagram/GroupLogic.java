@@ -4,8 +4,13 @@ import dev.pekkordma.actors.datagram.MulticastGroup.*;
 import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
+import dev.pekkordma.cm.RdmaPortSpace;
 import dev.pekkordma.cm.UdParameters;
+import dev.pekkordma.runtime.CmDispatcher;
+import dev.pekkordma.runtime.CompletionHandler;
 import dev.pekkordma.runtime.RdmaRuntime;
+import dev.pekkordma.runtime.datagram.AddressHandles;
+import dev.pekkordma.runtime.datagram.UdResources;
 import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.WcStatus;
 import java.util.ArrayList;
@@ -23,7 +28,7 @@ final class GroupLogic {
   private final DatagramSettings settings;
   private final Lineage lineage;
   private final Object incarnation = new Object();
-  private UdpIds udp;
+  private CmDispatcher cm;
   private CmId id;
   private UdResources res;
   private AddressHandles handles;
@@ -49,8 +54,8 @@ final class GroupLogic {
     ActorRef<CmEvent> events = ctx.messageAdapter(CmEvent.class, CmEventArrived::new);
     ActorRef<Command> self = ctx.getSelf();
     try {
-      udp = new UdpIds(runtime.cm());
-      id = udp.create("multicast member of " + lineage.group, events::tell,
+      cm = runtime.cm();
+      id = cm.createId("multicast member of " + lineage.group, RdmaPortSpace.UDP, events::tell,
           x -> self.tell(new CmStopped(x.getMessage())));
       id.bind(lineage.local);
       DeviceContext device = id.verbs();
@@ -59,12 +64,13 @@ final class GroupLogic {
             + " wildcard address names none)");
       }
       CmId qpOwner = id;
+      CompletionHandler handler = UdBatch.to(b -> self.tell(new Completions(incarnation, b)),
+          r -> self.tell(new CqFailed(incarnation, r)));
       res = UdResources.open(runtime, device, id.portNum(), settings.receiveBuffers,
-          settings.sendBuffers, false, qpOwner::createQp, qp -> qpOwner::destroyQp,
-          "the multicast group " + Resolutions.format(lineage.group),
-          UdBatch.to(b -> self.tell(new Completions(incarnation, b)),
-              r -> self.tell(new CqFailed(incarnation, r))));
-      handles = new AddressHandles(res.pd, 1);
+          settings.sendBuffers, false, "the multicast group " + PeerBook.format(lineage.group),
+          DatagramSettings.BUFFERS_SETTING, (hub, n) -> hub.createPolledCq(n, handler),
+          qpOwner::createQp, qp -> qpOwner::destroyQp);
+      handles = new AddressHandles(res.pd(), 1);
       sends = new SendPath(res, handles);
       receives = new ReceivePath(res, (gid, qpn) -> new Peer(gid, qpn, null));
       receives.postAll();
@@ -122,7 +128,7 @@ final class GroupLogic {
   }
 
   private Behavior<Command> send(Send s) {
-    String to = "to the group " + Resolutions.format(lineage.group);
+    String to = "to the group " + PeerBook.format(lineage.group);
     SendPath.Pending p = new SendPath.Pending(group, s.data(), s.replyTo(), lineage.group);
     if (s.data().size() > res.mtu) {
       SendPath.answer(p, "a datagram of " + s.data().size() + " bytes " + to
@@ -205,7 +211,7 @@ final class GroupLogic {
 
   /** Leaves the group (if joined), then frees everything in order. */
   private void freeAll() {
-    String reason = "the multicast member of " + Resolutions.format(lineage.group) + " stopped";
+    String reason = "the multicast member of " + PeerBook.format(lineage.group) + " stopped";
     for (SendPath.Pending p : early) SendPath.answer(p, reason);
     early.clear();
     if (sends != null) sends.failAll(reason);
@@ -219,7 +225,7 @@ final class GroupLogic {
     }
     if (res != null) res.close(handles == null ? () -> {} : handles::closeAll);
     res = null;
-    if (id != null) udp.destroy(id, false);
+    if (id != null) cm.destroy(id, false);
     id = null;
   }
 }

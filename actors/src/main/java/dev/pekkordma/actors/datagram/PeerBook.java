@@ -1,5 +1,6 @@
 package dev.pekkordma.actors.datagram;
 
+import dev.pekkordma.runtime.datagram.PeerKey;
 import dev.pekkordma.verbs.Gid;
 import java.net.InetSocketAddress;
 import java.util.LinkedHashMap;
@@ -11,10 +12,8 @@ import java.util.Map;
  * QPN) listens on, from the hellos of the SIDR exchanges.
  */
 final class PeerBook {
-  record Key(Gid gid, int qpn) {}
-
   private final Map<InetSocketAddress, SendPath.Target> routes;
-  private final Map<Key, InetSocketAddress> addresses;
+  private final Map<PeerKey, InetSocketAddress> addresses;
 
   PeerBook(int max) {
     routes = bounded(max);
@@ -43,11 +42,22 @@ final class PeerBook {
   }
 
   void knownAt(Gid gid, int qpn, InetSocketAddress address) {
-    addresses.put(new Key(gid, qpn), address);
+    addresses.put(new PeerKey(gid, qpn), address);
   }
 
   /** The sender as a {@link Peer}, with its address if known. */
   Peer peer(Gid gid, int qpn) {
-    return new Peer(gid, qpn, addresses.get(new Key(gid, qpn)));
+    return new Peer(gid, qpn, addresses.get(new PeerKey(gid, qpn)));
+  }
+
+  /** Why sends to {@code to} fail: it did not resolve, for {@code why}. */
+  static String cannotResolve(InetSocketAddress to, String why) {
+    return "cannot resolve datagram peer " + format(to) + ": " + why;
+  }
+
+  /** host:port, for messages; an unresolved address by its name. */
+  static String format(InetSocketAddress a) {
+    String host = a.getAddress() != null ? a.getAddress().getHostAddress() : a.getHostString();
+    return host + ":" + a.getPort();
   }
 }

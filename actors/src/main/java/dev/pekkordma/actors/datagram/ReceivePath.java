@@ -1,6 +1,7 @@
 package dev.pekkordma.actors.datagram;
 
-import dev.pekkordma.memory.NativeMemory;
+import dev.pekkordma.runtime.datagram.DatagramFormat;
+import dev.pekkordma.runtime.datagram.UdResources;
 import dev.pekkordma.verbs.Gid;
 import java.util.function.BiFunction;
 import org.slf4j.Logger;
@@ -15,7 +16,7 @@ final class ReceivePath {
   private static final Logger log = LoggerFactory.getLogger(ReceivePath.class);
   private final UdResources res;
   private final BiFunction<Gid, Integer, Peer> peers;
-  private final byte[] gid = new byte[16];
+  private final long[] gid = new long[2];
   private long malformed;
   private long lastLog;
 
@@ -44,24 +45,30 @@ final class ReceivePath {
       try {
         length = DatagramFormat.dataLength(byteLength, res.receiveSize);
       } catch (DatagramFormat.MalformedDatagramException e) {
-        malformed++;
-        long now = System.nanoTime();
-        if (now - lastLog > 1_000_000_000L) {
-          lastLog = now;
-          log.warn("dropped a datagram ({} so far): {}", malformed, e.getMessage());
-        }
+        dropped(e);
         return null;
       }
       Gid from = Gid.ZERO;
-      if (DatagramFormat.hasGrh(flags)) {
-        NativeMemory.copyToArray(res.receiveAddress(slot) + DatagramFormat.SGID_OFFSET, gid, 0,
-            16);
-        from = Gid.of(gid);
+      try {
+        DatagramFormat.sourceGid(res.receiveArea(), slot * res.receiveSize, flags, gid);
+      } catch (DatagramFormat.MalformedDatagramException e) {
+        dropped(e);
+        return null;
       }
+      if (gid[0] != 0 || gid[1] != 0) from = DatagramFormat.gid(gid[0], gid[1]);
       return new Received(peers.apply(from, sourceQp),
           res.copyOut(slot, DatagramFormat.GRH_BYTES, length));
     } finally {
       res.addReceive(slot);
+    }
+  }
+
+  private void dropped(DatagramFormat.MalformedDatagramException e) {
+    malformed++;
+    long now = System.nanoTime();
+    if (now - lastLog > 1_000_000_000L) {
+      lastLog = now;
+      log.warn("dropped a datagram ({} so far): {}", malformed, e.getMessage());
     }
   }
 }

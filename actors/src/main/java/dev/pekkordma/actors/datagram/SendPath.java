@@ -1,5 +1,7 @@
 package dev.pekkordma.actors.datagram;
 
+import dev.pekkordma.runtime.datagram.AddressHandles;
+import dev.pekkordma.runtime.datagram.UdResources;
 import dev.pekkordma.verbs.AddressVector;
 import dev.pekkordma.verbs.WcStatus;
 import java.net.InetSocketAddress;
@@ -58,7 +60,7 @@ final class SendPath {
       Pending p = ready.poll();
       AddressHandles.Entry h;
       try {
-        h = handles.acquire(p.target().av());
+        h = handles.acquire(p.target().av().dgid(), p.target().av(), 0, 0);
       } catch (RuntimeException e) {
         answer(p, "its address handle could not be made: " + e.getMessage());
         continue;

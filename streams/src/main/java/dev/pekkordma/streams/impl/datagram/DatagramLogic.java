@@ -4,18 +4,26 @@ import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
 import dev.pekkordma.cm.ConnectionParameters;
+import dev.pekkordma.cm.RdmaPortSpace;
 import dev.pekkordma.cm.UdParameters;
+import dev.pekkordma.runtime.CmDispatcher;
 import dev.pekkordma.streams.Datagram;
 import dev.pekkordma.streams.DatagramPeer;
 import dev.pekkordma.streams.RdmaStreamException;
-import dev.pekkordma.streams.impl.datagram.DatagramFormat.MalformedDatagramException;
+import dev.pekkordma.runtime.datagram.AddressHandles;
+import dev.pekkordma.runtime.datagram.DatagramFormat;
+import dev.pekkordma.runtime.datagram.DatagramFormat.MalformedDatagramException;
+import dev.pekkordma.runtime.datagram.Hello;
+import dev.pekkordma.runtime.datagram.PeerKey;
+import dev.pekkordma.runtime.datagram.Resolutions;
+import dev.pekkordma.runtime.datagram.SidrAnswers;
+import dev.pekkordma.runtime.datagram.UdResources;
 import dev.pekkordma.streams.impl.datagram.DatagramStage.Mode;
 import dev.pekkordma.verbs.AddressVector;
+import dev.pekkordma.verbs.CompletionQueue;
 import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.ProtectionDomain;
-import dev.pekkordma.verbs.QpAttributes;
 import dev.pekkordma.verbs.QpInitAttributes;
-import dev.pekkordma.verbs.QpState;
 import dev.pekkordma.verbs.QueuePair;
 import dev.pekkordma.verbs.WcStatus;
 import dev.pekkordma.verbs.WorkCompletions;
@@ -41,6 +49,7 @@ import org.slf4j.LoggerFactory;
 final class DatagramLogic extends TimerGraphStageLogic {
   private static final Logger log = LoggerFactory.getLogger(DatagramLogic.class);
   private static final String JOIN = "join";
+  private static final int POLL_BATCH = 32;
 
   private final DatagramStage stage;
   private final CompletableFuture<InetSocketAddress> bound;
@@ -50,16 +59,19 @@ final class DatagramLogic extends TimerGraphStageLogic {
   private AsyncCallback<Boolean> wake;
   private AsyncCallback<Boolean> burstEnd;
   private boolean burstEndDue;
-  private UdpIds udp;
+  private CmDispatcher cm;
   private CmId id;
-  private DatagramResources res;
+  private UdResources res;
+  /** The completions of one poll, reused. */
+  private WorkCompletions wcs;
   private AddressHandles handles;
   private SendSlots slots;
   private Arrivals arrivals;
   private Senders senders;
   private Map<InetSocketAddress, Target> routes;
   private SidrAnswers answers;
-  private Resolutions resolutions;
+  /** Nothing waits in them: the stage holds its one datagram itself. */
+  private Resolutions<Void> resolutions;
   private Datagram held;
   private boolean upstreamDone;
   private boolean joined;
@@ -119,8 +131,8 @@ final class DatagramLogic extends TimerGraphStageLogic {
       flush();
     });
     try {
-      udp = new UdpIds(stage.rt.cm());
-      resolutions = new Resolutions(udp, cmEvents::invoke,
+      cm = stage.rt.cm();
+      resolutions = new Resolutions<>(cm, cmEvents::invoke,
           x -> cmStopped.invoke(String.valueOf(x.getMessage())), stage.settings.resolveTimeout());
       if (stage.local != null) bindLocal();
     } catch (RuntimeException e) {
@@ -136,7 +148,8 @@ final class DatagramLogic extends TimerGraphStageLogic {
 
   /** Binds the stage's id, opens everything on its device, and listens or joins. */
   private void bindLocal() {
-    id = udp.create("datagram " + stage.mode + " " + stage.local, cmEvents::invoke,
+    id = cm.createId("datagram " + stage.mode + " " + stage.local, RdmaPortSpace.UDP,
+        cmEvents::invoke,
         x -> cmStopped.invoke(String.valueOf(x.getMessage())));
     id.bind(stage.local);
     DeviceContext device = id.verbs();
@@ -155,7 +168,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
     open(device, port, stage.mode == Mode.BIND, this::verbsQp, qp -> qp::close);
     InetSocketAddress at = id.localAddress();
     resolutions.from(new InetSocketAddress(at.getAddress(), 0),
-        new Hello(res.qp.qpNum(), at.getPort()).encode());
+        new Hello(res.qp().qpNum(), at.getPort()).encode());
     if (stage.mode == Mode.BIND) id.listen(stage.backlog);
     bound.complete(at);
   }
@@ -167,29 +180,26 @@ final class DatagramLogic extends TimerGraphStageLogic {
         + RdmaStreamException.format(stage.group) : "the datagram stage at "
         + (stage.local == null ? "an address of " + device.device().name()
             : RdmaStreamException.format(stage.local));
-    res = DatagramResources.open(stage.rt, device, port, stage.settings.receiveBuffers(),
-        stage.settings.sendBuffers(), shared, makeQp, destroyQp, what,
-        () -> wake.invoke(Boolean.TRUE));
-    handles = new AddressHandles(res.pd, stage.settings.maxPeers());
+    Runnable woken = () -> wake.invoke(Boolean.TRUE);
+    res = UdResources.open(stage.rt.runtime, device, port, stage.settings.receiveBuffers(),
+        stage.settings.sendBuffers(), shared, what, DatagramSettings.BUFFERS_SETTING,
+        (hub, n) -> {
+          CompletionQueue cq = hub.createCq(n, woken);
+          cq.requestNotify(false); // nothing can complete before the QP is made
+          return cq;
+        }, makeQp, destroyQp);
+    wcs = new WorkCompletions(POLL_BATCH);
+    handles = new AddressHandles(res.pd(), stage.settings.maxPeers());
     slots = new SendSlots(res.sends);
     arrivals = new Arrivals(res.receives);
-    answers = new SidrAnswers(udp, stage.settings.maxPeers());
+    answers = new SidrAnswers(cm, stage.settings.maxPeers());
     for (int i = 0; i < res.receives; i++) res.addReceive(i);
     res.flushReceives();
   }
 
-  /** A QP made by verbs, in RTS as librdmacm makes a UDP id's: the id stays a listener. */
+  /** The endpoint's own QP, by verbs on its port (the listening id stays a listener only). */
   private QueuePair verbsQp(ProtectionDomain pd, QpInitAttributes attributes) {
-    QueuePair qp = pd.createQp(attributes);
-    try {
-      qp.modify(QpAttributes.toInitUd(port, UdParameters.UDP_QKEY));
-      qp.modify(new QpAttributes().state(QpState.RTR));
-      qp.modify(new QpAttributes().state(QpState.RTS).sqPsn(0));
-      return qp;
-    } catch (RuntimeException e) {
-      qp.close();
-      throw e;
-    }
+    return UdResources.verbsQp(pd, attributes, port);
   }
 
   // ------------------------------------------------------------ sending
@@ -206,9 +216,9 @@ final class DatagramLogic extends TimerGraphStageLogic {
     Target route = peer.hasQp() ? null : routes.get(to);
     if (!peer.hasQp() && route == null) {
       held = d;
-      if (resolutions.resolving(to)) return;
       try {
-        scheduleOnce(resolutions.start(to), stage.settings.resolveTimeout());
+        CmId started = resolutions.await(to, null);
+        if (started != null) scheduleOnce(started, stage.settings.resolveTimeout());
       } catch (RuntimeException e) {
         fail(new RdmaStreamException("RDMA datagram to", to,
             "cannot resolve it: " + e.getMessage(), e));
@@ -308,13 +318,12 @@ final class DatagramLogic extends TimerGraphStageLogic {
 
   private void drainCq() {
     if (tornDown || res == null) return;
-    WorkCompletions wcs = res.wcs;
     try {
       while (true) {
-        int n = res.cq.poll(wcs);
+        int n = res.cq().poll(wcs);
         if (n == 0) {
-          res.cq.requestNotify(false);
-          n = res.cq.poll(wcs); // what came before the arming raised no event
+          res.cq().requestNotify(false);
+          n = res.cq().poll(wcs); // what came before the arming raised no event
           if (n == 0) break;
         }
         for (int i = 0; i < n; i++) {
@@ -333,8 +342,8 @@ final class DatagramLogic extends TimerGraphStageLogic {
   private boolean completion(WorkCompletions wcs, int i) {
     long wrId = wcs.wrId(i);
     int status = wcs.statusCode(i);
-    if (wrId >= DatagramResources.SEND_TAG) {
-      AddressHandles.Entry h = slots.complete((int) (wrId - DatagramResources.SEND_TAG));
+    if (wrId >= UdResources.SEND_TAG) {
+      AddressHandles.Entry h = slots.complete((int) (wrId - UdResources.SEND_TAG));
       if (h != null) handles.release(h);
       if (status != 0) {
         fail("a send completed with " + WcStatus.of(status));
@@ -363,7 +372,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
         fail(e.type() + " (status " + e.status() + ")");
       }
     } else if (resolutions.owns(e.id())) {
-      Resolutions.Outcome o = resolutions.onEvent(e);
+      Resolutions.Outcome<Void> o = resolutions.onEvent(e);
       if (o != null) resolved(o);
     }
   }
@@ -376,7 +385,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
     resume();
   }
 
-  private void resolved(Resolutions.Outcome o) {
+  private void resolved(Resolutions.Outcome<Void> o) {
     cancelTimer(o.id());
     if (o.failure() != null) {
       fail(new RdmaStreamException("RDMA datagram to", o.to(), "cannot resolve it: "
@@ -406,16 +415,16 @@ final class DatagramLogic extends TimerGraphStageLogic {
   private void answerSidr(CmEvent e) {
     CmId request = e.id();
     if (request.verbs() != res.context) {
-      udp.destroy(request, true);
+      cm.destroy(request, true);
       log.warn("{}: a SIDR request came on another device", stage.local);
       return;
     }
-    byte[] hello = new Hello(res.qp.qpNum(), id.localAddress().getPort()).encode();
+    byte[] hello = new Hello(res.qp().qpNum(), id.localAddress().getPort()).encode();
     try {
-      request.createQp(res.pd, res.attributes(1));
+      request.createQp(res.pd(), res.attributes(1));
       request.accept(ConnectionParameters.withPrivateData(hello));
     } catch (RuntimeException x) {
-      udp.destroy(request, true);
+      cm.destroy(request, true);
       log.warn("{}: answering a SIDR request failed: {}", stage.local, x.getMessage());
       return;
     }
@@ -442,7 +451,8 @@ final class DatagramLogic extends TimerGraphStageLogic {
       if (!joined) fail("no MULTICAST_JOIN within " + stage.settings.resolveTimeout().toMillis()
           + " ms (" + DatagramSettings.PATH + ".resolve-timeout)");
     } else if (key instanceof CmId resolving) {
-      Resolutions.Outcome o = resolutions.timedOut(resolving);
+      Resolutions.Outcome<Void> o = resolutions.timedOut(resolving, DatagramSettings.PATH
+          + ".resolve-timeout");
       if (o != null) resolved(o);
     }
   }
@@ -474,7 +484,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
     tornDown = true;
     if (resolutions != null) resolutions.closeAll();
     if (id != null && stage.mode == Mode.BIND) {
-      udp.destroy(id, false);
+      cm.destroy(id, false);
       id = null;
     }
     if (joined) {
@@ -486,6 +496,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
     }
     if (answers != null) answers.closeAll();
     if (res != null) res.close(handles == null ? () -> {} : handles::closeAll);
-    if (id != null) udp.destroy(id, false);
+    if (wcs != null) wcs.close();
+    if (id != null) cm.destroy(id, false);
   }
 }

@@ -10,6 +10,8 @@ import java.time.Duration;
 public record DatagramSettings(int receiveBuffers, int sendBuffers, int maxPeers,
     Duration resolveTimeout) {
   public static final String PATH = "pekko-rdma.streams.datagram";
+  /** What a refused memory reservation names. */
+  static final String BUFFERS_SETTING = PATH + ".receive-buffers or .send-buffers";
 
   public static DatagramSettings from(Config c) {
     String p = PATH + ".";

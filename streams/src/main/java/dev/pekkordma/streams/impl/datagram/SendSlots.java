@@ -1,5 +1,7 @@
 package dev.pekkordma.streams.impl.datagram;
 
+import dev.pekkordma.runtime.datagram.AddressHandles;
+
 /**
  * The registered send slots: as many as the send queue is deep, so a post never overruns it.
  * A slot is taken when its datagram is copied in and comes back with its send's completion,

@@ -1,5 +1,7 @@
 package dev.pekkordma.streams.impl.datagram;
 
+import dev.pekkordma.runtime.datagram.DatagramFormat;
+import dev.pekkordma.runtime.datagram.PeerKey;
 import dev.pekkordma.streams.DatagramPeer;
 import dev.pekkordma.verbs.Gid;
 import java.net.InetSocketAddress;
@@ -39,7 +41,7 @@ final class Senders {
     int i = index(hi, lo, qpn);
     DatagramPeer p = peers[i];
     if (p != null && his[i] == hi && los[i] == lo && qpns[i] == qpn) return p;
-    Gid gid = gid(hi, lo);
+    Gid gid = DatagramFormat.gid(hi, lo);
     p = new DatagramPeer(addresses.get(new PeerKey(gid, qpn)), gid, qpn);
     his[i] = hi;
     los[i] = lo;
@@ -64,14 +66,5 @@ final class Senders {
   private int index(long hi, long lo, int qpn) {
     long h = hi * 0x9E3779B97F4A7C15L ^ lo * 0xC2B2AE3D27D4EB4FL ^ qpn * 0x165667B1L;
     return (int) (h ^ h >>> 29) & mask;
-  }
-
-  static Gid gid(long hi, long lo) {
-    byte[] b = new byte[16];
-    for (int k = 0; k < 8; k++) {
-      b[7 - k] = (byte) (hi >>> 8 * k);
-      b[15 - k] = (byte) (lo >>> 8 * k);
-    }
-    return Gid.of(b);
   }
 }

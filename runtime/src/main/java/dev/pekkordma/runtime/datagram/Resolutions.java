@@ -1,9 +1,12 @@
-package dev.pekkordma.actors.datagram;
+package dev.pekkordma.runtime.datagram;
 
 import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmId;
 import dev.pekkordma.cm.ConnectionParameters;
+import dev.pekkordma.cm.RdmaPortSpace;
 import dev.pekkordma.cm.UdParameters;
+import dev.pekkordma.runtime.CmDispatcher;
+import dev.pekkordma.verbs.DeviceContext;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -16,17 +19,24 @@ import java.util.function.Consumer;
 /**
  * The peers an endpoint is resolving: per address, a UDP id that resolves the address and the
  * route, then makes the SIDR request, whose answer (ESTABLISHED) names the peer's QP and Q_Key
- * and the address vector to it. The sends waiting for a peer wait here.
+ * and the address vector to it. What waits for a peer ({@code W}: an actor's sends; nothing for
+ * a stage, which holds its one datagram itself) waits here, so the caller bounds it with
+ * {@link #waiting}. Not thread-safe: the owner's thread (an actor, a stage's callbacks) calls it,
+ * handing it the events and timeouts of the ids it started.
  */
-final class Resolutions {
-  /** A resolved peer, or why not. */
-  record Outcome(InetSocketAddress to, UdParameters ud, String failure,
-      List<SendPath.Pending> waiting) {}
+public final class Resolutions<W> {
+  /**
+   * A resolved peer ({@code ud}; the device, port and local address the id resolved it from),
+   * or why not ({@code failure}); {@code id} is destroyed by now (it names the resolution's
+   * timer); {@code waiting} is what waited for it.
+   */
+  public record Outcome<W>(CmId id, InetSocketAddress to, UdParameters ud, DeviceContext device,
+      int port, InetSocketAddress local, String failure, List<W> waiting) {}
 
-  private static final class Resolution {
+  private static final class Resolution<W> {
     final InetSocketAddress to;
     final CmId id;
-    final List<SendPath.Pending> waiting = new ArrayList<>();
+    final List<W> waiting = new ArrayList<>();
 
     Resolution(InetSocketAddress to, CmId id) {
       this.to = to;
@@ -34,69 +44,76 @@ final class Resolutions {
     }
   }
 
-  private final UdpIds ids;
+  private final CmDispatcher cm;
   private final Consumer<CmEvent> events;
   private final Consumer<RuntimeException> stopped;
   private final Duration timeout;
-  private final InetSocketAddress source;
-  private final byte[] hello;
-  private final Map<InetSocketAddress, Resolution> byAddress = new HashMap<>();
-  private final Map<CmId, Resolution> byId = new IdentityHashMap<>();
+  private InetSocketAddress source;
+  private byte[] hello = new byte[0];
+  private final Map<InetSocketAddress, Resolution<W>> byAddress = new HashMap<>();
+  private final Map<CmId, Resolution<W>> byId = new IdentityHashMap<>();
   private int waiting;
 
-  Resolutions(UdpIds ids, Consumer<CmEvent> events, Consumer<RuntimeException> stopped,
-      Duration timeout, InetSocketAddress source, byte[] hello) {
-    this.ids = ids;
+  /** Resolutions whose ids' events go to {@code events}, each ending within {@code timeout}. */
+  public Resolutions(CmDispatcher cm, Consumer<CmEvent> events,
+      Consumer<RuntimeException> stopped, Duration timeout) {
+    this.cm = cm;
     this.events = events;
     this.stopped = stopped;
     this.timeout = timeout;
+  }
+
+  /** Where requests come from and what they say of us, once known. */
+  public void from(InetSocketAddress source, byte[] hello) {
     this.source = source;
     this.hello = hello;
   }
 
-  int waiting() {
+  /** What waits for a peer, over all resolutions. */
+  public int waiting() {
     return waiting;
   }
 
-  boolean owns(CmId id) {
+  public boolean owns(CmId id) {
     return byId.containsKey(id);
   }
 
   /**
-   * Queues {@code p} for {@code to}, starting its resolution if none runs: the id of a new one,
-   * for its timeout; else null. A resolution that cannot start fails at once.
+   * Queues {@code waiter} (nothing when null) for {@code to}, starting its resolution if none
+   * runs: the id of a new one, for its timeout; else null. A resolution that cannot start
+   * throws, queuing nothing.
    */
-  CmId await(InetSocketAddress to, SendPath.Pending p) {
-    Resolution r = byAddress.get(to);
+  public CmId await(InetSocketAddress to, W waiter) {
+    Resolution<W> r = byAddress.get(to);
     CmId started = null;
     if (r == null) {
       CmId id;
       try {
-        id = ids.create("datagram peer " + to, events, stopped);
+        id = cm.createId("datagram peer " + to, RdmaPortSpace.UDP, events, stopped);
       } catch (RuntimeException e) {
-        SendPath.answer(p, failure(to, "no CM id: " + e.getMessage()));
-        return null;
+        throw new IllegalStateException("no CM id: " + e.getMessage(), e);
       }
-      r = new Resolution(to, id);
       try {
         id.resolveAddress(source, to, timeout);
       } catch (RuntimeException e) {
-        ids.destroy(id, false);
-        SendPath.answer(p, failure(to, e.getMessage()));
-        return null;
+        cm.destroy(id, false);
+        throw e;
       }
+      r = new Resolution<>(to, id);
       byAddress.put(to, r);
       byId.put(id, r);
       started = id;
     }
-    r.waiting.add(p);
-    waiting++;
+    if (waiter != null) {
+      r.waiting.add(waiter);
+      waiting++;
+    }
     return started;
   }
 
   /** An event of a resolving id: the next step, or the outcome (its id destroyed). */
-  Outcome onEvent(CmEvent e) {
-    Resolution r = byId.get(e.id());
+  public Outcome<W> onEvent(CmEvent e) {
+    Resolution<W> r = byId.get(e.id());
     if (r == null) return null;
     try {
       switch (e.type()) {
@@ -119,36 +136,28 @@ final class Resolutions {
     }
   }
 
-  /** The resolution the id started has not ended within the timeout. */
-  Outcome timedOut(CmId id, String setting) {
-    Resolution r = byId.get(id);
+  /** The resolution the id started has not ended within the timeout, set by {@code setting}. */
+  public Outcome<W> timedOut(CmId id, String setting) {
+    Resolution<W> r = byId.get(id);
     if (r == null) return null;
     return end(r, null, "no answer within " + timeout.toMillis() + " ms (" + setting + ")");
   }
 
-  private Outcome end(Resolution r, UdParameters ud, String failure) {
+  private Outcome<W> end(Resolution<W> r, UdParameters ud, String failure) {
     byAddress.remove(r.to);
     byId.remove(r.id);
     waiting -= r.waiting.size();
-    ids.destroy(r.id, false);
-    return new Outcome(r.to, ud, failure == null ? null : failure(r.to, failure), r.waiting);
+    Outcome<W> o = new Outcome<>(r.id, r.to, ud, r.id.verbs(), r.id.portNum(),
+        r.id.localAddress(), failure, r.waiting);
+    cm.destroy(r.id, false);
+    return o;
   }
 
-  /** Ends every resolution: their sends are answered with {@code reason}. */
-  void closeAll(String reason) {
-    for (Resolution r : new ArrayList<>(byId.values())) {
-      for (SendPath.Pending p : end(r, null, reason).waiting()) SendPath.answer(p, reason);
-    }
-  }
-
-  static String failure(InetSocketAddress to, String why) {
-    return "cannot resolve datagram peer " + format(to) + ": " + why;
-  }
-
-  /** host:port, for messages; an unresolved address by its name. */
-  static String format(InetSocketAddress a) {
-    String host = a.getAddress() != null ? a.getAddress().getHostAddress() : a.getHostString();
-    return host + ":" + a.getPort();
+  /** Ends every resolution, destroying its id: what waited, for the caller to answer. */
+  public List<W> closeAll() {
+    List<W> all = new ArrayList<>();
+    for (Resolution<W> r : new ArrayList<>(byId.values())) all.addAll(end(r, null, null).waiting);
+    return all;
   }
 
   private static String why(CmEvent e) {

@@ -1,6 +1,7 @@
-package dev.pekkordma.streams.impl.datagram;
+package dev.pekkordma.runtime.datagram;
 
 import dev.pekkordma.cm.CmId;
+import dev.pekkordma.runtime.CmDispatcher;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -13,19 +14,19 @@ import java.util.Map;
  * replaces its old one. A peer whose QP went is not told (datagrams are unreliable): its
  * datagrams are dropped until it resolves again, hence a bound the application sets.
  */
-final class SidrAnswers {
-  private final UdpIds ids;
+public final class SidrAnswers {
+  private final CmDispatcher ids;
   private final int max;
   private final LinkedHashMap<CmId, PeerKey> accepted = new LinkedHashMap<>();
   private final Map<PeerKey, CmId> byPeer = new HashMap<>();
 
-  SidrAnswers(UdpIds ids, int max) {
+  public SidrAnswers(CmDispatcher ids, int max) {
     this.ids = ids;
     this.max = max;
   }
 
   /** Keeps {@code id}, accepted for {@code peer} (null when it did not say who it is). */
-  void accepted(CmId id, PeerKey peer) {
+  public void accepted(CmId id, PeerKey peer) {
     if (peer != null) {
       CmId old = byPeer.put(peer, id);
       if (old != null && accepted.remove(old) != null) ids.destroy(old, false);
@@ -40,16 +41,16 @@ final class SidrAnswers {
     }
   }
 
-  boolean owns(CmId id) {
+  public boolean owns(CmId id) {
     return accepted.containsKey(id);
   }
 
-  int size() {
+  public int size() {
     return accepted.size();
   }
 
   /** Destroys every id and its QP: before the resources they use go. */
-  void closeAll() {
+  public void closeAll() {
     for (CmId id : new ArrayList<>(accepted.keySet())) ids.destroy(id, false);
     accepted.clear();
     byPeer.clear();

@@ -1,5 +1,7 @@
-package dev.pekkordma.streams.impl.datagram;
+package dev.pekkordma.runtime.datagram;
 
+import dev.pekkordma.verbs.Gid;
+import dev.pekkordma.verbs.WorkCompletions;
 import java.nio.ByteBuffer;
 
 /**
@@ -13,8 +15,6 @@ public final class DatagramFormat {
   public static final int GRH_BYTES = 40;
   /** The GRH's source GID: bytes 8 to 23. */
   public static final int SGID_OFFSET = 8;
-  /** ibv_wc_flags' IBV_WC_GRH. */
-  public static final int FLAG_GRH = 1;
 
   private DatagramFormat() {}
 
@@ -48,13 +48,23 @@ public final class DatagramFormat {
       throw new MalformedDatagramException("a GRH at " + at + " does not fit a buffer of "
           + slot.capacity() + " bytes");
     }
-    if ((wcFlags & FLAG_GRH) == 0) {
+    if ((wcFlags & WorkCompletions.FLAG_GRH) == 0) {
       into[0] = 0;
       into[1] = 0;
       return;
     }
     into[0] = slot.getLong(at + SGID_OFFSET);
     into[1] = slot.getLong(at + SGID_OFFSET + 8);
+  }
+
+  /** The GID whose first and last eight bytes (big-endian) are {@code hi} and {@code lo}. */
+  public static Gid gid(long hi, long lo) {
+    byte[] b = new byte[16];
+    for (int k = 0; k < 8; k++) {
+      b[7 - k] = (byte) (hi >>> 8 * k);
+      b[15 - k] = (byte) (lo >>> 8 * k);
+    }
+    return Gid.of(b);
   }
 
   /** A receive that does not describe a datagram its buffer could hold. */

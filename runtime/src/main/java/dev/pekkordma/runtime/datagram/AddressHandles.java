@@ -1,4 +1,4 @@
-package dev.pekkordma.actors.datagram;
+package dev.pekkordma.runtime.datagram;
 
 import dev.pekkordma.verbs.AddressHandle;
 import dev.pekkordma.verbs.AddressVector;
@@ -14,11 +14,12 @@ import java.util.List;
  * recently used goes first. A handle that sends in flight still name is destroyed only after
  * their completions, since the device reads it until then.
  */
-final class AddressHandles {
-  static final class Entry {
-    final AddressHandle ah;
-    int inFlight;
-    boolean retired;
+public final class AddressHandles {
+  /** A handle, and how many sends in flight name it. */
+  public static final class Entry {
+    public final AddressHandle ah;
+    private int inFlight;
+    private boolean retired;
 
     Entry(AddressHandle ah) {
       this.ah = ah;
@@ -30,17 +31,21 @@ final class AddressHandles {
   private final LinkedHashMap<Gid, Entry> byGid = new LinkedHashMap<>(16, 0.75f, true);
   private final List<Entry> retired = new ArrayList<>();
 
-  AddressHandles(ProtectionDomain pd, int max) {
+  public AddressHandles(ProtectionDomain pd, int max) {
     this.pd = pd;
     this.max = max;
   }
 
-  /** The handle for {@code av}'s GID, made if need be; one more send in flight names it. */
-  Entry acquire(AddressVector av) {
-    Entry e = byGid.get(av.dgid());
+  /**
+   * The handle to {@code gid}, made of {@code av} (or, when null, a global route through
+   * {@code port} from GID index {@code sgidIndex}) if need be; one more send in flight names it.
+   */
+  public Entry acquire(Gid gid, AddressVector av, int sgidIndex, int port) {
+    Entry e = byGid.get(gid);
     if (e == null) {
-      e = new Entry(pd.createAddressHandle(av));
-      byGid.put(av.dgid(), e);
+      e = new Entry(pd.createAddressHandle(av != null ? av
+          : AddressVector.global(gid, sgidIndex, port)));
+      byGid.put(gid, e);
       evict();
     }
     e.inFlight++;
@@ -48,7 +53,7 @@ final class AddressHandles {
   }
 
   /** A send that named it completed. */
-  void release(Entry e) {
+  public void release(Entry e) {
     if (--e.inFlight == 0 && e.retired) {
       retired.remove(e);
       e.ah.close();
@@ -69,12 +74,12 @@ final class AddressHandles {
     }
   }
 
-  int size() {
+  public int size() {
     return byGid.size();
   }
 
   /** Destroys every handle: the QPs that sent with them are gone. */
-  void closeAll() {
+  public void closeAll() {
     List<Entry> all = new ArrayList<>(byGid.values());
     all.addAll(retired);
     byGid.clear();

@@ -1,4 +1,4 @@
-package dev.pekkordma.streams.impl.datagram;
+package dev.pekkordma.runtime.datagram;
 
 /**
  * What an endpoint says of itself in the private data of its SIDR request and reply: the QP its
@@ -8,11 +8,11 @@ package dev.pekkordma.streams.impl.datagram;
  * (1), QPN (4), port (2). Anything else (a peer that is not an endpoint, padding aside) says
  * nothing, and its datagrams come without an address.
  */
-record Hello(int qpn, int port) {
-  static final int BYTES = 10;
+public record Hello(int qpn, int port) {
+  public static final int BYTES = 10;
   private static final int MAGIC = 0x4447;
 
-  byte[] encode() {
+  public byte[] encode() {
     byte[] b = new byte[BYTES];
     b[0] = (byte) (MAGIC >>> 8);
     b[1] = (byte) MAGIC;
@@ -27,7 +27,7 @@ record Hello(int qpn, int port) {
   }
 
   /** The hello in {@code b}, or null; the IB CM pads private data with zeros, so more may follow. */
-  static Hello parse(byte[] b) {
+  public static Hello parse(byte[] b) {
     if (b == null || b.length < BYTES) return null;
     if ((((b[0] & 0xff) << 8) | (b[1] & 0xff)) != MAGIC || b[2] != 1) return null;
     int qpn = ((b[4] & 0xff) << 24) | ((b[5] & 0xff) << 16) | ((b[6] & 0xff) << 8) | (b[7] & 0xff);
