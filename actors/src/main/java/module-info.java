@@ -6,4 +6,5 @@ module dev.pekkordma.actors {
   requires org.slf4j;
 
   exports dev.pekkordma.actors;
+  exports dev.pekkordma.actors.datagram;
 }

@@ -9,4 +9,5 @@ module dev.pekkordma.runtime {
   requires jdk.jfr;
 
   exports dev.pekkordma.runtime;
+  exports dev.pekkordma.runtime.datagram;
 }

@@ -1,5 +1,8 @@
 package dev.pekkordma.actors;
 
+import dev.pekkordma.actors.datagram.DatagramEndpoint;
+import dev.pekkordma.actors.datagram.MulticastGroup;
+import dev.pekkordma.actors.datagram.Received;
 import dev.pekkordma.runtime.RdmaRuntime;
 import dev.pekkordma.verbs.DeviceContext;
 import java.net.InetSocketAddress;
@@ -13,8 +16,10 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
 /**
  * RDMA CM as messages, on the runtime's CM dispatcher. Owns as children: a listener per bound
- * address, a connector per client connection, and a device actor per device context the CM
- * hands out (the CM picks the context of each id; its connections live in a PD there). When it
+ * address, a connector per client connection, a datagram endpoint or multicast member per
+ * BindDatagrams or JoinMulticast (each owns its ids and resources itself), and a device actor
+ * per device context the CM hands out (the CM picks the context of each id; its connections
+ * live in a PD there). When it
  * stops, its children stop first; then it destroys any id they left.
  */
 public final class CmActor {
@@ -36,6 +41,23 @@ public final class CmActor {
    */
   public record Connect(InetSocketAddress remote, byte[] privateData, QpSpec qp,
       ActorRef<ConnectionActor.Event> handler) implements Command {}
+
+  /**
+   * Bind a datagram endpoint to {@code address} (an address of an RDMA device; port 0 picks
+   * one): {@code handler} hears {@link DatagramEndpoint.Bound} or BindFailed. See {@link
+   * DatagramEndpoint}.
+   */
+  public record BindDatagrams(InetSocketAddress address,
+      ActorRef<DatagramEndpoint.Event> handler) implements Command {}
+
+  /**
+   * Join the multicast group at {@code group} from {@code local} (an address of an RDMA
+   * device): {@code handler} hears {@link MulticastGroup.Joined} or JoinFailed, {@code
+   * subscriber} every datagram of the group. See {@link MulticastGroup}.
+   */
+  public record JoinMulticast(InetSocketAddress group, InetSocketAddress local,
+      ActorRef<MulticastGroup.Event> handler, ActorRef<Received> subscriber)
+      implements Command {}
 
   /** Put a connection actor on the id's device. */
   record SpawnConnection(ConnectionActor.Spec spec) implements Command {}
@@ -60,6 +82,7 @@ public final class CmActor {
     private int listeners;
     private int connectors;
     private int deviceCount;
+    private int datagrams;
 
     State(ActorContext<Command> ctx, CmRouter router, RdmaRuntime runtime,
         RdmaActorsSettings settings) {
@@ -79,6 +102,16 @@ public final class CmActor {
           .onMessage(Connect.class, c -> {
             ctx.spawn(Connector.create(router, c.remote(), c.privateData(), c.qp(), c.handler(),
                 ctx.getSelf(), settings), "connector-" + (++connectors));
+            return Behaviors.same();
+          })
+          .onMessage(BindDatagrams.class, b -> {
+            ctx.spawn(DatagramEndpoint.create(runtime, settings.datagram, settings.backlog,
+                b.address(), b.handler()), "datagrams-" + (++datagrams));
+            return Behaviors.same();
+          })
+          .onMessage(JoinMulticast.class, j -> {
+            ctx.spawn(MulticastGroup.create(runtime, settings.datagram, j.group(), j.local(),
+                j.handler(), j.subscriber()), "multicast-" + (++datagrams));
             return Behaviors.same();
           })
           .onMessage(SpawnConnection.class, s -> spawn(s.spec()))

@@ -6,6 +6,7 @@ import static dev.pekkordma.config.ConfigChecks.positive;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigException;
+import dev.pekkordma.actors.datagram.DatagramSettings;
 import dev.pekkordma.config.Backoff;
 import java.time.Duration;
 import java.util.List;
@@ -34,6 +35,7 @@ public final class RdmaActorsSettings {
   public final int backlog;
   public final Backoff connectRetry;
   public final int maxConnectAttempts;
+  public final DatagramSettings datagram;
 
   private RdmaActorsSettings(Config c) {
     String p = ROOT + ".";
@@ -74,6 +76,7 @@ public final class RdmaActorsSettings {
     backlog = atLeast(c, p + "cm.backlog", 1);
     connectRetry = backoff(c, p + "cm.retry");
     maxConnectAttempts = atLeast(c, p + "cm.retry.max-attempts", 1);
+    datagram = DatagramSettings.from(c);
   }
 
   /** Reads and checks {@code pekko-rdma.actors} from a full config (an actor system's). */

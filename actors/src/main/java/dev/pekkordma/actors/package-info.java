@@ -17,6 +17,8 @@
  * CmActor            the CM event channel and its reader (pinned)
  *   ListenerActor    one bound address; a ConnectionActor per CONNECT_REQUEST
  *   Connector        a client connection: resolve, route, connect, each with timeout and retry
+ *   DatagramEndpoint a UDP id, its PD, CQ, SRQ and UD QPs (datagram package)
+ *   MulticastGroup   a UDP id joined to a group, its PD, CQ and UD QP (datagram package)
  *   DeviceActor      per device context the CM hands out
  *     PdActor        the connections' PD and pool
  *       ConnectionActor  a CM id

@@ -4,6 +4,7 @@ import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventChannel;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
+import dev.pekkordma.cm.RdmaPortSpace;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -129,8 +130,17 @@ public final class CmDispatcher implements Agent {
    */
   public CmId createId(Object context, Consumer<CmEvent> events,
       Consumer<RuntimeException> readerFailed) {
+    return createId(context, RdmaPortSpace.TCP, events, readerFailed);
+  }
+
+  /**
+   * As above, in port space {@code space} (UDP for datagram ids: SIDR, multicast). Refused once
+   * the events have stopped.
+   */
+  public CmId createId(Object context, RdmaPortSpace space, Consumer<CmEvent> events,
+      Consumer<RuntimeException> readerFailed) {
     checkReader();
-    CmId id = channel.createId(context);
+    CmId id = channel.createId(context, space);
     owners.put(id, new Owner(events, readerFailed));
     if (readerFailure != null) { // it failed in between: the owners it told did not include us
       destroy(id, false);

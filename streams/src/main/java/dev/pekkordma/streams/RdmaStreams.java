@@ -70,6 +70,7 @@ public final class RdmaStreams implements Extension {
   }
 
   private final StreamsRuntime rt;
+  private final RdmaDatagrams datagrams;
 
   private RdmaStreams(ActorSystem<?> system) {
     this(new StreamsRuntime(system));
@@ -78,6 +79,7 @@ public final class RdmaStreams implements Extension {
   /** On a runtime of the caller's making (tests put faults in it); one per actor system. */
   RdmaStreams(StreamsRuntime rt) {
     this.rt = rt;
+    this.datagrams = new RdmaDatagrams(rt);
   }
 
   public static RdmaStreams get(ActorSystem<?> system) {
@@ -114,6 +116,11 @@ public final class RdmaStreams implements Extension {
    */
   public List<PortMetrics> ports() {
     return rt.runtime.ports();
+  }
+
+  /** Unreliable datagrams: bind, send and multicast flows, as Alpakka's {@code Udp}. */
+  public RdmaDatagrams datagrams() {
+    return datagrams;
   }
 
   /** The provider's live resources: what every test of a clean end compares. */

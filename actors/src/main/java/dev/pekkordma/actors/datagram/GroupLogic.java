@@ -1,0 +1,231 @@
+package dev.pekkordma.actors.datagram;
+
+import dev.pekkordma.actors.datagram.MulticastGroup.*;
+import dev.pekkordma.cm.CmEvent;
+import dev.pekkordma.cm.CmEventType;
+import dev.pekkordma.cm.CmId;
+import dev.pekkordma.cm.RdmaPortSpace;
+import dev.pekkordma.cm.UdParameters;
+import dev.pekkordma.runtime.CmDispatcher;
+import dev.pekkordma.runtime.CompletionHandler;
+import dev.pekkordma.runtime.RdmaRuntime;
+import dev.pekkordma.runtime.datagram.AddressHandles;
+import dev.pekkordma.runtime.datagram.UdResources;
+import dev.pekkordma.verbs.DeviceContext;
+import dev.pekkordma.verbs.WcStatus;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.PostStop;
+import org.apache.pekko.actor.typed.PreRestart;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+
+/** One incarnation of a {@link MulticastGroup} member. */
+final class GroupLogic {
+  private final ActorContext<Command> ctx;
+  private final DatagramSettings settings;
+  private final Lineage lineage;
+  private final Object incarnation = new Object();
+  private CmDispatcher cm;
+  private CmId id;
+  private UdResources res;
+  private AddressHandles handles;
+  private SendPath sends;
+  private ReceivePath receives;
+  private SendPath.Target group;
+  private final List<SendPath.Pending> early = new ArrayList<>();
+  private boolean joined;
+  private String why = "left";
+
+  private GroupLogic(ActorContext<Command> ctx, DatagramSettings settings, Lineage lineage) {
+    this.ctx = ctx;
+    this.settings = settings;
+    this.lineage = lineage;
+  }
+
+  static Behavior<Command> start(ActorContext<Command> ctx, RdmaRuntime runtime,
+      DatagramSettings settings, Lineage lineage) {
+    return new GroupLogic(ctx, settings, lineage).join(runtime);
+  }
+
+  private Behavior<Command> join(RdmaRuntime runtime) {
+    ActorRef<CmEvent> events = ctx.messageAdapter(CmEvent.class, CmEventArrived::new);
+    ActorRef<Command> self = ctx.getSelf();
+    try {
+      cm = runtime.cm();
+      id = cm.createId("multicast member of " + lineage.group, RdmaPortSpace.UDP, events::tell,
+          x -> self.tell(new CmStopped(x.getMessage())));
+      id.bind(lineage.local);
+      DeviceContext device = id.verbs();
+      if (device == null) {
+        throw new IllegalArgumentException("the local address is on no RDMA device (a"
+            + " wildcard address names none)");
+      }
+      CmId qpOwner = id;
+      CompletionHandler handler = UdBatch.to(b -> self.tell(new Completions(incarnation, b)),
+          r -> self.tell(new CqFailed(incarnation, r)));
+      res = UdResources.open(runtime, device, id.portNum(), settings.receiveBuffers,
+          settings.sendBuffers, false, "the multicast group " + PeerBook.format(lineage.group),
+          DatagramSettings.BUFFERS_SETTING, (hub, n) -> hub.createPolledCq(n, handler),
+          qpOwner::createQp, qp -> qpOwner::destroyQp);
+      handles = new AddressHandles(res.pd(), 1);
+      sends = new SendPath(res, handles);
+      receives = new ReceivePath(res, (gid, qpn) -> new Peer(gid, qpn, null));
+      receives.postAll();
+      id.joinMulticast(lineage.group);
+    } catch (RuntimeException e) {
+      return failed(e.getMessage());
+    }
+    ctx.watchWith(lineage.handler, HandlerGone.INSTANCE);
+    ctx.scheduleOnce(settings.resolveTimeout, self, new JoinTimedOut(incarnation));
+    return running();
+  }
+
+  /** Joining failed: the first time the handler hears so; after a restart it is tried again. */
+  private Behavior<Command> failed(String reason) {
+    freeAll();
+    if (lineage.joined) return fatal("joining again failed: " + reason);
+    lineage.handler.tell(new JoinFailed(lineage.group, reason));
+    return Behaviors.stopped();
+  }
+
+  private Behavior<Command> running() {
+    return Behaviors.receive(Command.class)
+        .onMessage(Send.class, this::send)
+        .onMessageEquals(Leave.INSTANCE, () -> stop("left"))
+        .onMessageEquals(HandlerGone.INSTANCE, () -> stop("its handler stopped"))
+        .onMessage(CmEventArrived.class, e -> cmEvent(e.event()))
+        .onMessage(CmStopped.class, c -> stop("the CM's events stopped: " + c.reason()))
+        .onMessage(Completions.class, this::completions)
+        .onMessage(CqFailed.class, c -> c.incarnation() != incarnation ? Behaviors.same()
+            : fatal("its CQ failed: " + c.reason()))
+        .onMessage(JoinTimedOut.class, t -> t.incarnation() != incarnation || joined
+            ? Behaviors.same()
+            : failed("no MULTICAST_JOIN within " + settings.resolveTimeout.toMillis() + " ms ("
+                + DatagramSettings.PATH + ".resolve-timeout)"))
+        .onSignal(PostStop.class, s -> {
+          freeAll();
+          lineage.handler.tell(new Left(lineage.group, why));
+          return Behaviors.same();
+        })
+        .onSignal(PreRestart.class, s -> {
+          freeAll();
+          return Behaviors.same();
+        })
+        .build();
+  }
+
+  private Behavior<Command> stop(String reason) {
+    why = reason;
+    return Behaviors.stopped();
+  }
+
+  private Behavior<Command> fatal(String reason) {
+    lineage.handler.tell(new Restarting(lineage.group, reason));
+    throw new DatagramEndpoint.FatalException(reason);
+  }
+
+  private Behavior<Command> send(Send s) {
+    String to = "to the group " + PeerBook.format(lineage.group);
+    SendPath.Pending p = new SendPath.Pending(group, s.data(), s.replyTo(), lineage.group);
+    if (s.data().size() > res.mtu) {
+      SendPath.answer(p, "a datagram of " + s.data().size() + " bytes " + to
+          + " is over the path MTU of " + res.mtu + " bytes");
+    } else if (sends.waiting() + early.size() >= settings.maxPendingSends) {
+      SendPath.answer(p, "a datagram " + to + " finds " + settings.maxPendingSends
+          + " sends waiting already (" + DatagramSettings.PATH + ".max-pending-sends)");
+    } else if (!joined) {
+      early.add(p);
+    } else {
+      sends.add(p);
+      return drain();
+    }
+    return Behaviors.same();
+  }
+
+  private Behavior<Command> drain() {
+    try {
+      sends.drain();
+    } catch (RuntimeException e) {
+      return fatal("posting sends failed: " + e.getMessage());
+    }
+    return Behaviors.same();
+  }
+
+  private Behavior<Command> cmEvent(CmEvent e) {
+    if (e.id() != id) return Behaviors.same();
+    if (e.type() == CmEventType.MULTICAST_JOIN && !joined) {
+      UdParameters ud = e.ud();
+      if (ud == null || ud.addressVector() == null) {
+        return failed("MULTICAST_JOIN carried no address vector");
+      }
+      group = new SendPath.Target(ud.addressVector(), ud.qpNum(), ud.qkey());
+      joined = true;
+      lineage.joined = true;
+      lineage.handler.tell(new Joined(ctx.getSelf(), lineage.group, ud.addressVector().dgid(),
+          res.mtu));
+      for (SendPath.Pending p : early) {
+        sends.add(new SendPath.Pending(group, p.data(), p.replyTo(), p.to()));
+      }
+      early.clear();
+      return drain();
+    }
+    if (e.type() == CmEventType.MULTICAST_ERROR) {
+      return joined ? fatal("MULTICAST_ERROR (status " + e.status() + ")")
+          : failed("MULTICAST_ERROR (status " + e.status() + ")");
+    }
+    if (e.type() == CmEventType.DEVICE_REMOVAL) {
+      return fatal("its device was removed (DEVICE_REMOVAL)");
+    }
+    ctx.getLog().debug("multicast member of {}: {}", lineage.group, e);
+    return Behaviors.same();
+  }
+
+  private Behavior<Command> completions(Completions c) {
+    if (c.incarnation() != incarnation) return Behaviors.same();
+    UdBatch b = c.batch();
+    String failed = null;
+    for (int i = 0; i < b.size; i++) {
+      long wrId = b.wrIds[i];
+      if (wrId >= UdResources.SEND_TAG) {
+        if (!sends.completed((int) (wrId - UdResources.SEND_TAG), b.status[i])) {
+          failed = "a send completed with " + WcStatus.of(b.status[i]);
+        }
+      } else if (b.status[i] != 0) {
+        failed = "a receive completed with " + WcStatus.of(b.status[i]);
+      } else {
+        Received r = receives.take((int) wrId, b.byteLengths[i], b.flags[i], b.sourceQps[i]);
+        if (r != null) lineage.subscriber.tell(r);
+      }
+    }
+    if (failed != null) return fatal(failed);
+    try {
+      res.flushReceives();
+    } catch (RuntimeException e) {
+      return fatal("posting receives failed: " + e.getMessage());
+    }
+    return drain();
+  }
+
+  /** Leaves the group (if joined), then frees everything in order. */
+  private void freeAll() {
+    String reason = "the multicast member of " + PeerBook.format(lineage.group) + " stopped";
+    for (SendPath.Pending p : early) SendPath.answer(p, reason);
+    early.clear();
+    if (sends != null) sends.failAll(reason);
+    if (joined) {
+      try {
+        id.leaveMulticast(lineage.group);
+      } catch (RuntimeException e) {
+        ctx.getLog().debug("leaving {} failed: {}", lineage.group, e.getMessage());
+      }
+      joined = false;
+    }
+    if (res != null) res.close(handles == null ? () -> {} : handles::closeAll);
+    res = null;
+    if (id != null) cm.destroy(id, false);
+    id = null;
+  }
+}

@@ -1,0 +1,107 @@
+package dev.pekkordma.actors.datagram;
+
+import dev.pekkordma.runtime.datagram.AddressHandles;
+import dev.pekkordma.runtime.datagram.UdResources;
+import dev.pekkordma.verbs.AddressVector;
+import dev.pekkordma.verbs.WcStatus;
+import java.net.InetSocketAddress;
+import java.util.ArrayDeque;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.util.ByteString;
+
+/**
+ * The sends of one datagram actor: each waits for a registered send slot (there are as many as
+ * the send queue is deep, so a post never overruns it), is copied in, and the ready ones are
+ * posted in one call. A slot comes back with its send's completion, which answers the sender.
+ */
+final class SendPath {
+  /** Where a datagram goes: the address vector, the remote QP and its Q_Key. */
+  record Target(AddressVector av, int qpn, int qkey) {}
+
+  /** A send waiting for a slot; {@code to} names it in answers (null for a reply). */
+  record Pending(Target target, ByteString data, ActorRef<SendResult> replyTo,
+      InetSocketAddress to) {}
+
+  private final UdResources res;
+  private final AddressHandles handles;
+  private final ArrayDeque<Pending> ready = new ArrayDeque<>();
+  private final int[] free;
+  private int freeCount;
+  private final AddressHandles.Entry[] slotHandle;
+  private final Pending[] slotSend;
+
+  SendPath(UdResources res, AddressHandles handles) {
+    this.res = res;
+    this.handles = handles;
+    free = new int[res.sends];
+    for (int i = res.sends - 1; i >= 0; i--) free[freeCount++] = i;
+    slotHandle = new AddressHandles.Entry[res.sends];
+    slotSend = new Pending[res.sends];
+  }
+
+  /** Sends waiting for a slot. */
+  int waiting() {
+    return ready.size();
+  }
+
+  /** Sends posted whose completion has not come. */
+  int inFlight() {
+    return res.sends - freeCount;
+  }
+
+  void add(Pending p) {
+    ready.add(p);
+  }
+
+  /** Posts what has a slot, in one call. */
+  void drain() {
+    int posted = 0;
+    while (freeCount > 0 && !ready.isEmpty()) {
+      Pending p = ready.poll();
+      AddressHandles.Entry h;
+      try {
+        h = handles.acquire(p.target().av().dgid(), p.target().av(), 0, 0);
+      } catch (RuntimeException e) {
+        answer(p, "its address handle could not be made: " + e.getMessage());
+        continue;
+      }
+      int slot = free[--freeCount];
+      slotHandle[slot] = h;
+      slotSend[slot] = p;
+      res.addSend(slot, p.data(), h.ah, p.target().qpn(), p.target().qkey());
+      posted++;
+    }
+    if (posted > 0) res.flushSends();
+  }
+
+  /** A send's completion; false if it failed (the QP has gone to the error state then). */
+  boolean completed(int slot, int status) {
+    Pending p = slotSend[slot];
+    if (p == null) return true;
+    handles.release(slotHandle[slot]);
+    slotHandle[slot] = null;
+    slotSend[slot] = null;
+    free[freeCount++] = slot;
+    if (status == 0) {
+      if (p.replyTo() != null) p.replyTo().tell(new SendResult.Sent(p.to(), p.data().size()));
+      return true;
+    }
+    answer(p, "the send completed with " + WcStatus.of(status));
+    return false;
+  }
+
+  /** Answers every send not yet completed and every waiting one: the actor is going. */
+  void failAll(String reason) {
+    for (int i = 0; i < slotSend.length; i++) {
+      if (slotSend[i] != null) answer(slotSend[i], reason);
+      slotSend[i] = null;
+    }
+    for (Pending p; (p = ready.poll()) != null; ) answer(p, reason);
+  }
+
+  static void answer(Pending p, String reason) {
+    if (p.replyTo() != null) {
+      p.replyTo().tell(new SendResult.SendFailed(p.to(), reason));
+    }
+  }
+}

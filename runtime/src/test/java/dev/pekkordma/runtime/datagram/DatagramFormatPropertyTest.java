@@ -1,0 +1,64 @@
+package dev.pekkordma.runtime.datagram;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.pekkordma.runtime.datagram.DatagramFormat.MalformedDatagramException;
+import dev.pekkordma.verbs.WorkCompletions;
+import dev.pekkordma.verbs.Gid;
+import java.nio.ByteBuffer;
+import java.util.Arrays;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.constraints.Size;
+
+/**
+ * A UD receive's lengths and GRH come from the device but describe what a peer sent: whatever
+ * they are, reading them gives a length that fits the buffer or a named {@link
+ * MalformedDatagramException}, and nothing else.
+ */
+class DatagramFormatPropertyTest {
+
+  @Property(tries = 2000)
+  void anyLengthFitsTheBufferOrIsNamed(@ForAll int byteLength, @ForAll int capacity) {
+    try {
+      int length = DatagramFormat.dataLength(byteLength, capacity);
+      assertTrue(length >= 0 && length + DatagramFormat.GRH_BYTES <= capacity,
+          length + " of " + capacity);
+      assertEquals(byteLength - DatagramFormat.GRH_BYTES, length);
+    } catch (MalformedDatagramException e) {
+      assertTrue(e.getMessage().contains(String.valueOf(byteLength))
+          || e.getMessage().contains(String.valueOf(capacity)), e.getMessage());
+    }
+  }
+
+  @Property(tries = 2000)
+  void anyGrhPlaceReadsWithinTheBufferOrIsNamed(@ForAll @Size(max = 200) byte[] slot,
+      @ForAll int at, @ForAll int flags) {
+    long[] gid = new long[2];
+    try {
+      DatagramFormat.sourceGid(ByteBuffer.wrap(slot), at, flags, gid);
+      assertTrue(at >= 0 && at + DatagramFormat.GRH_BYTES <= slot.length, at + " in "
+          + slot.length);
+    } catch (MalformedDatagramException e) {
+      assertTrue(e.getMessage().contains("does not fit"), e.getMessage());
+    }
+  }
+
+  @Property(tries = 500)
+  void theSourceGidIsBytes8To23OfTheGrh(@ForAll @Size(value = 40) byte[] grh) {
+    long[] halves = new long[2];
+    DatagramFormat.sourceGid(ByteBuffer.wrap(grh), 0, WorkCompletions.FLAG_GRH, halves);
+    Gid expected = Gid.of(Arrays.copyOfRange(grh, 8, 24));
+    assertEquals(expected, DatagramFormat.gid(halves[0], halves[1]));
+    assertArrayEquals(expected.toBytes(), DatagramFormat.gid(halves[0], halves[1]).toBytes());
+  }
+
+  @Property(tries = 200)
+  void withoutTheGrhFlagTheGidIsZero(@ForAll @Size(value = 40) byte[] grh) {
+    long[] halves = {1, 1};
+    DatagramFormat.sourceGid(ByteBuffer.wrap(grh), 0, 0, halves);
+    assertTrue(DatagramFormat.gid(halves[0], halves[1]).isZero());
+  }
+}

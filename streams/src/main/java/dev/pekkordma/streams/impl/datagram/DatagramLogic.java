@@ -1,0 +1,502 @@
+package dev.pekkordma.streams.impl.datagram;
+
+import dev.pekkordma.cm.CmEvent;
+import dev.pekkordma.cm.CmEventType;
+import dev.pekkordma.cm.CmId;
+import dev.pekkordma.cm.ConnectionParameters;
+import dev.pekkordma.cm.RdmaPortSpace;
+import dev.pekkordma.cm.UdParameters;
+import dev.pekkordma.runtime.CmDispatcher;
+import dev.pekkordma.streams.Datagram;
+import dev.pekkordma.streams.DatagramPeer;
+import dev.pekkordma.streams.RdmaStreamException;
+import dev.pekkordma.runtime.datagram.AddressHandles;
+import dev.pekkordma.runtime.datagram.DatagramFormat;
+import dev.pekkordma.runtime.datagram.DatagramFormat.MalformedDatagramException;
+import dev.pekkordma.runtime.datagram.Hello;
+import dev.pekkordma.runtime.datagram.PeerKey;
+import dev.pekkordma.runtime.datagram.Resolutions;
+import dev.pekkordma.runtime.datagram.SidrAnswers;
+import dev.pekkordma.runtime.datagram.UdResources;
+import dev.pekkordma.streams.impl.datagram.DatagramStage.Mode;
+import dev.pekkordma.verbs.AddressVector;
+import dev.pekkordma.verbs.CompletionQueue;
+import dev.pekkordma.verbs.DeviceContext;
+import dev.pekkordma.verbs.ProtectionDomain;
+import dev.pekkordma.verbs.QpInitAttributes;
+import dev.pekkordma.verbs.QueuePair;
+import dev.pekkordma.verbs.WcStatus;
+import dev.pekkordma.verbs.WorkCompletions;
+import java.net.InetSocketAddress;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import org.apache.pekko.stream.stage.AbstractInHandler;
+import org.apache.pekko.stream.stage.AbstractOutHandler;
+import org.apache.pekko.stream.stage.AsyncCallback;
+import org.apache.pekko.stream.stage.TimerGraphStageLogic;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A datagram stage's logic. Sends: one element at a time is taken from upstream, and only when
+ * a send slot is free and its peer is resolved, so a sender faster than the wire waits and
+ * nothing is dropped here; the ready sends of a burst are posted in one call. Receives: every
+ * slot is posted at start; a completed one waits for downstream's demand with its slot taken,
+ * and is posted again (in batches) once its bytes were copied into the element. Lengths are
+ * checked against the slot before anything is read.
+ */
+final class DatagramLogic extends TimerGraphStageLogic {
+  private static final Logger log = LoggerFactory.getLogger(DatagramLogic.class);
+  private static final String JOIN = "join";
+  private static final int POLL_BATCH = 32;
+
+  private final DatagramStage stage;
+  private final CompletableFuture<InetSocketAddress> bound;
+  private final long[] gid = new long[2];
+  private AsyncCallback<CmEvent> cmEvents;
+  private AsyncCallback<String> cmStopped;
+  private AsyncCallback<Boolean> wake;
+  private AsyncCallback<Boolean> burstEnd;
+  private boolean burstEndDue;
+  private CmDispatcher cm;
+  private CmId id;
+  private UdResources res;
+  /** The completions of one poll, reused. */
+  private WorkCompletions wcs;
+  private AddressHandles handles;
+  private SendSlots slots;
+  private Arrivals arrivals;
+  private Senders senders;
+  private Map<InetSocketAddress, Target> routes;
+  private SidrAnswers answers;
+  /** Nothing waits in them: the stage holds its one datagram itself. */
+  private Resolutions<Void> resolutions;
+  private Datagram held;
+  private boolean upstreamDone;
+  private boolean joined;
+  private int sgidIndex;
+  /** The port the resources are on: the id's, or for a send-only stage its first peer's. */
+  private int port = 1;
+  private long malformed;
+  private boolean tornDown;
+
+  /** Where a datagram goes: the address vector, the remote QP and its Q_Key. */
+  private record Target(AddressVector av, int qpn, int qkey) {}
+
+  DatagramLogic(DatagramStage stage, CompletableFuture<InetSocketAddress> bound) {
+    super(stage.shape());
+    this.stage = stage;
+    this.bound = bound;
+    int max = stage.settings.maxPeers();
+    senders = new Senders(max);
+    routes = new LinkedHashMap<>(16, 0.75f, true) {
+      @Override
+      protected boolean removeEldestEntry(Map.Entry<InetSocketAddress, Target> eldest) {
+        return size() > max;
+      }
+    };
+    setHandler(stage.in, new AbstractInHandler() {
+      @Override
+      public void onPush() {
+        send(grab(stage.in));
+      }
+
+      @Override
+      public void onUpstreamFinish() {
+        upstreamDone = true;
+        maybeFinish();
+      }
+    });
+    setHandler(stage.out, new AbstractOutHandler() {
+      @Override
+      public void onPull() {
+        deliver();
+      }
+
+      @Override
+      public void onDownstreamFinish(Throwable cause) {
+        completeStage();
+      }
+    });
+  }
+
+  @Override
+  public void preStart() {
+    cmEvents = createAsyncCallback(this::cmEvent);
+    cmStopped = createAsyncCallback(why -> fail("the CM's events stopped: " + why));
+    wake = createAsyncCallback(x -> drainCq());
+    burstEnd = createAsyncCallback(x -> {
+      burstEndDue = false;
+      flush();
+    });
+    try {
+      cm = stage.rt.cm();
+      resolutions = new Resolutions<>(cm, cmEvents::invoke,
+          x -> cmStopped.invoke(String.valueOf(x.getMessage())), stage.settings.resolveTimeout());
+      if (stage.local != null) bindLocal();
+    } catch (RuntimeException e) {
+      RdmaStreamException f = new RdmaStreamException(stage.mode == Mode.MULTICAST
+          ? "RDMA multicast group " + RdmaStreamException.format(stage.group) + " from"
+          : "RDMA datagram binding to", stage.local, String.valueOf(e.getMessage()), e);
+      bound.completeExceptionally(f);
+      failStage(RdmaStreamException.bindFailure(f, e));
+      return;
+    }
+    if (stage.mode != Mode.MULTICAST) pull(stage.in);
+  }
+
+  /** Binds the stage's id, opens everything on its device, and listens or joins. */
+  private void bindLocal() {
+    id = cm.createId("datagram " + stage.mode + " " + stage.local, RdmaPortSpace.UDP,
+        cmEvents::invoke,
+        x -> cmStopped.invoke(String.valueOf(x.getMessage())));
+    id.bind(stage.local);
+    DeviceContext device = id.verbs();
+    port = id.portNum();
+    if (device == null) {
+      throw new IllegalArgumentException("the address is on no RDMA device (a wildcard"
+          + " address names none: bind to an address of the device)");
+    }
+    if (stage.mode == Mode.MULTICAST) {
+      CmId owner = id;
+      open(device, port, false, owner::createQp, qp -> owner::destroyQp);
+      id.joinMulticast(stage.group);
+      scheduleOnce(JOIN, stage.settings.resolveTimeout());
+      return;
+    }
+    open(device, port, stage.mode == Mode.BIND, this::verbsQp, qp -> qp::close);
+    InetSocketAddress at = id.localAddress();
+    resolutions.from(new InetSocketAddress(at.getAddress(), 0),
+        new Hello(res.qp().qpNum(), at.getPort()).encode());
+    if (stage.mode == Mode.BIND) id.listen(stage.backlog);
+    bound.complete(at);
+  }
+
+  private void open(DeviceContext device, int port, boolean shared,
+      java.util.function.BiFunction<ProtectionDomain, QpInitAttributes, QueuePair> makeQp,
+      java.util.function.Function<QueuePair, Runnable> destroyQp) {
+    String what = stage.mode == Mode.MULTICAST ? "the multicast group "
+        + RdmaStreamException.format(stage.group) : "the datagram stage at "
+        + (stage.local == null ? "an address of " + device.device().name()
+            : RdmaStreamException.format(stage.local));
+    Runnable woken = () -> wake.invoke(Boolean.TRUE);
+    res = UdResources.open(stage.rt.runtime, device, port, stage.settings.receiveBuffers(),
+        stage.settings.sendBuffers(), shared, what, DatagramSettings.BUFFERS_SETTING,
+        (hub, n) -> {
+          CompletionQueue cq = hub.createCq(n, woken);
+          cq.requestNotify(false); // nothing can complete before the QP is made
+          return cq;
+        }, makeQp, destroyQp);
+    wcs = new WorkCompletions(POLL_BATCH);
+    handles = new AddressHandles(res.pd(), stage.settings.maxPeers());
+    slots = new SendSlots(res.sends);
+    arrivals = new Arrivals(res.receives);
+    answers = new SidrAnswers(cm, stage.settings.maxPeers());
+    for (int i = 0; i < res.receives; i++) res.addReceive(i);
+    res.flushReceives();
+  }
+
+  /** The endpoint's own QP, by verbs on its port (the listening id stays a listener only). */
+  private QueuePair verbsQp(ProtectionDomain pd, QpInitAttributes attributes) {
+    return UdResources.verbsQp(pd, attributes, port);
+  }
+
+  // ------------------------------------------------------------ sending
+
+  private void send(Datagram d) {
+    DatagramPeer peer = d.peer();
+    InetSocketAddress to = peer.address();
+    if (res != null && d.data().size() > res.mtu) {
+      fail(new RdmaStreamException("RDMA datagram to", to, "a datagram of " + d.data().size()
+          + " bytes is over the path MTU of " + res.mtu + " bytes" + (to == null ? " (to "
+          + peer + ")" : "")));
+      return;
+    }
+    Target route = peer.hasQp() ? null : routes.get(to);
+    if (!peer.hasQp() && route == null) {
+      held = d;
+      try {
+        CmId started = resolutions.await(to, null);
+        if (started != null) scheduleOnce(started, stage.settings.resolveTimeout());
+      } catch (RuntimeException e) {
+        fail(new RdmaStreamException("RDMA datagram to", to,
+            "cannot resolve it: " + e.getMessage(), e));
+      }
+      return;
+    }
+    if (res == null) {
+      fail(new RdmaStreamException("RDMA datagram to", to, "a send-only stage answers a peer"
+          + " only after it resolved one (it has no device before)"));
+      return;
+    }
+    if (!slots.available()) {
+      held = d;
+      return;
+    }
+    AddressHandles.Entry h;
+    try {
+      h = route != null ? handles.acquire(route.av().dgid(), route.av(), sgidIndex, res.port)
+          : handles.acquire(peer.gid(), null, sgidIndex, res.port);
+    } catch (RuntimeException e) {
+      fail(new RdmaStreamException("RDMA datagram to", to, "no address handle to " + peer
+          + ": " + e.getMessage(), e));
+      return;
+    }
+    int slot = slots.take(h);
+    if (route != null) {
+      res.addSend(slot, d.data(), h.ah, route.qpn(), route.qkey());
+    } else {
+      res.addSend(slot, d.data(), h.ah, peer.qpn(), UdParameters.UDP_QKEY);
+    }
+    if (res.sendsQueued() >= res.sends / 2 + 1) flush(); else flushAtBurstEnd();
+    if (slots.available() && !upstreamDone && !hasBeenPulled(stage.in)) pull(stage.in);
+  }
+
+  /** The held element, if it can go now; else more from upstream, if there is room. */
+  private void resume() {
+    if (held != null) {
+      Datagram d = held;
+      held = null;
+      send(d);
+    } else if (res != null && slots.available() && !upstreamDone && !hasBeenPulled(stage.in)
+        && (stage.mode != Mode.MULTICAST || joined)) {
+      pull(stage.in);
+    }
+  }
+
+  private void flushAtBurstEnd() {
+    if (!burstEndDue) {
+      burstEndDue = true;
+      burstEnd.invoke(Boolean.TRUE); // runs after what the interpreter is doing now
+    }
+  }
+
+  private void flush() {
+    if (res == null || tornDown) return;
+    try {
+      res.flushSends();
+      res.flushReceives();
+    } catch (RuntimeException e) {
+      fail("posting failed: " + e.getMessage());
+    }
+  }
+
+  private void maybeFinish() {
+    if (upstreamDone && held == null && (slots == null || slots.inFlight() == 0)) {
+      completeStage();
+    }
+  }
+
+  // ------------------------------------------------------------ receiving
+
+  private void deliver() {
+    while (res != null && isAvailable(stage.out) && !arrivals.isEmpty()) {
+      int slot = arrivals.slot();
+      int byteLength = arrivals.byteLength();
+      int flags = arrivals.flags();
+      int source = arrivals.sourceQp();
+      arrivals.pop();
+      Datagram d = null;
+      try {
+        int length = DatagramFormat.dataLength(byteLength, res.receiveSize);
+        DatagramFormat.sourceGid(res.receiveArea(), slot * res.receiveSize, flags, gid);
+        d = new Datagram(res.copyOut(slot, DatagramFormat.GRH_BYTES, length),
+            senders.peer(gid[0], gid[1], source));
+      } catch (MalformedDatagramException e) {
+        if (malformed++ % 1000 == 0) {
+          log.warn("dropped a datagram ({} so far): {}", malformed, e.getMessage());
+        }
+      }
+      res.addReceive(slot);
+      if (d != null) push(stage.out, d);
+    }
+    if (res != null && res.receivesQueued() > 0) {
+      if (res.receivesQueued() >= res.receives / 4 + 1) flush(); else flushAtBurstEnd();
+    }
+  }
+
+  private void drainCq() {
+    if (tornDown || res == null) return;
+    try {
+      while (true) {
+        int n = res.cq().poll(wcs);
+        if (n == 0) {
+          res.cq().requestNotify(false);
+          n = res.cq().poll(wcs); // what came before the arming raised no event
+          if (n == 0) break;
+        }
+        for (int i = 0; i < n; i++) {
+          if (!completion(wcs, i)) return;
+        }
+      }
+    } catch (RuntimeException e) {
+      fail("polling the CQ failed: " + e.getMessage());
+      return;
+    }
+    deliver();
+    resume();
+    maybeFinish();
+  }
+
+  private boolean completion(WorkCompletions wcs, int i) {
+    long wrId = wcs.wrId(i);
+    int status = wcs.statusCode(i);
+    if (wrId >= UdResources.SEND_TAG) {
+      AddressHandles.Entry h = slots.complete((int) (wrId - UdResources.SEND_TAG));
+      if (h != null) handles.release(h);
+      if (status != 0) {
+        fail("a send completed with " + WcStatus.of(status));
+        return false;
+      }
+    } else if (status != 0) {
+      fail("a receive completed with " + WcStatus.of(status));
+      return false;
+    } else if (wrId >= 0 && wrId < res.receives) {
+      arrivals.add((int) wrId, wcs.byteLength(i), wcs.flags(i), wcs.sourceQp(i));
+    }
+    return true;
+  }
+
+  // ------------------------------------------------------------ the CM
+
+  private void cmEvent(CmEvent e) {
+    if (tornDown) return;
+    if (e.type() == CmEventType.CONNECT_REQUEST && e.listenId() == id && id != null) {
+      answerSidr(e);
+    } else if (e.id() == id && id != null) {
+      if (e.type() == CmEventType.MULTICAST_JOIN && !joined && e.ud() != null) {
+        joined(e.ud());
+      } else if (e.type() == CmEventType.MULTICAST_ERROR || e.type()
+          == CmEventType.DEVICE_REMOVAL) {
+        fail(e.type() + " (status " + e.status() + ")");
+      }
+    } else if (resolutions.owns(e.id())) {
+      Resolutions.Outcome<Void> o = resolutions.onEvent(e);
+      if (o != null) resolved(o);
+    }
+  }
+
+  private void joined(UdParameters ud) {
+    cancelTimer(JOIN);
+    joined = true;
+    routes.put(stage.group, new Target(ud.addressVector(), ud.qpNum(), ud.qkey()));
+    bound.complete(id.localAddress());
+    resume();
+  }
+
+  private void resolved(Resolutions.Outcome<Void> o) {
+    cancelTimer(o.id());
+    if (o.failure() != null) {
+      fail(new RdmaStreamException("RDMA datagram to", o.to(), "cannot resolve it: "
+          + o.failure()));
+      return;
+    }
+    AddressVector av = o.ud().addressVector();
+    if (res == null) { // a send-only stage: it works on the device the first peer is on
+      try {
+        port = o.port();
+        open(o.device(), o.port(), false, this::verbsQp, qp -> qp::close);
+        bound.complete(new InetSocketAddress(o.local() == null ? null
+            : o.local().getAddress(), 0));
+      } catch (RuntimeException e) {
+        fail(new RdmaStreamException("RDMA datagram to", o.to(), e.getMessage(), e));
+        return;
+      }
+    }
+    sgidIndex = av.sgidIndex();
+    routes.put(o.to(), new Target(av, o.ud().qpNum(), o.ud().qkey()));
+    Hello h = Hello.parse(o.ud().privateData());
+    if (h != null) senders.knownAt(new PeerKey(av.dgid(), h.qpn()), o.to());
+    resume();
+  }
+
+  /** A peer resolves us: a UD QP on the request's id, which the SIDR answer names. */
+  private void answerSidr(CmEvent e) {
+    CmId request = e.id();
+    if (request.verbs() != res.context) {
+      cm.destroy(request, true);
+      log.warn("{}: a SIDR request came on another device", stage.local);
+      return;
+    }
+    byte[] hello = new Hello(res.qp().qpNum(), id.localAddress().getPort()).encode();
+    try {
+      request.createQp(res.pd(), res.attributes(1));
+      request.accept(ConnectionParameters.withPrivateData(hello));
+    } catch (RuntimeException x) {
+      cm.destroy(request, true);
+      log.warn("{}: answering a SIDR request failed: {}", stage.local, x.getMessage());
+      return;
+    }
+    UdParameters ud = e.ud();
+    Hello h = Hello.parse(ud != null && ud.privateData() != null ? ud.privateData()
+        : e.privateData());
+    PeerKey key = null;
+    InetSocketAddress remote = request.remoteAddress();
+    if (ud != null && ud.addressVector() != null && h != null && remote != null) {
+      AddressVector av = ud.addressVector();
+      sgidIndex = av.sgidIndex();
+      key = new PeerKey(av.dgid(), h.qpn());
+      InetSocketAddress at = new InetSocketAddress(remote.getAddress(), h.port());
+      senders.knownAt(key, at);
+      // it listens there, from that QP: sending to its address needs no resolving
+      routes.put(at, new Target(av, h.qpn(), UdParameters.UDP_QKEY));
+    }
+    answers.accepted(request, key);
+  }
+
+  @Override
+  public void onTimer(Object key) {
+    if (JOIN.equals(key)) {
+      if (!joined) fail("no MULTICAST_JOIN within " + stage.settings.resolveTimeout().toMillis()
+          + " ms (" + DatagramSettings.PATH + ".resolve-timeout)");
+    } else if (key instanceof CmId resolving) {
+      Resolutions.Outcome<Void> o = resolutions.timedOut(resolving, DatagramSettings.PATH
+          + ".resolve-timeout");
+      if (o != null) resolved(o);
+    }
+  }
+
+  // ------------------------------------------------------------ the end
+
+  private void fail(String why) {
+    fail(new RdmaStreamException(stage.mode == Mode.MULTICAST ? "RDMA multicast group"
+        : "RDMA datagram stage at", stage.mode == Mode.MULTICAST ? stage.group : stage.local,
+        why));
+  }
+
+  private void fail(RdmaStreamException e) {
+    log.debug("{}", e.getMessage());
+    bound.completeExceptionally(e);
+    failStage(e);
+  }
+
+  @Override
+  public void postStop() {
+    tearDown();
+    bound.completeExceptionally(new RdmaStreamException("RDMA datagram stage at", stage.local,
+        "the stream stopped before it was bound"));
+  }
+
+  /** Frees everything in order: ids that make requests, the QPs, handles, the rest, the id. */
+  private void tearDown() {
+    if (tornDown) return;
+    tornDown = true;
+    if (resolutions != null) resolutions.closeAll();
+    if (id != null && stage.mode == Mode.BIND) {
+      cm.destroy(id, false);
+      id = null;
+    }
+    if (joined) {
+      try {
+        id.leaveMulticast(stage.group);
+      } catch (RuntimeException e) {
+        log.debug("leaving {} failed: {}", stage.group, e.getMessage());
+      }
+    }
+    if (answers != null) answers.closeAll();
+    if (res != null) res.close(handles == null ? () -> {} : handles::closeAll);
+    if (wcs != null) wcs.close();
+    if (id != null) cm.destroy(id, false);
+  }
+}
