@@ -13,7 +13,7 @@ import java.nio.ByteBuffer;
  */
 public final class DatagramFormat {
   public static final int GRH_BYTES = 40;
-  /** The GRH's source GID: bytes 8 to 23. */
+  /** The GRH's source GID: bytes 8 to 23 (on RoCE v2 over IPv4, see {@link #sourceGid}). */
   public static final int SGID_OFFSET = 8;
 
   private DatagramFormat() {}
@@ -53,8 +53,28 @@ public final class DatagramFormat {
       into[1] = 0;
       return;
     }
+    if (roceV2Ipv4(slot, at)) { // the sender's GID is its IPv4 address, mapped
+      into[0] = 0;
+      into[1] = 0xFFFFL << 32 | (slot.getInt(at + IPV4_SOURCE_OFFSET) & 0xFFFFFFFFL);
+      return;
+    }
     into[0] = slot.getLong(at + SGID_OFFSET);
     into[1] = slot.getLong(at + SGID_OFFSET + 8);
+  }
+
+  /** Where a RoCE v2 IPv4 receive's header starts in the GRH area, and its source address. */
+  static final int IPV4_HEADER_OFFSET = 20;
+  static final int IPV4_SOURCE_OFFSET = IPV4_HEADER_OFFSET + 12;
+
+  /**
+   * Whether the GRH area holds a RoCE v2 packet's IPv4 header (its last 20 bytes, version 4 and
+   * a 20-byte header, after 20 zeros) rather than an InfiniBand or IPv6 GRH (version 6 first).
+   */
+  private static boolean roceV2Ipv4(ByteBuffer slot, int at) {
+    for (int i = 0; i < IPV4_HEADER_OFFSET; i += 4) {
+      if (slot.getInt(at + i) != 0) return false;
+    }
+    return slot.get(at + IPV4_HEADER_OFFSET) == 0x45;
   }
 
   /** The GID whose first and last eight bytes (big-endian) are {@code hi} and {@code lo}. */

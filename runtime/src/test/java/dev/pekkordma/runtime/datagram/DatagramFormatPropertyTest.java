@@ -48,11 +48,30 @@ class DatagramFormatPropertyTest {
 
   @Property(tries = 500)
   void theSourceGidIsBytes8To23OfTheGrh(@ForAll @Size(value = 40) byte[] grh) {
+    grh[0] = 0x60; // an InfiniBand (IPv6-shaped) GRH: version 6
     long[] halves = new long[2];
     DatagramFormat.sourceGid(ByteBuffer.wrap(grh), 0, WorkCompletions.FLAG_GRH, halves);
     Gid expected = Gid.of(Arrays.copyOfRange(grh, 8, 24));
     assertEquals(expected, DatagramFormat.gid(halves[0], halves[1]));
     assertArrayEquals(expected.toBytes(), DatagramFormat.gid(halves[0], halves[1]).toBytes());
+  }
+
+  /**
+   * RoCE v2 over IPv4: the GRH area is 20 zero bytes, then the IPv4 header; the sender's GID is
+   * its source address, IPv4-mapped, as the CM's address vectors name it.
+   */
+  @Property(tries = 500)
+  void aRoceV2Ipv4HeaderGivesTheSourceAddressMapped(@ForAll @Size(value = 20) byte[] header) {
+    byte[] grh = new byte[40];
+    System.arraycopy(header, 0, grh, 20, 20);
+    grh[20] = 0x45;
+    long[] halves = new long[2];
+    DatagramFormat.sourceGid(ByteBuffer.wrap(grh), 0, WorkCompletions.FLAG_GRH, halves);
+    byte[] mapped = new byte[16];
+    mapped[10] = (byte) 0xff;
+    mapped[11] = (byte) 0xff;
+    System.arraycopy(grh, 32, mapped, 12, 4);
+    assertEquals(Gid.of(mapped), DatagramFormat.gid(halves[0], halves[1]));
   }
 
   @Property(tries = 200)
