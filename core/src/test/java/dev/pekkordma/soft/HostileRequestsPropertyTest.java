@@ -21,7 +21,7 @@ import net.jqwik.api.lifecycle.BeforeProperty;
  * never change, bytes change inside it only where a request that passed every check put them,
  * and traffic on another connection goes on.
  */
-class HostileRequestsProperties {
+class HostileRequestsPropertyTest {
   private HostileFabric fx;
   private RawFabricPeer.Conn conn;
 

@@ -32,7 +32,7 @@ import net.jqwik.api.lifecycle.BeforeProperty;
  * exactly the answer's bytes; a broken answer fails the QP with BAD_RESP_ERR naming the peer;
  * the canaries around the requester's memory never change.
  */
-class HostileResponsesProperties {
+class HostileResponsesPropertyTest {
   private RdmaProvider provider;
   private DeviceContext ctx;
   private ProtectionDomain pd;
