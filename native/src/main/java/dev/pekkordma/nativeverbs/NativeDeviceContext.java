@@ -322,6 +322,7 @@ final class NativeDeviceContext extends NativeResource implements DeviceContext 
       ch.checkOpen("ibv_create_cq");
     }
     Checks.cqEntries(cqe, queryDevice().maxCqe());
+    provider.maps.beforeCreating("ibv_create_cq", "a CQ of " + cqe + " entries");
     long cq = Verbs.createCq(handle, cqe, ch == null ? 0 : ch.handle);
     NativeCq c = new NativeCq(this, ch, cq);
     provider.live.cqs.incrementAndGet();

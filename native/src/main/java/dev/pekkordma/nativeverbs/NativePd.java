@@ -77,6 +77,7 @@ final class NativePd extends NativeResource implements ProtectionDomain {
   @Override
   public SharedReceiveQueue createSrq(SrqAttributes attributes) {
     checkOpen("ibv_create_srq");
+    context.provider.maps.beforeCreating("ibv_create_srq", "an SRQ");
     long a = Verbs.scratch(Layout.SRQ_INIT_ATTR_SIZE);
     long attr = a + Layout.SRQ_INIT_ATTR_ATTR;
     NativeMemory.putInt(attr + Layout.SRQ_ATTR_MAX_WR, attributes.maxWr());

@@ -35,8 +35,16 @@ public final class NativeProvider implements RdmaProvider {
   private volatile Set<Feature> features;
   private volatile boolean closed;
 
+  /** What each CQ, QP and SRQ created must leave of the process's memory mappings. */
+  final MapHeadroom maps;
+
   public NativeProvider() {
+    this(MapHeadroom.ofProcess(MapHeadroom.DEFAULT_RESERVE));
+  }
+
+  NativeProvider(MapHeadroom maps) {
     Verbs.ibv(); // fails now, with how to fix it, when libibverbs is missing
+    this.maps = maps;
   }
 
   @Override

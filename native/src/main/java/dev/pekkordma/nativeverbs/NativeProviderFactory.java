@@ -11,6 +11,8 @@ import java.util.List;
 
 /** Registers the native provider with {@link java.util.ServiceLoader} (see META-INF/services). */
 public final class NativeProviderFactory implements RdmaProviderFactory {
+  private static final String MAP_RESERVE = "native.map-reserve";
+
   @Override
   public String name() {
     return "native";
@@ -32,7 +34,9 @@ public final class NativeProviderFactory implements RdmaProviderFactory {
 
   @Override
   public RdmaProvider create(Config libraryConfig) {
-    return new NativeProvider();
+    long reserve = libraryConfig.hasPath(MAP_RESERVE) ? libraryConfig.getLong(MAP_RESERVE)
+        : MapHeadroom.DEFAULT_RESERVE;
+    return new NativeProvider(MapHeadroom.ofProcess(reserve));
   }
 
   /** What was looked for, what was found and how to fix it. */

@@ -87,6 +87,8 @@ final class NativeQp extends NativeResource implements QueuePair {
       srq = (NativeSrq) a.srq();
       srq.checkOpen("ibv_create_qp");
     }
+    ctx.provider.maps.beforeCreating(cmId == null ? "ibv_create_qp" : "rdma_create_qp",
+        "a " + a.type() + " QP");
     long attr = Verbs.scratch(Layout.QP_INIT_ATTR_SIZE);
     NativeMemory.putLong(attr + Layout.QP_INIT_ATTR_SEND_CQ, send.handle);
     NativeMemory.putLong(attr + Layout.QP_INIT_ATTR_RECV_CQ, recv.handle);
