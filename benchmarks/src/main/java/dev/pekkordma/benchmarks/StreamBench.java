@@ -98,6 +98,13 @@ public final class StreamBench implements Callable<Integer> {
       description = "Unmeasured pings first (default: ${DEFAULT-VALUE}).")
   int warmup;
 
+  @Option(names = "--sample-metrics", defaultValue = "0",
+      description = "With --transport rdma: read the streams' metrics and the ports' counters every"
+          + " this many milliseconds while the test runs, and record every pekko-rdma Flight"
+          + " Recorder event (the periodic ones at the same interval), as a monitored application"
+          + " would be; 0: not (default: ${DEFAULT-VALUE}).")
+  long sampleMillis;
+
   private final PrintStream out;
 
   StreamBench() {
@@ -131,6 +138,12 @@ public final class StreamBench implements Callable<Integer> {
     ActorSystem system = ActorSystem.create("stream-bench", ConfigFactory.parseString(
         "pekko.loglevel = WARNING\npekko.stdout-loglevel = WARNING\npekko-rdma.provider = "
             + provider + "\n" + dispatcherConfig()).withFallback(ConfigFactory.load()));
+    if (sampleMillis < 0 || (sampleMillis > 0 && !(t instanceof RdmaTransport))) {
+      throw new CommandLine.ParameterException(new CommandLine(this),
+          "--sample-metrics takes milliseconds >= 0, with --transport rdma; was " + sampleMillis);
+    }
+    MetricsSampler sampler = sampleMillis == 0 ? null
+        : new MetricsSampler(system, java.time.Duration.ofMillis(sampleMillis));
     try {
       if (test.equals("throughput")) {
         throughput(system, t);
@@ -149,6 +162,11 @@ public final class StreamBench implements Callable<Integer> {
             "--test must be throughput, latency or zero-copy, was '" + test + "'");
       }
     } finally {
+      if (sampler != null) {
+        sampler.close();
+        out.println(" Metrics sampled " + sampler.samples() + " times (last saw "
+            + sampler.bytesSeen() + " bytes sent)");
+      }
       system.terminate();
       system.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
     }
@@ -178,6 +196,10 @@ public final class StreamBench implements Callable<Integer> {
         + ", server and client in this JVM"
         + (t instanceof RdmaTransport ? ", " + provider + " provider" : ""));
     if (settings != null) out.println(" Settings        : " + settings);
+    if (sampleMillis > 0) {
+      out.println(" Metrics         : read every " + sampleMillis + " ms, with every pekko-rdma"
+          + " JFR event recorded (--sample-metrics)");
+    }
     if (!dispatcher.equals("default")) {
       out.println(" Dispatcher      : Pekko's affinity pool, idle-cpu-level 1 (--dispatcher)");
     }
