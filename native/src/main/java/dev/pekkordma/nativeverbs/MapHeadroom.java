@@ -23,8 +23,8 @@ final class MapHeadroom {
   /** The setting (under {@code pekko-rdma}) for the mappings kept free for the JVM. */
   static final String RESERVE_SETTING = "pekko-rdma.native.map-reserve";
   static final long DEFAULT_RESERVE = 8192;
-  /** At most this many mappings a creation adds (a QP's send and receive queues). */
-  static final int MAPS_PER_CREATION = 2;
+  /** At most this many mappings a creation adds (an rxe QP adds four: its queues and more). */
+  static final int MAPS_PER_CREATION = 4;
   private static final Path LIMIT_FILE = Path.of("/proc/sys/vm/max_map_count");
   private static final Path MAPS_FILE = Path.of("/proc/self/maps");
 

@@ -10,10 +10,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
 import java.util.stream.Stream;
 import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.japi.Pair;
 import org.apache.pekko.stream.OverflowStrategy;
 import org.apache.pekko.stream.javadsl.Flow;
 import org.apache.pekko.stream.javadsl.Keep;
@@ -53,8 +53,7 @@ class MapHeadroomStreamsTest {
     ActorSystem<Void> serverSystem = StreamsTestKit.system("MapHeadroomStreamsTest-server", "");
     ActorSystem<Void> system = StreamsTestKit.system("MapHeadroomStreamsTest",
         SETTING + " = " + reserve);
-    List<Pair<SourceQueueWithComplete<ByteString>, SinkQueueWithCancel<ByteString>>> open =
-        new ArrayList<>();
+    List<Conn> open = new ArrayList<>();
     try {
       RdmaStreams rdma = StreamsTestKit.streams(system);
       RdmaStreams serverRdma = StreamsTestKit.streams(serverSystem);
@@ -65,16 +64,15 @@ class MapHeadroomStreamsTest {
       int port = server.localAddress().getPort();
       String refusal = null;
       for (int i = 0; i < ROOM && refusal == null; i++) {
-        var c = Source.<ByteString>queue(4, OverflowStrategy.backpressure())
-            .via(rdma.outgoingConnection(HOST, port))
-            .toMat(Sink.queue(), Keep.both())
-            .run(system);
+        Conn c = Conn.open(rdma, system, port);
         try {
-          assertEquals("hello " + i, echo(c, "hello " + i));
-          open.add(c);
+          await(c.connected());
         } catch (ExecutionException e) {
           refusal = String.valueOf(e.getCause());
+          break;
         }
+        assertEquals("hello " + i, echo(c, "hello " + i));
+        open.add(c);
       }
       assertNotNull(refusal, "refused within " + ROOM + " connections");
       System.out.println(open.size() + " connections open, then: " + refusal);
@@ -83,10 +81,7 @@ class MapHeadroomStreamsTest {
       for (var c : open) assertEquals("still here", echo(c, "still here"));
 
       for (int i = 0; i < open.size() / 2; i++) close(open.remove(open.size() - 1));
-      var again = Source.<ByteString>queue(4, OverflowStrategy.backpressure())
-          .via(rdma.outgoingConnection(HOST, port))
-          .toMat(Sink.queue(), Keep.both())
-          .run(system);
+      Conn again = Conn.open(rdma, system, port);
       assertEquals("again", echo(again, "again"), "room again once others closed");
       open.add(again);
       while (!open.isEmpty()) close(open.remove(open.size() - 1));
@@ -101,17 +96,25 @@ class MapHeadroomStreamsTest {
     }
   }
 
-  private static String echo(
-      Pair<SourceQueueWithComplete<ByteString>, SinkQueueWithCancel<ByteString>> c, String text)
-      throws Exception {
-    await(c.first().offer(ByteString.fromString(text)));
-    return await(c.second().pull()).orElseThrow().utf8String();
+  /** A client connection: what it is sent, whether it connected, what comes back. */
+  private record Conn(SourceQueueWithComplete<ByteString> in,
+      CompletionStage<OutgoingConnection> connected, SinkQueueWithCancel<ByteString> out) {
+    static Conn open(RdmaStreams rdma, ActorSystem<Void> system, int port) {
+      var m = Source.<ByteString>queue(4, OverflowStrategy.backpressure())
+          .viaMat(rdma.outgoingConnection(HOST, port), Keep.both())
+          .toMat(Sink.queue(), Keep.both())
+          .run(system);
+      return new Conn(m.first().first(), m.first().second(), m.second());
+    }
   }
 
-  private static void close(
-      Pair<SourceQueueWithComplete<ByteString>, SinkQueueWithCancel<ByteString>> c)
-      throws Exception {
-    c.first().complete();
-    assertTrue(await(c.second().pull()).isEmpty(), "the echo ends with the client");
+  private static String echo(Conn c, String text) throws Exception {
+    await(c.in().offer(ByteString.fromString(text)));
+    return await(c.out().pull()).orElseThrow().utf8String();
+  }
+
+  private static void close(Conn c) throws Exception {
+    c.in().complete();
+    assertTrue(await(c.out().pull()).isEmpty(), "the echo ends with the client");
   }
 }
