@@ -20,7 +20,7 @@ import jnr.ffi.annotations.SaveError;
  * jffi's {@link Invoker}.
  *
  * <p>Pointers are Java {@code long}s. Methods throw {@link RdmaException} naming the verb and the
- * errno's text, except the data-path ones ({@link #pollCq}, {@link #postSend} ...) which return
+ * errno's text, except the data-path ones ({@link #pollCq}, {@link #post} ...) which return
  * the provider's status for the caller to report without allocating on success.
  */
 public final class Verbs {
