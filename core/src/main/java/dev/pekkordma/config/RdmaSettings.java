@@ -31,7 +31,6 @@ public final class RdmaSettings {
   private final Duration cmConnectTimeout;
   private final int cmMaxPendingHandshakes;
   private final int cmMaxConnections;
-  private final int nativeMapReserve;
 
   /** Reads from the full config, by full paths, so that every error names the whole path. */
   private RdmaSettings(Config c) {
@@ -44,7 +43,7 @@ public final class RdmaSettings {
     cmConnectTimeout = positive(c, ROOT + ".cm.connect-timeout");
     cmMaxPendingHandshakes = atLeast(c, ROOT + ".cm.max-pending-handshakes", 1);
     cmMaxConnections = atLeast(c, ROOT + ".cm.max-connections", 2);
-    nativeMapReserve = atLeast(c, ROOT + ".native.map-reserve", 0);
+    atLeast(c, ROOT + ".native.map-reserve", 0); // checked here, read by the native provider
   }
 
   /** Reads and checks {@code pekko-rdma} in {@code config} (with reference.conf beneath it). */
@@ -63,9 +62,6 @@ public final class RdmaSettings {
 
   /** Per software provider: CM connections open at once, each with a thread reading it. */
   public int cmMaxConnections() { return cmMaxConnections; }
-
-  /** The native provider's: memory mappings a CQ or QP must leave the JVM. */
-  public int nativeMapReserve() { return nativeMapReserve; }
 
   /** The software provider's settings ({@code pekko-rdma.soft}). */
   public static final class SoftSettings {

@@ -38,16 +38,15 @@ final class MapHeadroom {
     if (reserve < 0) {
       throw new IllegalArgumentException(RESERVE_SETTING + " must be at least 0, not " + reserve);
     }
-    this.limit = limit;
     this.reserve = reserve;
     this.mappings = mappings;
     this.counted = limit > 0 ? mappings.getAsLong() : 0;
+    this.limit = plausible(limit, counted);
   }
 
   /** This process's limit (0 where the kernel does not say) and mappings. */
   static MapHeadroom ofProcess(long reserve) {
-    return new MapHeadroom(plausible(readLimit(), countMappings()), reserve,
-        MapHeadroom::countMappings);
+    return new MapHeadroom(readLimit(), reserve, MapHeadroom::countMappings);
   }
 
   /**
