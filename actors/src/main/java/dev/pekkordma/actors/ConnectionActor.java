@@ -314,14 +314,13 @@ public final class ConnectionActor {
 
     /** Before ESTABLISHED every other event ends the attempt. */
     private Behavior<Command> unexpectedBeforeEstablished(CmEvent e) {
-      String status = e.status() != 0 ? " (status " + e.status() + ")" : "";
       switch (e.type()) {
         case REJECTED:
         case UNREACHABLE:
         case CONNECT_ERROR:
         case DEVICE_REMOVAL:
         case DISCONNECTED:
-          return failAttempt(e.type() + status);
+          return failAttempt(e.outcome());
         default:
           ctx.getLog().debug("{} on {} while connecting", e, id);
           return Behaviors.same();

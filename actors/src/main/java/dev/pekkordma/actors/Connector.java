@@ -96,7 +96,7 @@ final class Connector {
           .onMessage(CmEventArrived.class, e -> e.event().id() != id ? Behaviors.same()
               : switch (e.event().type()) {
                 case ADDR_RESOLVED -> resolveRoute();
-                default -> failed(e.event().type() + status(e.event()));
+                default -> failed(e.event().outcome());
               })
           .onMessage(StepTimedOut.class, this::timedOut)
           .onMessageEquals(HandlerGone.INSTANCE, Behaviors::stopped)
@@ -115,7 +115,7 @@ final class Connector {
           .onMessage(CmEventArrived.class, e -> e.event().id() != id ? Behaviors.same()
               : switch (e.event().type()) {
                 case ROUTE_RESOLVED -> connect();
-                default -> failed(e.event().type() + status(e.event()));
+                default -> failed(e.event().outcome());
               })
           .onMessage(StepTimedOut.class, this::timedOut)
           .onMessageEquals(HandlerGone.INSTANCE, Behaviors::stopped)
@@ -224,10 +224,6 @@ final class Connector {
       if (id != null) router.destroy(id, ctx.getLog());
       if (connection != null) connection.tell(ConnectionActor.Disconnect.INSTANCE);
       return Behaviors.same();
-    }
-
-    private static String status(CmEvent e) {
-      return e.status() != 0 ? " (status " + e.status() + ")" : "";
     }
   }
 }

@@ -1,5 +1,7 @@
 package dev.pekkordma.cm;
 
+import dev.pekkordma.verbs.RdmaException;
+
 /**
  * A connection manager event ({@code rdma_cm_event}), already acknowledged. For CONNECT_REQUEST,
  * {@code id} is the new connection's id and {@code listenId} the listener's. {@code status} is
@@ -30,9 +32,19 @@ public record CmEvent(
   /** ... and this one when the listener's application rejected it (with its private data). */
   public static final int SIDR_REJECT = 2;
 
+  /**
+   * The type with its status when not 0, a negative one named: {@code ADDR_ERROR (status -19,
+   * ENODEV)}, {@code REJECTED (status 28)}. What failure reasons and logs print.
+   */
+  public String outcome() {
+    if (status == 0) return type.toString();
+    return type + " (status " + status
+        + (status < 0 ? ", " + RdmaException.errnoName(-status) : "") + ")";
+  }
+
   @Override
   public String toString() {
-    return type + (status != 0 ? " (status " + status + ")" : "")
+    return outcome()
         + (privateData != null && privateData.length > 0
             ? " with " + privateData.length + " bytes of private data" : "");
   }

@@ -3,6 +3,7 @@ package dev.pekkordma.soft;
 import dev.pekkordma.cm.CmEventChannel;
 import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.Gid;
+import dev.pekkordma.verbs.RdmaException;
 import dev.pekkordma.soft.cm.CmResources;
 import dev.pekkordma.soft.cm.SoftCmEventChannel;
 import java.util.ArrayList;
@@ -51,8 +52,13 @@ final class SoftCm implements SoftCmSupport {
   @Override
   public synchronized DeviceContext acquireContext(InetAddress local) {
     SoftDevice device = provider.softDevices().get(0);
+    if (device.isFatal()) {
+      // as the kernel's CM finds no device for the address once it is gone
+      throw new RdmaException("rdma_cm", RdmaException.ENODEV, "device " + device.info.name()
+          + " serving " + local.getHostAddress() + " was removed (DEVICE_FATAL)");
+    }
     SoftContext c = shared.get(device);
-    if (c == null || c.isClosed()) {
+    if (c == null || c.isClosed() || c.isStale()) {
       c = (SoftContext) provider.open(device.info);
       shared.put(device, c);
     }

@@ -143,8 +143,13 @@ final class SoftContext extends Closeable implements DeviceContext {
     if (!isClosed()) events.add(e);
   }
 
+  /** Opened before the device's last fatal error: dead even once the device is back. */
+  boolean isStale() {
+    return incarnation != device.incarnation();
+  }
+
   void checkAlive(String verb) {
-    if (device.isFatal() || incarnation != device.incarnation()) {
+    if (device.isFatal() || isStale()) {
       throw new RdmaException(verb, RdmaException.EIO, device.info.name()
           + " had a fatal error" + (device.isFatal() ? "" : ": close this context, open a new one"));
     }

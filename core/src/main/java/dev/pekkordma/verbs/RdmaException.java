@@ -19,8 +19,12 @@ public class RdmaException extends RuntimeException {
   public static final int EOPNOTSUPP = 95;
   public static final int EADDRINUSE = 98;
   public static final int EADDRNOTAVAIL = 99;
-  public static final int ECONNREFUSED = 111;
+  public static final int EPROTO = 71;
+  public static final int ENETUNREACH = 101;
+  public static final int ECONNRESET = 104;
   public static final int ETIMEDOUT = 110;
+  public static final int ECONNREFUSED = 111;
+  public static final int EHOSTUNREACH = 113;
 
   private final String verb;
   private final int errno;
@@ -56,10 +60,16 @@ public class RdmaException extends RuntimeException {
       case ENODEV: return "ENODEV";
       case EINVAL: return "EINVAL";
       case ENOSPC: return "ENOSPC";
+      case EPROTO: return "EPROTO";
+      case EPROTONOSUPPORT: return "EPROTONOSUPPORT";
       case EOPNOTSUPP: return "EOPNOTSUPP";
       case EADDRINUSE: return "EADDRINUSE";
-      case ECONNREFUSED: return "ECONNREFUSED";
+      case EADDRNOTAVAIL: return "EADDRNOTAVAIL";
+      case ENETUNREACH: return "ENETUNREACH";
+      case ECONNRESET: return "ECONNRESET";
       case ETIMEDOUT: return "ETIMEDOUT";
+      case ECONNREFUSED: return "ECONNREFUSED";
+      case EHOSTUNREACH: return "EHOSTUNREACH";
       default: return "errno " + errno;
     }
   }

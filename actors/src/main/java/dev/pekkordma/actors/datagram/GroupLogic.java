@@ -173,8 +173,7 @@ final class GroupLogic {
       return drain();
     }
     if (e.type() == CmEventType.MULTICAST_ERROR) {
-      return joined ? fatal("MULTICAST_ERROR (status " + e.status() + ")")
-          : failed("MULTICAST_ERROR (status " + e.status() + ")");
+      return joined ? fatal(e.outcome()) : failed(e.outcome());
     }
     if (e.type() == CmEventType.DEVICE_REMOVAL) {
       return fatal("its device was removed (DEVICE_REMOVAL)");

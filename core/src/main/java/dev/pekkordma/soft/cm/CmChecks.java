@@ -14,13 +14,6 @@ import java.util.concurrent.ThreadLocalRandom;
 
 /** The software CM's checks of the application's arguments, and small helpers of its ids. */
 final class CmChecks {
-  // errnos that event statuses carry, negated, as librdmacm reports them
-  static final int EPROTO = 71;
-  static final int ENETUNREACH = 101;
-  static final int ECONNRESET = 104;
-  static final int ETIMEDOUT = 110;
-  static final int EHOSTUNREACH = 113;
-
   private CmChecks() {}
 
   static void requireAddress(String verb, String what, InetSocketAddress a) {

@@ -1,9 +1,9 @@
 package dev.pekkordma.soft.cm;
 
-import static dev.pekkordma.soft.cm.CmChecks.ECONNRESET;
-import static dev.pekkordma.soft.cm.CmChecks.EHOSTUNREACH;
-import static dev.pekkordma.soft.cm.CmChecks.EPROTO;
-import static dev.pekkordma.soft.cm.CmChecks.ETIMEDOUT;
+import static dev.pekkordma.verbs.RdmaException.ECONNRESET;
+import static dev.pekkordma.verbs.RdmaException.EHOSTUNREACH;
+import static dev.pekkordma.verbs.RdmaException.EPROTO;
+import static dev.pekkordma.verbs.RdmaException.ETIMEDOUT;
 
 import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.verbs.RdmaException;

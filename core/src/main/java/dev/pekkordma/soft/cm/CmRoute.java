@@ -1,7 +1,7 @@
 package dev.pekkordma.soft.cm;
 
-import static dev.pekkordma.soft.cm.CmChecks.EHOSTUNREACH;
-import static dev.pekkordma.soft.cm.CmChecks.ENETUNREACH;
+import static dev.pekkordma.verbs.RdmaException.EHOSTUNREACH;
+import static dev.pekkordma.verbs.RdmaException.ENETUNREACH;
 
 import java.io.IOException;
 import java.net.DatagramSocket;

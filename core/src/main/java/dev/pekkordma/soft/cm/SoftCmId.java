@@ -1,8 +1,8 @@
 package dev.pekkordma.soft.cm;
 
-import static dev.pekkordma.soft.cm.CmChecks.ECONNRESET;
-import static dev.pekkordma.soft.cm.CmChecks.ENETUNREACH;
-import static dev.pekkordma.soft.cm.CmChecks.ETIMEDOUT;
+import static dev.pekkordma.verbs.RdmaException.ECONNRESET;
+import static dev.pekkordma.verbs.RdmaException.ENETUNREACH;
+import static dev.pekkordma.verbs.RdmaException.ETIMEDOUT;
 import static dev.pekkordma.soft.cm.CmChecks.errnoOf;
 import static dev.pekkordma.soft.cm.CmChecks.newPsn;
 import static dev.pekkordma.soft.cm.CmChecks.requireAddress;

@@ -1,7 +1,7 @@
 package dev.pekkordma.soft.cm;
 
-import static dev.pekkordma.soft.cm.CmChecks.ENETUNREACH;
-import static dev.pekkordma.soft.cm.CmChecks.ETIMEDOUT;
+import static dev.pekkordma.verbs.RdmaException.ENETUNREACH;
+import static dev.pekkordma.verbs.RdmaException.ETIMEDOUT;
 import static dev.pekkordma.soft.cm.CmChecks.requireAddress;
 import static dev.pekkordma.soft.cm.CmChecks.requireTimeout;
 

@@ -7,6 +7,8 @@ import dev.pekkordma.cm.CmEventChannel;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
 import dev.pekkordma.cm.ConnectionParameters;
+import dev.pekkordma.verbs.DeviceContext;
+import dev.pekkordma.verbs.RdmaException;
 import java.io.DataOutputStream;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -79,6 +81,40 @@ class SoftCmFailureTest extends CmFixture {
     expectNone(other, Duration.ofMillis(50));
     c.close();
     bound.close();
+  }
+
+  @Test
+  void aRemovedDeviceIsAnAddressErrorUntilItComesBack() {
+    CmEventChannel client = channel();
+    // an id that keeps the device's shared context open, as a listener would
+    CmId holder = client.createId(null);
+    holder.resolveAddress(null, new InetSocketAddress("127.0.0.1", 4791), WAIT);
+    expect(client, CmEventType.ADDR_RESOLVED);
+    DeviceContext before = holder.verbs();
+    provider.faults().get().deviceFatal(before);
+    expect(client, CmEventType.DEVICE_REMOVAL);
+
+    CmId c = client.createId(null);
+    c.resolveAddress(null, new InetSocketAddress("127.0.0.1", 4791), WAIT);
+    CmEvent e = expect(client, CmEventType.ADDR_ERROR);
+    assertEquals(-RdmaException.ENODEV, e.status());
+    assertEquals("ADDR_ERROR (status -19, ENODEV)", e.outcome());
+    assertNull(c.verbs(), "no device without an address");
+    CmId bound = client.createId(null);
+    RdmaException refused = assertThrows(RdmaException.class, () -> bound.bind(LOOPBACK_ANY_PORT));
+    assertEquals(RdmaException.ENODEV, refused.errno());
+    assertTrue(refused.getMessage().contains("DEVICE_FATAL"), refused.getMessage());
+
+    // back again: a new context, not the dead one the holder still has
+    provider.faults().get().restoreDevice(before);
+    c.resolveAddress(null, new InetSocketAddress("127.0.0.1", 4791), WAIT);
+    expect(client, CmEventType.ADDR_RESOLVED);
+    assertNotSame(before, c.verbs());
+    c.resolveRoute(WAIT);
+    expect(client, CmEventType.ROUTE_RESOLVED);
+    c.close();
+    bound.close();
+    holder.close();
   }
 
   @Test

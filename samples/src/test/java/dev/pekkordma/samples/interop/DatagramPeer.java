@@ -188,7 +188,7 @@ public final class DatagramPeer {
     CmEvent e = ch.awaitEvent(timeout);
     if (e == null) throw new PeerFailure(doing + ": no " + type + " within " + timeout, null);
     if (e.type() != type) {
-      throw new PeerFailure(doing + ": " + e.type() + " (status " + e.status() + ")", e);
+      throw new PeerFailure(doing + ": " + e.outcome(), e);
     }
     return e;
   }

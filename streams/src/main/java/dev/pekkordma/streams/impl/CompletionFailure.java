@@ -18,10 +18,9 @@ final class CompletionFailure {
 
   /** A CM event that ends a connection attempt. */
   static String cmEvent(CmEvent e) {
-    String status = e.status() != 0 ? " (status " + e.status() + ")" : "";
     return e.type() == CmEventType.REJECTED
-        ? "connection refused: REJECTED" + status + " (nobody listens there?)"
-        : e.type() + status;
+        ? "connection refused: " + e.outcome() + " (nobody listens there?)"
+        : e.outcome();
   }
 
   /**

@@ -369,7 +369,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
         joined(e.ud());
       } else if (e.type() == CmEventType.MULTICAST_ERROR || e.type()
           == CmEventType.DEVICE_REMOVAL) {
-        fail(e.type() + " (status " + e.status() + ")");
+        fail(e.outcome());
       }
     } else if (resolutions.owns(e.id())) {
       Resolutions.Outcome<Void> o = resolutions.onEvent(e);
