@@ -14,16 +14,6 @@ final class LocalPeer implements SoftPeer {
   }
 
   @Override
-  public boolean synchronous() {
-    return true;
-  }
-
-  @Override
-  public SoftEngine engine(SoftDevice requesterDevice) {
-    return requesterDevice.engine;
-  }
-
-  @Override
   public int request(SoftQp requester, RequestHeader header, Segments payload, Response response) {
     SoftQp responder = device.qps.get(header.destQpn);
     if (responder == null) {

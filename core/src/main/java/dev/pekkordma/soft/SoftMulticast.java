@@ -192,16 +192,6 @@ final class SoftMulticast implements SoftPeer {
   // ---------------------------------------------------------------- sending (SoftPeer)
 
   @Override
-  public boolean synchronous() {
-    return true;
-  }
-
-  @Override
-  public SoftEngine engine(SoftDevice requesterDevice) {
-    return requesterDevice.engine;
-  }
-
-  @Override
   public int request(SoftQp requester, RequestHeader header, Segments payload, Response response) {
     response.psn = header.psn; // a connected QP's request to a group is lost
     response.code = Response.DROPPED;

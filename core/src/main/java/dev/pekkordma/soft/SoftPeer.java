@@ -16,11 +16,21 @@ interface SoftPeer {
   /** The peer's process cannot be reached now. */
   int UNREACHABLE = 2;
 
-  /** Whether responses arrive by filling {@code response} before {@link #request} returns. */
-  boolean synchronous();
+  /**
+   * Whether responses arrive by filling {@code response} before {@link #request} returns: so
+   * for every peer in this JVM; a peer in another process answers later.
+   */
+  default boolean synchronous() {
+    return true;
+  }
 
-  /** The engine that works the send queues of QPs talking to this peer. */
-  SoftEngine engine(SoftDevice requesterDevice);
+  /**
+   * The engine that works the send queues of QPs talking to this peer: the requester's own
+   * device's for a peer in this JVM; a peer in another process has its link's.
+   */
+  default SoftEngine engine(SoftDevice requesterDevice) {
+    return requesterDevice.engine;
+  }
 
   int request(SoftQp requester, RequestHeader header, Segments payload, Response response);
 

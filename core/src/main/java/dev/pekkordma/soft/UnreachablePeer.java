@@ -7,16 +7,6 @@ final class UnreachablePeer implements SoftPeer {
   static final UnreachablePeer INSTANCE = new UnreachablePeer();
 
   @Override
-  public boolean synchronous() {
-    return true;
-  }
-
-  @Override
-  public SoftEngine engine(SoftDevice requesterDevice) {
-    return requesterDevice.engine;
-  }
-
-  @Override
   public int request(SoftQp requester, RequestHeader header, Segments payload, Response response) {
     response.psn = header.psn;
     response.code = Response.DROPPED;
