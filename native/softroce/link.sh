@@ -9,7 +9,8 @@
 #                           packet after the one before it once a rate is set: 10gbit)
 #   link.sh blackhole       every packet dropped (netem loss 100%)
 #   link.sh clear           no fault
-#   link.sh down | up       the pair's carrier down, or up again (its routes restored)
+#   link.sh down | up       the pair's carrier down, or up again (its routes restored, its
+#                           neighbour entries flushed)
 #   link.sh show            the qdiscs and their counters
 #   link.sh routes          the policy routes that send traffic across the pair
 set -eu
@@ -39,7 +40,10 @@ case ${1:-} in
       [ "$(cat /sys/class/net/veth_b/carrier 2>/dev/null)" = 1 ] && break
       sleep 0.2
     done
-    routes ;;
+    routes
+    # neighbour entries that failed while the link was down: resolved afresh
+    ip neigh flush dev veth_a
+    ip neigh flush dev veth_b ;;
   show) for end in veth_a veth_b; do tc -s qdisc show dev $end; done ;;
   routes) routes ;;
   *) echo "usage: link.sh netem ARGS... | in-order ARGS... | blackhole | clear | down | up | show | routes" >&2; exit 2 ;;

@@ -145,7 +145,7 @@ class LossyLinkTest {
   @Test
   @Order(3)
   void aLinkDownAndUpWithinTheRetryTimeLosesNothing() throws Exception {
-    ResourceCounts start = rdma.liveResources();
+    ResourceCounts start = settledResources();
     Pair<CompletionStage<Void>, Arrival> run = startSending(CLEAN_BYTES / 4, true);
     awaitTaken(run.second(), 64 * 1024);
     VethLink.set("down");
@@ -161,7 +161,7 @@ class LossyLinkTest {
   @Test
   @Order(4)
   void aLinkThatStaysDeadFailsBothEndsNamingThePeer() throws Exception {
-    ResourceCounts start = rdma.liveResources();
+    ResourceCounts start = settledResources();
     Pair<CompletionStage<Void>, Arrival> run = startSending(-1, true);
     awaitTaken(run.second(), 64 * 1024);
     VethLink.set("blackhole");
@@ -187,7 +187,7 @@ class LossyLinkTest {
   @Test
   @Order(5)
   void aPeerKilledMidTransferFailsItsConnectionAndTheServerTakesTheNext() throws Exception {
-    ResourceCounts start = rdma.liveResources();
+    ResourceCounts start = settledResources();
     int port = server.localAddress().getPort();
     try (PeerProcess sender = PeerProcess.start(PATIENT_JVM, StreamSendMain.class, HOST,
         "" + port, "-1")) {
@@ -261,6 +261,21 @@ class LossyLinkTest {
       crc.update(b, 0, n);
     }
     return crc.getValue();
+  }
+
+  /**
+   * The live resources once no connection of an earlier case is left (the server's side of one
+   * may still be closing when its case ends): the baseline a case gives back.
+   */
+  private static ResourceCounts settledResources() throws InterruptedException {
+    long deadline = System.nanoTime() + StreamsTestKit.WAIT.toNanos();
+    ResourceCounts now = rdma.liveResources();
+    while (now.qps() > 0 && System.nanoTime() < deadline) {
+      Thread.sleep(20);
+      now = rdma.liveResources();
+    }
+    assertEquals(0, now.qps(), "an earlier case's connection is still open: " + now);
+    return now;
   }
 
   private static void awaitTaken(Arrival a, long bytes) throws InterruptedException {
