@@ -124,6 +124,7 @@ public final class StreamBench implements Callable<Integer> {
     if (name.equals("tcp")) return new TcpTransport();
     if (name.equals("tcp-framed")) return new TcpTransport(true);
     if (name.equals("rdma")) return new RdmaTransport();
+    if (name.equals("in-jvm")) return new InJvmTransport();
     throw new CommandLine.ParameterException(new CommandLine(new StreamBench()),
         "--transport must be tcp, tcp-framed or rdma, was '" + name + "'");
   }

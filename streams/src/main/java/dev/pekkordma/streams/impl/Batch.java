@@ -53,17 +53,17 @@ final class Batch {
   }
 
   /**
-   * Posts it into the peer's next slot with {@code credits}, and closes it: the buffer goes back
-   * with the write's completion.
+   * Posts it into the peer's next slot with {@code credits}, signalled, and closes it: the buffer
+   * goes back with the write's completion, which also says the next batch may go.
    */
   void post(Sender sender, int lkey, int credits) {
     int b = buffer;
     buffer = -1;
     if (count == 1) {
       sender.write(address + Wire.BATCH_HEADER, firstLength, lkey, Wire.data(Wire.END, credits),
-          b, false);
+          b, false, true);
     } else {
-      sender.write(address, bytes, lkey, Wire.data(Wire.BATCH, credits), b, false);
+      sender.write(address, bytes, lkey, Wire.data(Wire.BATCH, credits), b, false, true);
     }
   }
 

@@ -17,13 +17,15 @@ import org.apache.pekko.util.ByteString;
  * first after a pause) goes at once; one that finds writes of ours still with the peer, or
  * follows one in the same burst of events, is copied into a {@link Batch}, which goes as one
  * write once the burst is over ({@link #burstOver}, which the stage hears of after everything
- * that was ready has been handled), when it is full, before a larger element, or when the
+ * that was ready has been handled) and the batch before it has completed (as Tcp's coalescing
+ * waits for the write in flight), when it is full, before a larger element, or when the
  * stream ends. A stream under way then costs a write, a receive and a wake-up per burst
  * instead of per element, and a lone element waits for nothing.
  */
 final class ElementWriter {
   private final Sender sender;
-  private final ConnectionResources res;
+  private final int inlineMax; // the most a write carries inline
+  private final long scratch; // where inline writes are put together: inlineMax bytes
   private final int slotSize;
   private final SendBuffers buffers;
   private int ourMax; // what our side allows a write: buffer-size
@@ -31,7 +33,7 @@ final class ElementWriter {
   private final Batch batch = new Batch();
   private boolean opened; // a burst began since the last burstBegan()
   private boolean inBurst; // something was written in this burst: small elements gather
-  private boolean due; // the burst that filled the batch is over: it goes as soon as it can
+  private long batchInFlight = -1; // the wr_id of the last batch posted, until it completes
   private Object current;
   private byte[] bytes;
   private int offset;
@@ -39,11 +41,12 @@ final class ElementWriter {
   /** What went: bytes and ByteStrings (or chunks). */
   final Traffic sent = new Traffic();
 
-  ElementWriter(Sender sender, ConnectionResources res, int slotSize, SendBuffers buffers,
+  ElementWriter(Sender sender, int inlineMax, long scratch, int slotSize, SendBuffers buffers,
       boolean coalesce) {
     this.coalesce = coalesce;
     this.sender = sender;
-    this.res = res;
+    this.inlineMax = inlineMax;
+    this.scratch = scratch;
     this.slotSize = slotSize;
     this.buffers = buffers;
     this.ourMax = slotSize;
@@ -74,9 +77,9 @@ final class ElementWriter {
    */
   boolean writeRing(byte[] payload, int imm) {
     if (!sender.mayWrite()) return false;
-    if (payload.length <= res.inlineMax) {
-      NativeMemory.copyFromArray(payload, 0, res.scratch.address(), payload.length);
-      sender.write(res.scratch.address(), payload.length, 0, imm, -1, true);
+    if (payload.length <= inlineMax) {
+      NativeMemory.copyFromArray(payload, 0, scratch, payload.length);
+      sender.write(scratch, payload.length, 0, imm, -1, true);
       return true;
     }
     int buffer = sender.takeBuffer();
@@ -110,7 +113,7 @@ final class ElementWriter {
     if (element instanceof ByteString bs) {
       length = bs.length();
       bytes = bs.toArrayUnsafe();
-      if (length > res.inlineMax) buffers.toSend(length);
+      if (length > inlineMax) buffers.toSend(length);
     } else {
       length = -1;
       bytes = null;
@@ -159,9 +162,9 @@ final class ElementWriter {
       } else {
         n = Math.min(length - offset, writeMax);
         last = offset + n == length;
-        inline = n <= res.inlineMax;
+        inline = n <= inlineMax;
         if (inline) {
-          address = res.scratch.address();
+          address = scratch;
           lkey = 0;
         } else {
           buffer = sender.takeBuffer();
@@ -228,12 +231,19 @@ final class ElementWriter {
   /** The burst of events that began with {@link #burstBegan} is over: a batch goes once it can. */
   void burstOver() {
     inBurst = false;
-    due = batch.open();
   }
 
-  /** Sends what gathered once its burst is over, or {@code now}, if a write may go. */
+  /**
+   * Sends what gathered once its burst is over and the batch before it has completed, or {@code
+   * now}, if a write may go.
+   */
   void flushIfDue(IntSupplier credits, boolean now) {
-    if (now || due) flush(credits);
+    if (now || (batch.open() && !inBurst && !batchInFlight())) flush(credits);
+  }
+
+  private boolean batchInFlight() {
+    if (batchInFlight >= 0 && sender.completedUpTo(batchInFlight)) batchInFlight = -1;
+    return batchInFlight >= 0;
   }
 
   /** Posts the batch, if one is open; true when none is left, false: no credit or SQ room. */
@@ -246,7 +256,7 @@ final class ElementWriter {
           + "), which " + batch.bytes() + " bytes of small messages were gathered for");
     }
     batch.post(sender, buffers.lkey(batch.buffer()), credits.getAsInt());
-    due = false;
+    batchInFlight = sender.lastWrId();
     return true;
   }
 }

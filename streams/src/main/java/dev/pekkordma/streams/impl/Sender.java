@@ -147,9 +147,18 @@ final class Sender {
    * taking a credit. A failed post gives the buffer back and throws.
    */
   void write(long address, int length, int lkey, int imm, int buffer, boolean inline) {
+    write(address, length, lkey, imm, buffer, inline, false);
+  }
+
+  /**
+   * {@link #write}, and with {@code signal} asks for its completion, whatever signal-every says:
+   * its wr_id is then {@link #lastWrId}, and {@link #completedUpTo} tells when it is done.
+   */
+  void write(long address, int length, int lkey, int imm, int buffer, boolean inline,
+      boolean signal) {
     long slot = ringWrites % peerSlots;
     post(WrOpcode.RDMA_WRITE_WITH_IMM, address, length, lkey, peerRing + slot * peerSlotSize,
-        imm, buffer, inline, false);
+        imm, buffer, inline, signal);
     writes++;
     ringWrites++;
     credits--;
@@ -161,8 +170,9 @@ final class Sender {
   }
 
   private void post(WrOpcode opcode, long address, int length, int lkey, long remoteAddress,
-      int imm, int buffer, boolean inline, boolean control) {
-    boolean signal = control || ++unsignaled >= signalEvery
+      int imm, int buffer, boolean inline, boolean forceSignal) {
+    boolean control = opcode == WrOpcode.SEND_WITH_IMM;
+    boolean signal = forceSignal || ++unsignaled >= signalEvery
         || outstanding + 1 >= sqDepth - CONTROL_RESERVE
         || (buffer >= 0 && buffers.noneFree());
     if (signal) unsignaled = 0;
@@ -204,6 +214,16 @@ final class Sender {
     bufferOf[(int) (wrId % sqDepth)] = -1;
     nextWrId++;
     outstanding++;
+  }
+
+  /** The wr_id of the latest send posted. */
+  long lastWrId() {
+    return nextWrId - 1;
+  }
+
+  /** Whether the send {@code wrId} has completed. */
+  boolean completedUpTo(long wrId) {
+    return wrId < oldestWrId;
   }
 
   /** A send's completion: it and every unsignalled send before it are done with their buffers. */
