@@ -243,6 +243,7 @@ D="(d) scaling: N echo connections in one JVM, the streams layer (software provi
 : > "$OUT/scale-tcp.tsv"
 : > "$OUT/scale-rdma.tsv"
 : > "$OUT/scale-tcp-framed.tsv"
+: > "$OUT/scale-in-jvm.tsv"
 if [[ $STREAMS == yes ]]; then
   say "$D: N = ${SCALE_N:-1,100,1000,10000}"
   # the JVM's defaults (heap and direct memory), as a user would start it
@@ -255,6 +256,9 @@ if [[ $STREAMS == yes ]]; then
   # Tcp with a length before each ByteString: message boundaries, as the streams layer keeps
   "${SCALE[@]}" --transport tcp-framed --tsv "$OUT/scale-tcp-framed.tsv" \
     > "$OUT/scale-tcp-framed.txt" 2>&1 || say "framed Tcp scaling failed: see $OUT/scale-tcp-framed.txt"
+  # no transport at all: what Pekko Streams alone allows a transport that keeps boundaries
+  "${SCALE[@]}" --transport in-jvm --tsv "$OUT/scale-in-jvm.tsv" \
+    > "$OUT/scale-in-jvm.txt" 2>&1 || say "in-JVM scaling failed: see $OUT/scale-in-jvm.txt"
 else
   manifest note "$D" "GAP: the streams layer is not built."
 fi
@@ -265,7 +269,7 @@ sed 's/^/  /' "$OUT/machine.txt"
 "${JAVA[@]}" dev.pekkordma.benchmarks.BenchReport "$OUT"
 echo
 "${JAVA[@]}" dev.pekkordma.benchmarks.ScaleReport "$OUT" scale-tcp.tsv scale-rdma.tsv \
-  scale-tcp-framed.tsv
+  scale-tcp-framed.tsv scale-in-jvm.tsv
 if [[ -s $OUT/scale-native.tsv ]]; then
   echo "(d) on the native provider inside the VM (emulated), rxe0: see scale-native.txt"
   sed 's/^/  /' "$OUT/scale-native.txt" | grep -E "rdma-streams|Killed|killed|memory"

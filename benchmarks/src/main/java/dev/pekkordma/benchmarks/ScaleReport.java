@@ -16,7 +16,8 @@ import org.knowm.xchart.style.Styler;
 /**
  * The scaling runs of {@link ScaleBench} side by side: for each N, Tcp's figures, the streams
  * layer's, and their ratio; then scale.png, connect time and echo rate against N.
- * Arguments: the directory, the Tcp TSV file name, the RDMA one.
+ * Arguments: the directory, the Tcp TSV file name, the RDMA one, then optionally framed Tcp's
+ * and the in-JVM reference's.
  */
 public final class ScaleReport {
   private ScaleReport() {}
@@ -27,8 +28,13 @@ public final class ScaleReport {
     Map<Integer, ScaleBench.Result> rdma = read(dir.resolve(args[2]));
     Map<Integer, ScaleBench.Result> framed = args.length > 3 ? read(dir.resolve(args[3]))
         : new TreeMap<>();
+    Map<Integer, ScaleBench.Result> inJvm = args.length > 4 ? read(dir.resolve(args[4]))
+        : new TreeMap<>();
     print(tcp, rdma, System.out);
-    printFramed(framed, rdma, System.out);
+    printAgainst("tcp-framed", "Tcp + Framing.simpleFramingProtocol: message boundaries, as ours",
+        framed, rdma, System.out);
+    printAgainst("in-jvm", "no transport: Pekko's asynchronous boundaries between the client's"
+        + " island and the server's, message boundaries kept", inJvm, rdma, System.out);
     Path png = dir.resolve("scale.png");
     chart(tcp, rdma, framed, png);
     System.out.println("chart: " + png);
@@ -86,18 +92,14 @@ public final class ScaleReport {
     }
   }
 
-  /**
-   * The message rate against Tcp with a length before each ByteString (what a Tcp user adds to
-   * get back the ByteStrings that were sent, as the streams layer gives them).
-   */
-  static void printFramed(Map<Integer, ScaleBench.Result> framed,
+  /** The message rate against another run, {@code name}, which {@code what} describes. */
+  static void printAgainst(String name, String what, Map<Integer, ScaleBench.Result> other,
       Map<Integer, ScaleBench.Result> rdma, PrintStream out) {
-    if (framed.isEmpty()) return;
-    out.println("Against tcp-framed (Tcp + Framing.simpleFramingProtocol: message boundaries, as"
-        + " ours): 64-byte echoes/s");
-    out.println(String.format("%7s %14s %14s %8s", "N", "msg/s framed", "msg/s rdma", "x"));
-    for (int n : union(framed, rdma)) {
-      ScaleBench.Result f = framed.get(n);
+    if (other.isEmpty()) return;
+    out.println("Against " + name + " (" + what + "): 64-byte echoes/s");
+    out.println(String.format("%7s %14s %14s %8s", "N", "msg/s " + name, "msg/s rdma", "x"));
+    for (int n : union(other, rdma)) {
+      ScaleBench.Result f = other.get(n);
       ScaleBench.Result r = rdma.get(n);
       out.println(String.format("%7d %14s %14s %8s", n,
           f == null ? "-" : String.format("%.0f", f.echoRate()),

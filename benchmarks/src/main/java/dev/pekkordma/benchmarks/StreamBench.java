@@ -126,7 +126,7 @@ public final class StreamBench implements Callable<Integer> {
     if (name.equals("rdma")) return new RdmaTransport();
     if (name.equals("in-jvm")) return new InJvmTransport();
     throw new CommandLine.ParameterException(new CommandLine(new StreamBench()),
-        "--transport must be tcp, tcp-framed or rdma, was '" + name + "'");
+        "--transport must be tcp, tcp-framed, rdma or in-jvm, was '" + name + "'");
   }
 
   @Override
