@@ -244,6 +244,7 @@ D="(d) scaling: N echo connections in one JVM, the streams layer (software provi
 : > "$OUT/scale-rdma.tsv"
 : > "$OUT/scale-tcp-framed.tsv"
 : > "$OUT/scale-in-jvm.tsv"
+: > "$OUT/scale-none.tsv"
 if [[ $STREAMS == yes ]]; then
   say "$D: N = ${SCALE_N:-1,100,1000,10000}"
   # the JVM's defaults (heap and direct memory), as a user would start it
@@ -259,6 +260,9 @@ if [[ $STREAMS == yes ]]; then
   # no transport at all: what Pekko Streams alone allows a transport that keeps boundaries
   "${SCALE[@]}" --transport in-jvm --tsv "$OUT/scale-in-jvm.tsv" \
     > "$OUT/scale-in-jvm.txt" 2>&1 || say "in-JVM scaling failed: see $OUT/scale-in-jvm.txt"
+  # no connection at all: the most any transport can show in this benchmark
+  "${SCALE[@]}" --transport none --tsv "$OUT/scale-none.tsv" \
+    > "$OUT/scale-none.txt" 2>&1 || say "the benchmark's client alone failed: see $OUT/scale-none.txt"
 else
   manifest note "$D" "GAP: the streams layer is not built."
 fi
@@ -269,7 +273,7 @@ sed 's/^/  /' "$OUT/machine.txt"
 "${JAVA[@]}" dev.pekkordma.benchmarks.BenchReport "$OUT"
 echo
 "${JAVA[@]}" dev.pekkordma.benchmarks.ScaleReport "$OUT" scale-tcp.tsv scale-rdma.tsv \
-  scale-tcp-framed.tsv scale-in-jvm.tsv
+  scale-tcp-framed.tsv scale-in-jvm.tsv scale-none.tsv
 if [[ -s $OUT/scale-native.tsv ]]; then
   echo "(d) on the native provider inside the VM (emulated), rxe0: see scale-native.txt"
   sed 's/^/  /' "$OUT/scale-native.txt" | grep -E "rdma-streams|Killed|killed|memory"

@@ -13,20 +13,28 @@ import org.apache.pekko.stream.javadsl.Flow;
 import org.apache.pekko.util.ByteString;
 
 /**
- * No transport at all: a connection is the server's handler run in an island of its own, its
- * two directions Pekko's own asynchronous boundaries between actors in this JVM. Each element
- * crosses from the client's island to the server's and back, as over a message transport that
- * keeps boundaries, but nothing is copied or posted: its message rate is what Pekko Streams
- * alone allows for that shape, the ceiling of any such transport on this machine.
+ * References without a transport, for the echo rate. {@code in-jvm}: a connection is the
+ * server's handler run in an island of its own, behind Pekko's asynchronous boundaries, so each
+ * element crosses from the client's actor to the server's and back as over a message transport
+ * that keeps boundaries, with nothing copied or posted: what Pekko's own way of moving elements
+ * between actors achieves. {@code none}: no connection and no server, the connection's flow is
+ * {@code Flow.create()} fused into the client: the benchmark's own client (its source and its
+ * fold) alone, the most that any transport can show in this benchmark.
  */
 final class InJvmTransport implements Transport {
   private static final AtomicInteger ports = new AtomicInteger(1);
   private final Map<InetSocketAddress, Supplier<Flow<ByteString, ByteString, ?>>> servers =
       new ConcurrentHashMap<>();
+  private final boolean islands;
+
+  /** With {@code islands}, {@code in-jvm}; without, {@code none}. */
+  InJvmTransport(boolean islands) {
+    this.islands = islands;
+  }
 
   @Override
   public String name() {
-    return "in-jvm";
+    return islands ? "in-jvm" : "none";
   }
 
   @Override
@@ -42,7 +50,10 @@ final class InJvmTransport implements Transport {
       InetSocketAddress server) {
     Supplier<Flow<ByteString, ByteString, ?>> handler = servers.get(server);
     if (handler == null) throw new IllegalArgumentException("nothing bound at " + server);
-    return Flow.<ByteString>create().async().via(handler.get()).async()
-        .mapMaterializedValue(m -> CompletableFuture.completedFuture(Done.getInstance()));
+    Flow<ByteString, ByteString, ?> connection = islands
+        ? Flow.<ByteString>create().async().via(handler.get()).async()
+        : Flow.<ByteString>create();
+    return connection.mapMaterializedValue(
+        m -> CompletableFuture.completedFuture(Done.getInstance()));
   }
 }

@@ -45,8 +45,8 @@ public final class ScaleBench implements Callable<Integer> {
       description = "tcp: Pekko Streams Tcp; tcp-framed: Tcp with a length before each"
           + " ByteString (Framing.simpleFramingProtocol), so that what arrives is what was sent;"
           + " rdma: RdmaStreams; in-jvm: no transport, each connection's server an island of its"
-          + " own behind Pekko's asynchronous boundaries, which is what Pekko Streams alone"
-          + " allows a message transport (default: ${DEFAULT-VALUE}).")
+          + " own behind Pekko's asynchronous boundaries; none: no connection at all"
+          + " (Flow.create()), the benchmark's client alone (default: ${DEFAULT-VALUE}).")
   String transport;
 
   @Option(names = "--provider", defaultValue = "soft",

@@ -17,7 +17,7 @@ import org.knowm.xchart.style.Styler;
  * The scaling runs of {@link ScaleBench} side by side: for each N, Tcp's figures, the streams
  * layer's, and their ratio; then scale.png, connect time and echo rate against N.
  * Arguments: the directory, the Tcp TSV file name, the RDMA one, then optionally framed Tcp's
- * and the in-JVM reference's.
+ * and the two references' without a transport ({@code in-jvm}, {@code none}).
  */
 public final class ScaleReport {
   private ScaleReport() {}
@@ -30,11 +30,16 @@ public final class ScaleReport {
         : new TreeMap<>();
     Map<Integer, ScaleBench.Result> inJvm = args.length > 4 ? read(dir.resolve(args[4]))
         : new TreeMap<>();
+    Map<Integer, ScaleBench.Result> none = args.length > 5 ? read(dir.resolve(args[5]))
+        : new TreeMap<>();
     print(tcp, rdma, System.out);
     printAgainst("tcp-framed", "Tcp + Framing.simpleFramingProtocol: message boundaries, as ours",
         framed, rdma, System.out);
     printAgainst("in-jvm", "no transport: Pekko's asynchronous boundaries between the client's"
         + " island and the server's, message boundaries kept", inJvm, rdma, System.out);
+    printAgainst("none", "no connection: the benchmark's client alone, its source and its fold;"
+        + " no transport can be faster", none, rdma, System.out);
+    printCeiling(tcp, none, System.out);
     Path png = dir.resolve("scale.png");
     chart(tcp, rdma, framed, png);
     System.out.println("chart: " + png);
@@ -105,6 +110,27 @@ public final class ScaleReport {
           f == null ? "-" : String.format("%.0f", f.echoRate()),
           r == null ? "-" : String.format("%.0f", r.echoRate()),
           ratio(r == null ? 0 : r.echoRate(), f == null ? 0 : f.echoRate())));
+    }
+  }
+
+  /**
+   * Twice Tcp's echo rate against what the benchmark's client alone achieves: where it is more,
+   * no transport can show twice Tcp's rate in this benchmark.
+   */
+  static void printCeiling(Map<Integer, ScaleBench.Result> tcp,
+      Map<Integer, ScaleBench.Result> none, PrintStream out) {
+    if (none.isEmpty()) return;
+    out.println("Twice Tcp's echo rate against the client alone (x: the client's rate over twice"
+        + " Tcp's; below 1, twice Tcp's is out of reach of any transport here)");
+    out.println(String.format("%7s %14s %14s %8s", "N", "2 x tcp", "msg/s none", "x"));
+    for (int n : union(tcp, none)) {
+      ScaleBench.Result t = tcp.get(n);
+      ScaleBench.Result c = none.get(n);
+      double twice = t == null ? 0 : 2 * t.echoRate();
+      out.println(String.format("%7d %14s %14s %8s", n,
+          t == null ? "-" : String.format("%.0f", twice),
+          c == null ? "-" : String.format("%.0f", c.echoRate()),
+          ratio(c == null ? 0 : c.echoRate(), twice)));
     }
   }
 

@@ -124,9 +124,10 @@ public final class StreamBench implements Callable<Integer> {
     if (name.equals("tcp")) return new TcpTransport();
     if (name.equals("tcp-framed")) return new TcpTransport(true);
     if (name.equals("rdma")) return new RdmaTransport();
-    if (name.equals("in-jvm")) return new InJvmTransport();
+    if (name.equals("in-jvm")) return new InJvmTransport(true);
+    if (name.equals("none")) return new InJvmTransport(false);
     throw new CommandLine.ParameterException(new CommandLine(new StreamBench()),
-        "--transport must be tcp, tcp-framed, rdma or in-jvm, was '" + name + "'");
+        "--transport must be tcp, tcp-framed, rdma, in-jvm or none, was '" + name + "'");
   }
 
   @Override
