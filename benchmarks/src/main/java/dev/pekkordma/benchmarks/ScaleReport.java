@@ -41,7 +41,8 @@ public final class ScaleReport {
         + " no transport can be faster", none, rdma, System.out);
     printCeiling(tcp, none, System.out);
     Path png = dir.resolve("scale.png");
-    chart(tcp, rdma, framed, png);
+    chart(Map.of("pekko-tcp", tcp, "rdma-streams", rdma, "tcp-framed", framed,
+        "in-jvm (no transport)", inJvm, "none (the client alone)", none), png);
     System.out.println("chart: " + png);
   }
 
@@ -145,16 +146,15 @@ public final class ScaleReport {
     return over > 0 && under > 0 ? String.format("%.2f", over / under) : "-";
   }
 
-  static void chart(Map<Integer, ScaleBench.Result> tcp, Map<Integer, ScaleBench.Result> rdma,
-      Map<Integer, ScaleBench.Result> framed, Path png) throws IOException {
+  /** Each run's echo rate against N, a line named by its key, in the keys' order. */
+  static void chart(Map<String, Map<Integer, ScaleBench.Result>> runs, Path png)
+      throws IOException {
     XYChart chart = new XYChartBuilder().width(1000).height(560)
         .title("N echo connections in one JVM: echo rate (64-byte messages)")
         .xAxisTitle("connections (N)").yAxisTitle("messages/s").build();
     chart.getStyler().setXAxisLogarithmic(true);
-    chart.getStyler().setLegendPosition(Styler.LegendPosition.InsideNW);
-    add(chart, "pekko-tcp", tcp);
-    add(chart, "rdma-streams", rdma);
-    add(chart, "tcp-framed", framed);
+    chart.getStyler().setLegendPosition(Styler.LegendPosition.InsideNE);
+    new TreeMap<>(runs).forEach((name, rows) -> add(chart, name, rows));
     if (chart.getSeriesMap().isEmpty()) return;
     BitmapEncoder.saveBitmap(chart, png.toString(), BitmapEncoder.BitmapFormat.PNG);
   }
