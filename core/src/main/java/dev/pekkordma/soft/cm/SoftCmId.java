@@ -1,23 +1,17 @@
 package dev.pekkordma.soft.cm;
 
-import static dev.pekkordma.verbs.RdmaException.ECONNRESET;
-import static dev.pekkordma.verbs.RdmaException.ENETUNREACH;
 import static dev.pekkordma.verbs.RdmaException.ETIMEDOUT;
 import static dev.pekkordma.soft.cm.CmChecks.errnoOf;
 import static dev.pekkordma.soft.cm.CmChecks.newPsn;
 import static dev.pekkordma.soft.cm.CmChecks.requireAddress;
-import static dev.pekkordma.soft.cm.CmChecks.requireTimeout;
 import static dev.pekkordma.soft.cm.CmChecks.smaller;
 import static dev.pekkordma.soft.cm.CmSocket.closeQuietly;
 
 import dev.pekkordma.cm.CmEvent;
-import dev.pekkordma.cm.CmEventChannel;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
 import dev.pekkordma.cm.RdmaPortSpace;
 import dev.pekkordma.cm.ConnectionParameters;
-import dev.pekkordma.soft.SoftCmSupport;
-import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.Mtu;
 import dev.pekkordma.verbs.ProtectionDomain;
 import dev.pekkordma.verbs.QpInitAttributes;
@@ -44,7 +38,7 @@ import org.slf4j.LoggerFactory;
  * short steps run on the channel's thread. Every frame a peer sends is checked before it is
  * acted on; one out of place ends the connection, logged.
  */
-public final class SoftCmId implements SoftChannelId {
+public final class SoftCmId extends AbstractSoftCmId {
   /**
    * The pause between DISCONNECTED and TIMEWAIT_EXIT. The IB CM waits for stray packets to die
    * out; the fabric here does not reorder across a closed connection, so a short one will do.
@@ -53,20 +47,8 @@ public final class SoftCmId implements SoftChannelId {
 
   private static final Logger log = LoggerFactory.getLogger(SoftCmId.class);
 
-  final SoftCmEventChannel channel;
-  final SoftCmSupport support;
-  final CmResources resources;
-  private final Object context;
-
   // guarded by this
-  CmState state = CmState.IDLE;
-  /** Counts state changes: a deadline fires only if the id is still in the state that set it. */
-  private long phase;
-  private CmState beforeQuery;
-  final CmDevice device = new CmDevice();
   private InetSocketAddress portHeld;
-  InetSocketAddress local;
-  private InetSocketAddress remote;
   /** rdma_bind_addr's socket: it holds the port in this host's port space, for a listen. */
   private Socket socket;
   /** The connection's place on its link. */
@@ -74,26 +56,12 @@ public final class SoftCmId implements SoftChannelId {
   private CmListener listener;
   /** A DREQ after the disconnection is answered once; more are out of protocol. */
   boolean answeredLateDreq;
-  QueuePair qp;
   int psn;
   ConnectionParameters ours;
   private CmMessage request;
 
   SoftCmId(SoftCmEventChannel channel, Object context) {
-    this.channel = channel;
-    this.support = channel.support;
-    this.resources = support.cmResources();
-    this.context = context;
-  }
-
-  @Override
-  public Object context() {
-    return context;
-  }
-
-  @Override
-  public CmEventChannel channel() {
-    return channel;
+    super(channel, context);
   }
 
   @Override
@@ -111,35 +79,6 @@ public final class SoftCmId implements SoftChannelId {
   public void leaveMulticast(InetSocketAddress group) {
     throw new RdmaException("rdma_leave_multicast", RdmaException.EINVAL,
         "an RDMA_PS_TCP id joins no multicast group (" + group + ")");
-  }
-
-  @Override
-  public synchronized DeviceContext verbs() {
-    return device.verbs;
-  }
-
-  @Override
-  public synchronized int portNum() {
-    return device.verbs != null ? 1 : 0;
-  }
-
-  @Override
-  public synchronized InetSocketAddress localAddress() {
-    return local;
-  }
-
-  @Override
-  public synchronized InetSocketAddress remoteAddress() {
-    return remote;
-  }
-
-  @Override
-  public synchronized QueuePair qp() {
-    return qp;
-  }
-
-  synchronized CmState state() {
-    return state;
   }
 
   /** A listener's accepted connections whose REQ has not come yet (for tests). */
@@ -198,102 +137,16 @@ public final class SoftCmId implements SoftChannelId {
   }
 
   @Override
-  public synchronized void resolveAddress(
-      InetSocketAddress source, InetSocketAddress destination, Duration timeout) {
-    String verb = "rdma_resolve_addr";
-    if (destination == null) {
-      throw new RdmaException(verb, RdmaException.EINVAL, "destination is null");
-    }
-    if (destination.getPort() == 0) {
-      throw new RdmaException(verb, RdmaException.EINVAL,
-          "destination " + destination + " has port 0");
-    }
-    if (source != null) requireAddress(verb, "source", source);
-    requireTimeout(verb, timeout);
-    expect(verb, "IDLE or ADDR_BOUND", CmState.IDLE, CmState.ADDR_BOUND);
-    beforeQuery = state;
-    setState(CmState.ADDR_QUERY);
-    long query = phase;
-    channel.schedule(() -> deadline(query), timeout);
-    if (destination.isUnresolved()) { // a name lookup may block: not on the caller's thread
-      CmChecks.daemon("soft-cm-resolve-" + destination.getPort(),
-          () -> resolve(query, source, destination)).start();
-    } else {
-      resolve(query, source, destination); // a route lookup: quick, and the event says the rest
-    }
-  }
-
-  /** Finds the route and source address as the kernel would, then takes a port there. */
-  private void resolve(long query, InetSocketAddress source, InetSocketAddress destination) {
-    InetAddress from;
-    synchronized (this) {
-      if (phase != query) return;
-      from = beforeQuery == CmState.ADDR_BOUND ? portHeld.getAddress()
-          : source != null ? source.getAddress() : null;
-    }
-    CmRoute route;
+  InetSocketAddress takePort(InetAddress ip, int port) {
+    portHeld = PortSpace.allocate("rdma_resolve_addr", new InetSocketAddress(ip, port));
     try {
-      route = CmRoute.find(from, destination);
-    } catch (CmRoute.Unreachable e) {
-      addressError(query, -e.errno);
-      return;
+      attach(ip);
+    } catch (RuntimeException e) {
+      PortSpace.release(portHeld);
+      portHeld = null;
+      throw e;
     }
-    InetSocketAddress target = route.target();
-    InetAddress via = route.source();
-    synchronized (this) {
-      if (phase != query) return;
-      if (beforeQuery == CmState.IDLE) {
-        InetAddress ip = from == null || from.isAnyLocalAddress() ? via : from;
-        try {
-          portHeld = PortSpace.allocate("rdma_resolve_addr",
-              new InetSocketAddress(ip, source == null ? 0 : source.getPort()));
-        } catch (RdmaException e) {
-          addressError(query, -e.errno());
-          return;
-        }
-        try {
-          attach(ip);
-        } catch (RuntimeException e) {
-          PortSpace.release(portHeld);
-          portHeld = null;
-          addressError(query, -RdmaException.ENODEV);
-          return;
-        }
-        local = portHeld;
-      } else if (from.isAnyLocalAddress()) {
-        local = new InetSocketAddress(via, portHeld.getPort());
-      }
-      remote = target;
-      setState(CmState.ADDR_RESOLVED);
-      post(CmEventType.ADDR_RESOLVED, 0, null, null);
-    }
-  }
-
-  private synchronized void addressError(long query, int status) {
-    if (phase != query) return;
-    setState(beforeQuery);
-    post(CmEventType.ADDR_ERROR, status, null, null);
-  }
-
-  @Override
-  public synchronized void resolveRoute(Duration timeout) {
-    String verb = "rdma_resolve_route";
-    requireTimeout(verb, timeout);
-    expect(verb, "ADDR_RESOLVED (resolve the address first)", CmState.ADDR_RESOLVED);
-    setState(CmState.ROUTE_QUERY);
-    route(phase); // the port's state is all there is to look up; the event says it
-  }
-
-  private synchronized void route(long query) {
-    if (phase != query) return;
-    if (device.portActive(support)) {
-      setState(CmState.ROUTE_RESOLVED);
-      post(CmEventType.ROUTE_RESOLVED, 0, null, null);
-    } else {
-      // as in rdma_cm, the id falls back to ADDR_RESOLVED and may try again
-      setState(CmState.ADDR_RESOLVED);
-      post(CmEventType.ROUTE_ERROR, -ENETUNREACH, null, null);
-    }
+    return portHeld;
   }
 
   // ---- the QP
@@ -373,7 +226,7 @@ public final class SoftCmId implements SoftChannelId {
     if (!resources.openConversation()) return null;
     SoftCmId id;
     try {
-      id = channel.newId(context, "rdma_listen");
+      id = channel.newId(context(), "rdma_listen");
     } catch (RdmaException e) {
       resources.closeConversation();
       return null; // the channel closed
@@ -490,8 +343,8 @@ public final class SoftCmId implements SoftChannelId {
 
   // ---- the connection's messages
 
-  /** A deadline set in an earlier phase: fires only if the id never left that phase. */
-  private synchronized void deadline(long setInPhase) {
+  @Override
+  synchronized void deadline(long setInPhase) {
     if (phase != setInPhase) return;
     switch (state) {
       case ADDR_QUERY:
@@ -536,7 +389,8 @@ public final class SoftCmId implements SoftChannelId {
 
   // ---- device removal and destruction
 
-  private void deviceRemoved() {
+  @Override
+  void deviceRemoved() {
     synchronized (this) {
       if (state == CmState.DESTROYED || state == CmState.DEVICE_REMOVAL) return;
       setState(CmState.DEVICE_REMOVAL);
@@ -548,77 +402,34 @@ public final class SoftCmId implements SoftChannelId {
   }
 
   @Override
-  public void destroyForShutdown() {
-    synchronized (this) {
-      CmQpSteps.closeQuietly(qp);
-      qp = null;
+  Runnable letGo() {
+    // what the IB CM sends when an id goes away mid-conversation
+    switch (state) {
+      case CONNECTING:
+      case CONNECT_REQUEST:
+        trySend(CmMessage.rej(CmMessage.REJECT_TIMEOUT, null));
+        break;
+      case ACCEPTING:
+        trySend(CmMessage.rej(CmEvent.REJECT_CONSUMER_DEFINED, null));
+        break;
+      case ESTABLISHED:
+        trySend(CmMessage.bare(CmMessage.Kind.DREQ));
+        break;
+      default:
+        break;
     }
-    try {
-      close();
-    } catch (RuntimeException e) {
-      // going away regardless
-    }
-  }
-
-  @Override
-  public void close() {
-    CmDevice.Taken taken;
-    synchronized (this) {
-      if (state == CmState.DESTROYED) return;
-      if (qp != null) {
-        throw new RdmaException("rdma_destroy_id", RdmaException.EBUSY, "the id in state " + state
-            + " still has QP " + qp.qpNum() + "; destroy it first (destroyQp)");
-      }
-      // what the IB CM sends when an id goes away mid-conversation
-      switch (state) {
-        case CONNECTING:
-        case CONNECT_REQUEST:
-          trySend(CmMessage.rej(CmMessage.REJECT_TIMEOUT, null));
-          break;
-        case ACCEPTING:
-          trySend(CmMessage.rej(CmEvent.REJECT_CONSUMER_DEFINED, null));
-          break;
-        case ESTABLISHED:
-          trySend(CmMessage.bare(CmMessage.Kind.DREQ));
-          break;
-        default:
-          break;
-      }
-      setState(CmState.DESTROYED);
-      closeSocket();
-      stopListening();
-      if (portHeld != null) PortSpace.release(portHeld);
-      taken = device.take();
-    }
-    // the id is gone even if giving back its context fails: report that after the bookkeeping
-    RuntimeException failure = taken.release(support);
-    for (CmId id : channel.forget(this)) {
-      try {
-        id.close();
-      } catch (RuntimeException e) {
-        if (failure == null) failure = e;
-        else failure.addSuppressed(e);
-      }
-    }
-    support.countCmId(-1);
-    if (failure != null) throw failure;
+    closeSocket();
+    stopListening();
+    if (portHeld != null) PortSpace.release(portHeld);
+    return null;
   }
 
   // ---- helpers (callers hold the monitor where state is touched)
-
-  private void setState(CmState s) {
-    state = s;
-    phase++;
-  }
 
   private void post(CmEventType type, int status, byte[] privateData,
       ConnectionParameters parameters) {
     channel.post(new CmEvent(type, this, null, status,
         privateData == null ? new byte[0] : privateData.clone(), parameters));
-  }
-
-  private void expect(String verb, String needed, CmState... allowed) {
-    CmChecks.expect(verb, state, needed, allowed);
   }
 
   /** Binds a socket for the id's port and takes the port in the CM's port space. */
@@ -632,12 +443,6 @@ public final class SoftCmId implements SoftChannelId {
     closeQuietly(s);
     PortSpace.release(portHeld);
     portHeld = null;
-  }
-
-  /** Takes the device context serving {@code address} and watches for its removal. */
-  private void attach(InetAddress address) {
-    // the provider may call back holding its own locks: hand the work to the channel's thread
-    device.attach(support, address, () -> channel.schedule(this::deviceRemoved, Duration.ZERO));
   }
 
   Mtu activeMtu() {

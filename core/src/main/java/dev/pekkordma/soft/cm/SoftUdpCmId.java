@@ -1,20 +1,15 @@
 package dev.pekkordma.soft.cm;
 
-import static dev.pekkordma.verbs.RdmaException.ENETUNREACH;
 import static dev.pekkordma.verbs.RdmaException.ETIMEDOUT;
 import static dev.pekkordma.soft.cm.CmChecks.requireAddress;
-import static dev.pekkordma.soft.cm.CmChecks.requireTimeout;
 
 import dev.pekkordma.cm.CmEvent;
-import dev.pekkordma.cm.CmEventChannel;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
 import dev.pekkordma.cm.ConnectionParameters;
 import dev.pekkordma.cm.RdmaPortSpace;
 import dev.pekkordma.cm.UdParameters;
-import dev.pekkordma.soft.SoftCmSupport;
 import dev.pekkordma.verbs.AddressVector;
-import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.ProtectionDomain;
 import dev.pekkordma.verbs.QpInitAttributes;
 import dev.pekkordma.verbs.QueuePair;
@@ -45,26 +40,14 @@ import java.util.concurrent.ThreadLocalRandom;
  * (IB_SIDR_UNSUPPORTED), and silence as UNREACHABLE with -ETIMEDOUT. SIDR messages cross the
  * network in the clear even where {@code pekko-rdma.soft.tls} is on.
  */
-final class SoftUdpCmId implements SoftChannelId {
+final class SoftUdpCmId extends AbstractSoftCmId {
   /** A SIDR request not answered within this is sent again (the IB CM retries too). */
   static final Duration RESEND = Duration.ofMillis(250);
 
-  private final SoftCmEventChannel channel;
-  private final SoftCmSupport support;
-  private final CmResources resources;
-  private final Object context;
-
   // guarded by this
-  private CmState state = CmState.IDLE;
-  private long phase;
-  private CmState beforeQuery;
-  private final CmDevice device = new CmDevice();
   private final CmGroups groups = new CmGroups();
   /** The id's own socket: its port, from bind or resolve. */
   private DatagramChannel socket;
-  private InetSocketAddress local;
-  private InetSocketAddress remote;
-  private QueuePair qp;
   /** The requester: its attempt's id and REQ. */
   private int requestId;
   private byte[] request;
@@ -100,50 +83,12 @@ final class SoftUdpCmId implements SoftChannelId {
   }
 
   SoftUdpCmId(SoftCmEventChannel channel, Object context) {
-    this.channel = channel;
-    this.support = channel.support;
-    this.resources = support.cmResources();
-    this.context = context;
-  }
-
-  @Override
-  public Object context() {
-    return context;
-  }
-
-  @Override
-  public CmEventChannel channel() {
-    return channel;
+    super(channel, context);
   }
 
   @Override
   public RdmaPortSpace portSpace() {
     return RdmaPortSpace.UDP;
-  }
-
-  @Override
-  public synchronized DeviceContext verbs() {
-    return device.verbs;
-  }
-
-  @Override
-  public synchronized int portNum() {
-    return device.verbs != null ? 1 : 0;
-  }
-
-  @Override
-  public synchronized InetSocketAddress localAddress() {
-    return local;
-  }
-
-  @Override
-  public synchronized InetSocketAddress remoteAddress() {
-    return remote;
-  }
-
-  @Override
-  public synchronized QueuePair qp() {
-    return qp;
   }
 
   // ---- addresses and routes
@@ -218,90 +163,21 @@ final class SoftUdpCmId implements SoftChannelId {
   }
 
   @Override
-  public synchronized void resolveAddress(
-      InetSocketAddress source, InetSocketAddress destination, Duration timeout) {
-    String verb = "rdma_resolve_addr";
-    if (destination == null) {
-      throw new RdmaException(verb, RdmaException.EINVAL, "destination is null");
-    }
-    boolean group = destination.getAddress() != null
-        && destination.getAddress().isMulticastAddress();
-    if (destination.getPort() == 0 && !group) {
-      throw new RdmaException(verb, RdmaException.EINVAL,
-          "destination " + destination + " has port 0");
-    }
-    if (source != null) requireAddress(verb, "source", source);
-    requireTimeout(verb, timeout);
-    expect(verb, "IDLE or ADDR_BOUND", CmState.IDLE, CmState.ADDR_BOUND);
-    beforeQuery = state;
-    setState(CmState.ADDR_QUERY);
-    long query = phase;
-    channel.schedule(() -> deadline(query), timeout);
-    if (destination.isUnresolved()) { // a name lookup may block: not on the caller's thread
-      CmChecks.daemon("soft-cm-resolve-" + destination.getPort(),
-          () -> resolve(query, source, destination)).start();
-    } else {
-      resolve(query, source, destination);
-    }
-  }
-
-  private void resolve(long query, InetSocketAddress source, InetSocketAddress destination) {
-    InetAddress from;
-    synchronized (this) {
-      if (phase != query) return;
-      from = beforeQuery == CmState.ADDR_BOUND ? local.getAddress()
-          : source != null ? source.getAddress() : null;
-    }
-    CmRoute route;
-    try {
-      route = CmRoute.find(from, destination);
-    } catch (CmRoute.Unreachable e) {
-      addressError(query, -e.errno);
-      return;
-    }
-    synchronized (this) {
-      if (phase != query) return;
-      InetAddress via = route.source();
-      if (beforeQuery == CmState.IDLE) {
-        InetAddress ip = from == null || from.isAnyLocalAddress() ? via : from;
-        DatagramChannel s;
-        try {
-          s = open("rdma_resolve_addr",
-              new InetSocketAddress(ip, source == null ? 0 : source.getPort()));
-          attach(ip);
-        } catch (RuntimeException e) {
-          addressError(query, -(e instanceof RdmaException r ? r.errno() : RdmaException.ENODEV));
-          return;
-        }
-        socket = s;
-        local = boundAddress(s, ip);
-      } else if (local.getAddress().isAnyLocalAddress()) {
-        local = new InetSocketAddress(via, local.getPort());
-      }
-      remote = route.target();
-      setState(CmState.ADDR_RESOLVED);
-      post(CmEventType.ADDR_RESOLVED, 0, null, null);
-    }
-  }
-
-  private synchronized void addressError(long query, int status) {
-    if (phase != query) return;
-    setState(beforeQuery);
-    post(CmEventType.ADDR_ERROR, status, null, null);
+  boolean takesPortZero(InetSocketAddress destination) {
+    return destination.getAddress() != null && destination.getAddress().isMulticastAddress();
   }
 
   @Override
-  public synchronized void resolveRoute(Duration timeout) {
-    String verb = "rdma_resolve_route";
-    requireTimeout(verb, timeout);
-    expect(verb, "ADDR_RESOLVED (resolve the address first)", CmState.ADDR_RESOLVED);
-    if (device.portActive(support)) {
-      setState(CmState.ROUTE_RESOLVED);
-      post(CmEventType.ROUTE_RESOLVED, 0, null, null);
-    } else {
-      setState(CmState.ADDR_RESOLVED);
-      post(CmEventType.ROUTE_ERROR, -ENETUNREACH, null, null);
+  InetSocketAddress takePort(InetAddress ip, int port) {
+    DatagramChannel s = open("rdma_resolve_addr", new InetSocketAddress(ip, port));
+    try {
+      attach(ip);
+    } catch (RuntimeException e) {
+      CmSocket.closeQuietly(s);
+      throw e;
     }
+    socket = s;
+    return boundAddress(s, ip);
   }
 
   // ---- the QP
@@ -417,7 +293,7 @@ final class SoftUdpCmId implements SoftChannelId {
       }
       if (requests.size() >= resources.maxConnections) return; // the requester times out
       try {
-        id = channel.newUdpId(context, "rdma_listen");
+        id = channel.newUdpId(context(), "rdma_listen");
       } catch (RdmaException e) {
         return; // the channel closed
       }
@@ -520,7 +396,8 @@ final class SoftUdpCmId implements SoftChannelId {
 
   // ---- deadlines, device removal, destruction
 
-  private synchronized void deadline(long setInPhase) {
+  @Override
+  synchronized void deadline(long setInPhase) {
     if (phase != setInPhase) return;
     if (state == CmState.ADDR_QUERY) {
       setState(beforeQuery);
@@ -532,7 +409,8 @@ final class SoftUdpCmId implements SoftChannelId {
     }
   }
 
-  private synchronized void deviceRemoved() {
+  @Override
+  synchronized void deviceRemoved() {
     if (state == CmState.DESTROYED || state == CmState.DEVICE_REMOVAL) return;
     if (state == CmState.LISTEN) resources.sidr.stop(shared.channel);
     setState(CmState.DEVICE_REMOVAL);
@@ -540,60 +418,24 @@ final class SoftUdpCmId implements SoftChannelId {
   }
 
   @Override
-  public void destroyForShutdown() {
-    synchronized (this) {
-      CmQpSteps.closeQuietly(qp);
-      qp = null;
+  Runnable letGo() {
+    groups.leaveAll(support);
+    if (socket != null) {
+      resources.sidr.stop(socket);
+      CmSocket.closeQuietly(socket);
+      socket = null;
     }
-    try {
-      close();
-    } catch (RuntimeException e) {
-      // going away regardless
+    if (shared != null) {
+      resources.sidr.stop(shared.channel);
+      shared.release();
+      shared = null;
     }
-  }
-
-  @Override
-  public void close() {
-    CmDevice.Taken taken;
-    SoftUdpCmId from;
-    Attempt a;
-    synchronized (this) {
-      if (state == CmState.DESTROYED) return;
-      if (qp != null) {
-        throw new RdmaException("rdma_destroy_id", RdmaException.EBUSY, "the id in state " + state
-            + " still has QP " + qp.qpNum() + "; destroy it first (destroyQp)");
-      }
-      setState(CmState.DESTROYED);
-      groups.leaveAll(support);
-      if (socket != null) {
-        resources.sidr.stop(socket);
-        CmSocket.closeQuietly(socket);
-        socket = null;
-      }
-      if (shared != null) {
-        resources.sidr.stop(shared.channel);
-        shared.release();
-        shared = null;
-      }
-      if (replyVia != null) replyVia.release();
-      replyVia = null;
-      from = listener;
-      a = attempt;
-      listener = null;
-      taken = device.take();
-    }
-    if (from != null) from.forgetRequest(a, this);
-    RuntimeException failure = taken.release(support);
-    for (CmId id : channel.forget(this)) {
-      try {
-        id.close();
-      } catch (RuntimeException e) {
-        if (failure == null) failure = e;
-        else failure.addSuppressed(e);
-      }
-    }
-    support.countCmId(-1);
-    if (failure != null) throw failure;
+    if (replyVia != null) replyVia.release();
+    replyVia = null;
+    SoftUdpCmId from = listener;
+    Attempt a = attempt;
+    listener = null;
+    return from == null ? null : () -> from.forgetRequest(a, this);
   }
 
   private synchronized void forgetRequest(Attempt a, SoftUdpCmId id) {
@@ -602,22 +444,9 @@ final class SoftUdpCmId implements SoftChannelId {
 
   // ---- helpers (callers hold the monitor)
 
-  private void setState(CmState s) {
-    state = s;
-    phase++;
-  }
-
   private void post(CmEventType type, int status, byte[] privateData, UdParameters ud) {
     channel.post(new CmEvent(type, this, null, status,
         privateData == null ? new byte[0] : privateData.clone(), null, ud));
-  }
-
-  private void expect(String verb, String needed, CmState... allowed) {
-    CmChecks.expect(verb, state, needed, allowed);
-  }
-
-  private void attach(InetAddress address) {
-    device.attach(support, address, () -> channel.schedule(this::deviceRemoved, Duration.ZERO));
   }
 
   private static byte[] privateData(String verb, ConnectionParameters p, int max, String what) {
