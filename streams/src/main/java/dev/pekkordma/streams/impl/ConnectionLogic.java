@@ -600,7 +600,6 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     res.lend(receiver, peerName(), () -> released.invoke(Boolean.TRUE));
   }
 
-
   /** After anything happened: deliver, send, say what is due, and see if we are done. */
   private void progress() {
     if (stopped() || phase != Phase.RUNNING) return;
