@@ -327,7 +327,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   /** What posts and reads on the connection's QP, once its resources are open. */
   private void dataPath() {
     sender = new Sender(res.qp, res.sendWr, sqDepth, settings.signalEvery(), res.send);
-    writer = new ElementWriter(sender, res.inlineMax, res.scratch.address(), slotSize, res.send,
+    writer = new ElementWriter(sender, res.inlineMax, res.scratch, slotSize, res.send,
         rt.coalesceWrites);
     receiver = new Receiver(res.ring.slots(), rqDepth, keepBoundaries, res::closeRing);
     receiver.maxMessage(settings.maxMessageSize(), settings.path() + ".max-message-size");

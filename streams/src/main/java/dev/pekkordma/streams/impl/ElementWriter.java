@@ -2,6 +2,7 @@ package dev.pekkordma.streams.impl;
 
 import dev.pekkordma.streams.RdmaStreamSettings;
 import dev.pekkordma.memory.NativeMemory;
+import dev.pekkordma.memory.OffHeapBuffer;
 import dev.pekkordma.streams.BulkChunk;
 import java.nio.ByteBuffer;
 import java.util.function.IntSupplier;
@@ -25,7 +26,9 @@ import org.apache.pekko.util.ByteString;
 final class ElementWriter {
   private final Sender sender;
   private final int inlineMax; // the most a write carries inline
-  private final long scratch; // where inline writes are put together: inlineMax bytes
+  // where inline writes are put together: its address is asked for at each write, so that a
+  // write after the connection's memory is freed fails instead of writing into it
+  private final OffHeapBuffer scratch;
   private final int slotSize;
   private final SendBuffers buffers;
   private int ourMax; // what our side allows a write: buffer-size
@@ -41,8 +44,8 @@ final class ElementWriter {
   /** What went: bytes and ByteStrings (or chunks). */
   final Traffic sent = new Traffic();
 
-  ElementWriter(Sender sender, int inlineMax, long scratch, int slotSize, SendBuffers buffers,
-      boolean coalesce) {
+  ElementWriter(Sender sender, int inlineMax, OffHeapBuffer scratch, int slotSize,
+      SendBuffers buffers, boolean coalesce) {
     this.coalesce = coalesce;
     this.sender = sender;
     this.inlineMax = inlineMax;
@@ -78,8 +81,9 @@ final class ElementWriter {
   boolean writeRing(byte[] payload, int imm) {
     if (!sender.mayWrite()) return false;
     if (payload.length <= inlineMax) {
-      NativeMemory.copyFromArray(payload, 0, scratch, payload.length);
-      sender.write(scratch, payload.length, 0, imm, -1, true);
+      long at = scratch.address();
+      NativeMemory.copyFromArray(payload, 0, at, payload.length);
+      sender.write(at, payload.length, 0, imm, -1, true);
       return true;
     }
     int buffer = sender.takeBuffer();
@@ -164,7 +168,7 @@ final class ElementWriter {
         last = offset + n == length;
         inline = n <= inlineMax;
         if (inline) {
-          address = scratch;
+          address = scratch.address();
           lkey = 0;
         } else {
           buffer = sender.takeBuffer();

@@ -23,7 +23,7 @@ class ElementWriterTest {
   final SendBuffers buffers =
       new SendBuffers(new SendBuffers.Area(new Registered(memory, new Mr(memory), null), 8, 4096));
   final Sender sender = new Sender(qp, wr, 64, 8, buffers);
-  final ElementWriter writer = new ElementWriter(sender, 64, scratch.address(), 4096, buffers,
+  final ElementWriter writer = new ElementWriter(sender, 64, scratch, 4096, buffers,
       true);
 
   ElementWriterTest() {
