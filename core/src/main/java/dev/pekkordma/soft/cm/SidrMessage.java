@@ -103,7 +103,7 @@ record SidrMessage(int kind, int requestId, int status, int qpn, int qkey, Gid g
       qkey = getInt(b, at + 4);
       at += 8;
       if (status > 5) throw new ProtocolException("SIDR reply status " + status + " is unknown");
-      if (status == SUCCESS && (qpn <= 1 || qpn >= 0xffffff)) {
+      if (qpn < 0 || qpn >= 0xffffff || (status == SUCCESS && qpn <= 1)) {
         throw new ProtocolException("SIDR reply names QP 0x" + Integer.toHexString(qpn)
             + ", not a UD QP's number");
       }

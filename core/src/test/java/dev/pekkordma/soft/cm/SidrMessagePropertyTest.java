@@ -87,6 +87,18 @@ class SidrMessagePropertyTest {
     assertArrayEquals(b, m.encode(), "what parsed encodes to the same bytes");
   }
 
+  @org.junit.jupiter.api.Test
+  void aRefusalNamingAQpBeyond24BitsIsRefused() {
+    byte[] b = SidrMessage.rep(7, SidrMessage.REJECT, 0, 0, null, new byte[0]).encode();
+    b[10] = 1; // the QPN's high byte: 0x01000000
+    try {
+      SidrMessage.parse(b, b.length);
+      fail("a QPN of 25 bits parsed");
+    } catch (ProtocolException e) {
+      assertTrue(e.getMessage().contains("QP 0x1000000"), e.getMessage());
+    }
+  }
+
   @Property(tries = 200)
   void aLengthBeyondTheBufferIsRefused(@ForAll("valid") SidrMessage m) {
     byte[] b = m.encode();
