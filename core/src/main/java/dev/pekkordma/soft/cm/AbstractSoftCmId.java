@@ -170,8 +170,12 @@ abstract class AbstractSoftCmId implements SoftChannelId {
       remote = route.target();
       setState(CmState.ADDR_RESOLVED);
       post(CmEventType.ADDR_RESOLVED, 0);
+      addressResolved();
     }
   }
+
+  /** The address is resolved (under the monitor): what may start now to save time later. */
+  void addressResolved() {}
 
   private synchronized void addressError(long query, int status) {
     if (phase != query) return;

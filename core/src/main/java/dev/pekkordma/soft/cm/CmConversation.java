@@ -42,6 +42,7 @@ final class CmConversation implements CmLink.Conversation {
    */
   boolean join(String verb, InetAddress local, InetSocketAddress to) {
     CmResources r = id.resources;
+    if (link != null) return r.outgoing.isUp(link); // prepared
     if (!r.openConversation()) {
       throw new RdmaException(verb, RdmaException.EAGAIN, "cannot connect to "
           + CmSocket.describe(to) + ": " + r.refusal());
@@ -58,6 +59,19 @@ final class CmConversation implements CmLink.Conversation {
     outgoing = true;
     requestSent = false;
     return joined.up();
+  }
+
+  /**
+   * Joins the link to {@code to} ahead of the connect, so that it is open by then; when that
+   * cannot be, nothing happens now: the connect joins again and says why.
+   */
+  void prepare(InetAddress local, InetSocketAddress to) {
+    if (link != null) return;
+    try {
+      join("rdma_resolve_addr", local, to);
+    } catch (RuntimeException e) {
+      log.debug("opening the CM link to {} ahead of the connect: {}", to, e.getMessage());
+    }
   }
 
   /** The passive side: conversation {@code n} on {@code l}, which the peer's REQ opened. */

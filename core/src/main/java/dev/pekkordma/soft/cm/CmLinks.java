@@ -70,6 +70,11 @@ final class CmLinks {
     }
   }
 
+  /** Whether {@code link}, which a conversation has joined, is open. */
+  synchronized boolean isUp(CmLink link) {
+    return Boolean.TRUE.equals(up.get(link));
+  }
+
   private synchronized void opened(CmLink link) {
     if (up.containsKey(link)) up.put(link, true);
   }

@@ -172,6 +172,12 @@ public final class SoftCmId extends AbstractSoftCmId {
 
   // ---- connecting
 
+  /** The peer's CM link opens now, while the application resolves the route and sets up its QP. */
+  @Override
+  void addressResolved() {
+    handler.prepare(local.getAddress(), remote);
+  }
+
   @Override
   public synchronized void connect(ConnectionParameters parameters) {
     String verb = "rdma_connect";

@@ -10,6 +10,7 @@ import dev.pekkordma.cm.CmId;
 import dev.pekkordma.cm.ConnectionParameters;
 import java.net.InetSocketAddress;
 import java.net.Socket;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -46,6 +47,42 @@ class CmLinkTest extends CmFixture {
     for (CmId c : clients) c.close();
     for (CmId a : accepted) a.close();
     listener.close();
+  }
+
+  @Test
+  void theLinkOpensWithTheAddressAndClosesWithAnIdThatNeverConnects() throws Exception {
+    CmEventChannel server = channel();
+    CmEventChannel client = channel();
+    SoftCmId listener = (SoftCmId) listener(server);
+    SoftCmId early = (SoftCmId) resolved(client, listener.localAddress());
+    awaitTrue(() -> listener.pendingHandshakes() == 1, "the listener accepted the link before any connect");
+    assertEquals(1, early.resources.outgoing.size(), "the link the connect will use");
+
+    early.close(); // resolved, never connected: the link has nothing left to carry
+    awaitTrue(() -> early.resources.outgoing.size() == 0, "the link closed with its only id");
+    expectNone(server, Duration.ofMillis(200)); // and no request reached the listener
+
+    CmId later = resolved(client, listener.localAddress());
+    later.connect(ConnectionParameters.defaults());
+    CmEvent request = expect(server, CmEventType.CONNECT_REQUEST);
+    request.id().accept(ConnectionParameters.defaults());
+    expect(client, CmEventType.ESTABLISHED);
+    expect(server, CmEventType.ESTABLISHED);
+    later.disconnect();
+    expect(client, CmEventType.DISCONNECTED);
+    expect(server, CmEventType.DISCONNECTED);
+    later.close();
+    request.id().close();
+    listener.close();
+  }
+
+  private static void awaitTrue(java.util.function.BooleanSupplier condition, String what)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + WAIT.toNanos();
+    while (!condition.getAsBoolean()) {
+      assertTrue(System.nanoTime() < deadline, what);
+      Thread.sleep(5);
+    }
   }
 
   private static void connect(int n, CmId listener, CmEventChannel client,
