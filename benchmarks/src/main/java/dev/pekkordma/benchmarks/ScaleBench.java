@@ -75,6 +75,12 @@ public final class ScaleBench implements Callable<Integer> {
           + " every N is measured with the JIT's work done (default: ${DEFAULT-VALUE}).")
   int warmupMessages;
 
+  @Option(names = "--warmup-connections", defaultValue = "2000",
+      description = "Connections opened (each echoing one message) before the first N, untimed,"
+          + " so that connecting too is measured with the JIT's work done; each N still starts"
+          + " in an actor system of its own (default: ${DEFAULT-VALUE}).")
+  int warmupConnections;
+
   @Option(names = {"-s", "--size"}, defaultValue = "64",
       description = "Message size in bytes (default: ${DEFAULT-VALUE}).")
   int size;
@@ -117,6 +123,7 @@ public final class ScaleBench implements Callable<Integer> {
         + concurrency + " connects in flight at most");
     out.println(StreamBench.RULE);
     if (warmupMessages > 0) run(t, 10, warmupMessages);
+    if (warmupConnections > 0) run(t, warmupConnections, warmupConnections);
     out.println(HEADER);
     for (int n : counts) {
       Result r = run(t, n, messages);

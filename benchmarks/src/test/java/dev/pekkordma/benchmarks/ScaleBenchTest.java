@@ -32,7 +32,8 @@ class ScaleBenchTest {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     int code = new CommandLine(new ScaleBench(new PrintStream(out, true, StandardCharsets.UTF_8)))
         .execute("--transport", transport, "-N", "1,4", "--concurrency", "4", "--messages",
-            "4000", "--warmup-messages", "0", "--idle-seconds", "1", "--tsv", tsv.toString());
+            "4000", "--warmup-messages", "0", "--warmup-connections", "3", "--idle-seconds", "1",
+            "--tsv", tsv.toString());
     String printed = out.toString(StandardCharsets.UTF_8);
     assertEquals(0, code, printed);
     List<String> lines = Files.readAllLines(tsv);
