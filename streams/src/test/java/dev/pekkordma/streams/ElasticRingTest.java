@@ -107,6 +107,32 @@ class ElasticRingTest {
   }
 
   @Test
+  void aShortRunOfSmallMessagesStaysSmall() throws Exception {
+    ActorSystem<Void> system = StreamsTestKit.system("ElasticRingTest", "");
+    try {
+      RdmaStreams rdma = StreamsTestKit.streams(system);
+      MemoryBudget budget = RdmaRuntime.get(system).memory();
+      ServerBinding server = await(rdma.bindAndHandle(Flow.of(ByteString.class), HOST, 0));
+      // as fast as they come, so that slots and buffers fill; a megabyte and a quarter each way,
+      // less than the large ring or send buffers hold (2 MiB each)
+      int n = 20_000;
+      ByteString message = ByteString.fromArray(new byte[64]);
+      AtomicLong peak = new AtomicLong();
+      long echoed = await(Source.repeat(message).take(n)
+          .via(rdma.outgoingConnection(HOST, server.localAddress().getPort()))
+          .runWith(Sink.fold(0L, (count, b) -> {
+            peak.accumulateAndGet(budget.used(), Math::max);
+            return count + 1;
+          }), system), Duration.ofSeconds(60));
+      assertEquals(n, echoed);
+      assertEquals(2 * IDLE_END, peak.get(), "registered at most, both ends of the connection");
+      await(server.unbind());
+    } finally {
+      system.terminate();
+    }
+  }
+
+  @Test
   void withNoRoomToGrowTheTrafficGoesOnTheSmallRing() throws Exception {
     long limit = 2 * IDLE_END + 8192; // one connection, and not one large ring more
     ActorSystem<Void> system = StreamsTestKit.system("ElasticRingTest-tight",

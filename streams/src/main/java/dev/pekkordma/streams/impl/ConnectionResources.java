@@ -96,7 +96,7 @@ final class ConnectionResources implements AutoCloseable {
     if (elastic) {
       send = new SendBuffers(openSendArea(Math.min(SMALL_SEND_COUNT, sendBuffers),
           Math.min(SMALL_SEND_SIZE, slotSize)), () -> openSendArea(sendBuffers, slotSize),
-          this::closeSendArea, SEND_BACKOFF_NANOS);
+          this::closeSendArea, SEND_BACKOFF_NANOS, (long) sendBuffers * slotSize);
     } else {
       send = new SendBuffers(openSendArea(sendBuffers, slotSize));
     }

@@ -8,8 +8,10 @@ import java.time.Duration;
  * with the small ring ({@code idle-receive-buffers} slots of {@code idle-buffer-size}), so that
  * an idle connection holds little registered memory; writes that fill its slots, or fill all of
  * them, make it ask for the large one ({@code receive-buffers} of {@code buffer-size}) if the
- * memory budget has room; a large ring that took nothing for {@code shrink-after} goes back to
- * the small one. One per connection, used on the stage's thread.
+ * memory budget has room and the small ring has taken as many bytes as the large one holds
+ * (so a connection's registering costs at most what its traffic did: a short exchange never
+ * grows); a large ring that took nothing for {@code shrink-after} goes back to the small one.
+ * One per connection, used on the stage's thread.
  */
 final class RingSizing {
   /** {@code pekko-rdma.streams.elastic-ring}. */
@@ -43,6 +45,7 @@ final class RingSizing {
   private final Plan small;
   private final Plan large;
   private final long shrinkNanos;
+  private long carried; // bytes the small ring took since it was last announced
   private boolean atLarge; // the ring in use, or announced, is the large one
   private boolean pressure;
   private long takenAtLastTick = -1;
@@ -77,7 +80,10 @@ final class RingSizing {
 
   /** A write came into a ring of {@code slots} x {@code slotSize}, {@code inFlight} queued. */
   void arrived(int length, boolean more, int slots, int slotSize, int inFlight) {
-    if (!atLarge && (more || length == slotSize || inFlight >= slots)) pressure = true;
+    if (atLarge) return;
+    carried += length;
+    boolean full = more || length == slotSize || inFlight >= slots;
+    if (full && carried >= (long) large.count() * large.size()) pressure = true;
   }
 
   /**
@@ -103,6 +109,7 @@ final class RingSizing {
   void announced(Plan p) {
     atLarge = p.large();
     pressure = false;
+    carried = 0;
   }
 
   /** The budget refused {@code p}: the connection stays as it is, and asks again later. */

@@ -46,18 +46,26 @@ final class SendBuffers {
   private boolean usedLarge; // since the last tick
   private long growAfter;
   private final long backoffNanos;
+  private final long earnLarge; // bytes written from the small area before the large is taken
+  private long carried;
 
   /** A fixed area: {@code area} is all there is. */
   SendBuffers(Area area) {
-    this(area, null, null, 0);
+    this(area, null, null, 0, 0);
   }
 
-  /** Elastic: {@code small} always, a large area from {@code openLarge} when busy. */
-  SendBuffers(Area small, Supplier<Area> openLarge, Consumer<Area> closeLarge, long backoffNanos) {
+  /**
+   * Elastic: {@code small} always, a large area from {@code openLarge} when busy, once the small
+   * one has written {@code earnLarge} bytes (what the large one holds: registering it then costs
+   * at most what the traffic did, and a short exchange never takes it).
+   */
+  SendBuffers(Area small, Supplier<Area> openLarge, Consumer<Area> closeLarge, long backoffNanos,
+      long earnLarge) {
     this.small = small;
     this.openLarge = openLarge;
     this.closeLarge = closeLarge;
     this.backoffNanos = backoffNanos;
+    this.earnLarge = earnLarge;
   }
 
   private Area area(int id) {
@@ -120,6 +128,11 @@ final class SendBuffers {
     return area(id).views[id & (LARGE - 1)];
   }
 
+  /** A data write of {@code length} bytes was posted. */
+  void wrote(int length) {
+    if (!largeActive) carried += length;
+  }
+
   /** An element of {@code length} bytes is to go: longer than our small buffers asks for more. */
   void toSend(int length) {
     if (openLarge != null && !largeActive && length > small.size) wantLarge = true;
@@ -134,11 +147,13 @@ final class SendBuffers {
     if (tick) {
       if (largeActive && !usedLarge) {
         largeActive = false;
+        carried = 0;
         if (large.freeCount == large.count) retireLarge();
       }
       usedLarge = false;
     }
-    if (!largeActive && wantLarge && large == null && System.nanoTime() - growAfter >= 0) {
+    if (!largeActive && wantLarge && large == null && carried >= earnLarge
+        && System.nanoTime() - growAfter >= 0) {
       wantLarge = false;
       try {
         large = openLarge.get();

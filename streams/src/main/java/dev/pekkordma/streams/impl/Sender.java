@@ -162,6 +162,7 @@ final class Sender {
     writes++;
     ringWrites++;
     credits--;
+    buffers.wrote(length);
   }
 
   /** Posts a control message, signalled. */

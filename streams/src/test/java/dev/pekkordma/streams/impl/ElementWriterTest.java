@@ -5,8 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.pekkordma.memory.OffHeapBuffer;
-import dev.pekkordma.verbs.MemoryRegion;
-import dev.pekkordma.verbs.ProtectionDomain;
 import dev.pekkordma.verbs.SendRequests;
 import java.util.function.IntSupplier;
 import org.apache.pekko.util.ByteString;
@@ -21,7 +19,7 @@ class ElementWriterTest {
   final OffHeapBuffer scratch = OffHeapBuffer.allocate(64);
   final OffHeapBuffer memory = OffHeapBuffer.allocate(8 * 4096L);
   final SendBuffers buffers =
-      new SendBuffers(new SendBuffers.Area(new Registered(memory, new Mr(memory), null), 8, 4096));
+      new SendBuffers(new SendBuffers.Area(new Registered(memory, new FakeMr(memory), null), 8, 4096));
   final Sender sender = new Sender(qp, wr, 64, 8, buffers);
   final ElementWriter writer = new ElementWriter(sender, 64, scratch, 4096, buffers,
       true);
@@ -87,51 +85,5 @@ class ElementWriterTest {
     // a batch is at most a 4 KiB slot: about 4096 / (header + 500) elements of 500 bytes fit
     for (int i = 0; i < 10; i++) send(500);
     assertTrue(qp.sends.size() > before, "a batch that filled up went, the one before in flight");
-  }
-
-  /** {@code memory} as a region with keys; the recording QP reads nothing. */
-  private record Mr(OffHeapBuffer memory) implements MemoryRegion {
-    @Override
-    public ProtectionDomain pd() {
-      throw new UnsupportedOperationException();
-    }
-
-    @Override
-    public long address() {
-      return memory.address();
-    }
-
-    @Override
-    public long length() {
-      return memory.length();
-    }
-
-    @Override
-    public int lkey() {
-      return 1;
-    }
-
-    @Override
-    public int rkey() {
-      return 2;
-    }
-
-    @Override
-    public int access() {
-      return 0;
-    }
-
-    @Override
-    public long handle() {
-      return 0;
-    }
-
-    @Override
-    public void reRegister(long address, long length, int access) {
-      throw new UnsupportedOperationException();
-    }
-
-    @Override
-    public void close() {}
   }
 }
