@@ -7,6 +7,7 @@ import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventChannel;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
+import dev.pekkordma.cm.ConnectionParameters;
 import dev.pekkordma.memory.OffHeapBuffer;
 import dev.pekkordma.soft.SoftCmSupport;
 import dev.pekkordma.verbs.Access;
@@ -106,6 +107,27 @@ abstract class CmFixture {
     id.resolveRoute(WAIT);
     expect(channel, CmEventType.ROUTE_RESOLVED);
     return id;
+  }
+
+  /**
+   * Connects a new id of {@code client} to {@code listener} on {@code server} with {@code
+   * privateData}, accepts, sees both sides established, disconnects and destroys both; returns
+   * the private data the request carried.
+   */
+  static byte[] connectOnceAndEnd(CmEventChannel client, CmEventChannel server, CmId listener,
+      byte[] privateData) {
+    CmId c = resolved(client, listener.localAddress());
+    c.connect(ConnectionParameters.withPrivateData(privateData));
+    CmEvent request = expect(server, CmEventType.CONNECT_REQUEST);
+    request.id().accept(ConnectionParameters.defaults());
+    expect(client, CmEventType.ESTABLISHED);
+    expect(server, CmEventType.ESTABLISHED);
+    c.disconnect();
+    expect(client, CmEventType.DISCONNECTED);
+    expect(server, CmEventType.DISCONNECTED);
+    request.id().close();
+    c.close();
+    return request.privateData();
   }
 
   /** What one side of a connection uses: PD, CQ, QP made through the CM, and a buffer. */

@@ -62,17 +62,7 @@ class CmLinkTest extends CmFixture {
     awaitTrue(() -> early.resources.outgoing.size() == 0, "the link closed with its only id");
     expectNone(server, Duration.ofMillis(200)); // and no request reached the listener
 
-    CmId later = resolved(client, listener.localAddress());
-    later.connect(ConnectionParameters.defaults());
-    CmEvent request = expect(server, CmEventType.CONNECT_REQUEST);
-    request.id().accept(ConnectionParameters.defaults());
-    expect(client, CmEventType.ESTABLISHED);
-    expect(server, CmEventType.ESTABLISHED);
-    later.disconnect();
-    expect(client, CmEventType.DISCONNECTED);
-    expect(server, CmEventType.DISCONNECTED);
-    later.close();
-    request.id().close();
+    connectOnceAndEnd(client, server, listener, new byte[0]); // a later id opens a new link
     listener.close();
   }
 

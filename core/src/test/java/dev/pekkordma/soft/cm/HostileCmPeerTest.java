@@ -2,7 +2,6 @@ package dev.pekkordma.soft.cm;
 
 import static org.junit.jupiter.api.Assertions.*;
 
-import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventChannel;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
@@ -103,19 +102,8 @@ class HostileCmPeerTest extends CmFixture {
 
   /** A connection from a CM id completes on {@code listener}, and everything of it goes. */
   private void aLegitimateConnectionCompletes(CmEventChannel server, CmId listener) {
-    CmEventChannel client = channel();
-    CmId c = resolved(client, listener.localAddress());
-    c.connect(ConnectionParameters.withPrivateData("legit".getBytes(StandardCharsets.US_ASCII)));
-    CmEvent request = expect(server, CmEventType.CONNECT_REQUEST);
-    assertArrayEquals("legit".getBytes(StandardCharsets.US_ASCII), request.privateData());
-    request.id().accept(ConnectionParameters.defaults());
-    expect(client, CmEventType.ESTABLISHED);
-    expect(server, CmEventType.ESTABLISHED);
-    c.disconnect();
-    expect(client, CmEventType.DISCONNECTED);
-    expect(server, CmEventType.DISCONNECTED);
-    request.id().close();
-    c.close();
+    byte[] legit = "legit".getBytes(StandardCharsets.US_ASCII);
+    assertArrayEquals(legit, connectOnceAndEnd(channel(), server, listener, legit));
   }
 
   private void refusedBeforeAnyRequest(byte[] bytes, String why) throws IOException {
