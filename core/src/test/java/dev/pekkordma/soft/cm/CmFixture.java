@@ -116,7 +116,12 @@ abstract class CmFixture {
    */
   static byte[] connectOnceAndEnd(CmEventChannel client, CmEventChannel server, CmId listener,
       byte[] privateData) {
-    CmId c = resolved(client, listener.localAddress());
+    return connectAndEnd(resolved(client, listener.localAddress()), client, server, privateData);
+  }
+
+  /** As {@link #connectOnceAndEnd}, for {@code c}, an id of {@code client} resolved already. */
+  static byte[] connectAndEnd(CmId c, CmEventChannel client, CmEventChannel server,
+      byte[] privateData) {
     c.connect(ConnectionParameters.withPrivateData(privateData));
     CmEvent request = expect(server, CmEventType.CONNECT_REQUEST);
     request.id().accept(ConnectionParameters.defaults());

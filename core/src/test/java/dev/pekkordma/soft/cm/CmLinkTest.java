@@ -66,6 +66,22 @@ class CmLinkTest extends CmFixture {
     listener.close();
   }
 
+  @Test
+  void anIdThatWaitsPastTheListenersTimeoutConnectsOverANewLink() throws Exception {
+    CmEventChannel server = channel();
+    CmEventChannel client = channel();
+    SoftCmId listener = (SoftCmId) listener(server);
+    SoftCmId slow = (SoftCmId) resolved(client, listener.localAddress());
+    awaitTrue(() -> listener.pendingHandshakes() == 1, "the link opened with the address");
+    // no REQ within the connect timeout: the listener closes the link, the id lets it go
+    awaitTrue(() -> listener.pendingHandshakes() == 0
+        && slow.resources.outgoing.size() == 0, "the listener closed the waiting link");
+    expectNone(client, Duration.ofMillis(100)); // resolved and not connecting: nothing to report
+
+    connectAndEnd(slow, client, server, new byte[0]); // over a new link
+    listener.close();
+  }
+
   private static void awaitTrue(java.util.function.BooleanSupplier condition, String what)
       throws InterruptedException {
     long deadline = System.nanoTime() + WAIT.toNanos();
