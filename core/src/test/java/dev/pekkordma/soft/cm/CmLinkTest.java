@@ -54,9 +54,7 @@ class CmLinkTest extends CmFixture {
     CmEventChannel server = channel();
     CmEventChannel client = channel();
     SoftCmId listener = (SoftCmId) listener(server);
-    SoftCmId early = (SoftCmId) resolved(client, listener.localAddress());
-    awaitTrue(() -> listener.pendingHandshakes() == 1, "the listener accepted the link before any connect");
-    assertEquals(1, early.resources.outgoing.size(), "the link the connect will use");
+    SoftCmId early = resolvedWithItsLink(client, listener);
 
     early.close(); // resolved, never connected: the link has nothing left to carry
     awaitTrue(() -> early.resources.outgoing.size() == 0, "the link closed with its only id");
@@ -71,8 +69,7 @@ class CmLinkTest extends CmFixture {
     CmEventChannel server = channel();
     CmEventChannel client = channel();
     SoftCmId listener = (SoftCmId) listener(server);
-    SoftCmId slow = (SoftCmId) resolved(client, listener.localAddress());
-    awaitTrue(() -> listener.pendingHandshakes() == 1, "the link opened with the address");
+    SoftCmId slow = resolvedWithItsLink(client, listener);
     // no REQ within the connect timeout: the listener closes the link, the id lets it go
     awaitTrue(() -> listener.pendingHandshakes() == 0
         && slow.resources.outgoing.size() == 0, "the listener closed the waiting link");
@@ -80,6 +77,16 @@ class CmLinkTest extends CmFixture {
 
     connectAndEnd(slow, client, server, new byte[0]); // over a new link
     listener.close();
+  }
+
+  /** A client id resolved towards {@code listener}, once the listener holds the link it opened. */
+  private static SoftCmId resolvedWithItsLink(CmEventChannel client, SoftCmId listener)
+      throws InterruptedException {
+    SoftCmId id = (SoftCmId) resolved(client, listener.localAddress());
+    awaitTrue(() -> listener.pendingHandshakes() == 1,
+        "the listener accepted the link before any connect");
+    assertEquals(1, id.resources.outgoing.size(), "the link the connect will use");
+    return id;
   }
 
   private static void awaitTrue(java.util.function.BooleanSupplier condition, String what)

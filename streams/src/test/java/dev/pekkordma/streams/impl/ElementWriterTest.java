@@ -18,8 +18,8 @@ class ElementWriterTest {
   final SendRequests wr = new SendRequests(1, 1);
   final OffHeapBuffer scratch = OffHeapBuffer.allocate(64);
   final OffHeapBuffer memory = OffHeapBuffer.allocate(8 * 4096L);
-  final SendBuffers buffers =
-      new SendBuffers(new SendBuffers.Area(new Registered(memory, new FakeMr(memory), null), 8, 4096));
+  final SendBuffers buffers = new SendBuffers(
+      new SendBuffers.Area(new Registered(memory, new FakeMr(memory), null), 8, 4096));
   final Sender sender = new Sender(qp, wr, 64, 8, buffers);
   final ElementWriter writer = new ElementWriter(sender, 64, scratch, 4096, buffers,
       true);
