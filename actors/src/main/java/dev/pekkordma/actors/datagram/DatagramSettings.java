@@ -18,6 +18,7 @@ public final class DatagramSettings {
   public final int sendBuffers;
   public final int maxPendingSends;
   public final int maxPeers;
+  public final Duration peerTtl;
   public final Duration resolveTimeout;
   public final Backoff restartBackoff;
 
@@ -27,6 +28,7 @@ public final class DatagramSettings {
     sendBuffers = atLeast(c, p + "send-buffers", 1);
     maxPendingSends = atLeast(c, p + "max-pending-sends", 0);
     maxPeers = atLeast(c, p + "max-peers", 1);
+    peerTtl = positive(c, p + "peer-ttl");
     resolveTimeout = positive(c, p + "resolve-timeout");
     restartBackoff = backoff(c, p + "restart-backoff");
   }

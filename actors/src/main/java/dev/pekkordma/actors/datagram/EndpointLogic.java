@@ -92,7 +92,7 @@ final class EndpointLogic {
           this::verbsQp, qp -> qp::close);
       handles = new AddressHandles(res.pd(), settings.maxPeers);
       sends = new SendPath(res, handles);
-      peers = new PeerBook(settings.maxPeers);
+      peers = new PeerBook(settings.maxPeers, settings.peerTtl);
       receives = new ReceivePath(res, peers::peer);
       receives.postAll();
       answers = new SidrAnswers(cm, settings.maxPeers);

@@ -1,22 +1,25 @@
 package dev.pekkordma.actors.datagram;
 
 import dev.pekkordma.runtime.datagram.PeerKey;
+import dev.pekkordma.runtime.datagram.PeerRoutes;
 import dev.pekkordma.verbs.Gid;
 import java.net.InetSocketAddress;
+import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
  * What an endpoint knows of its peers, each map at most {@code max} entries (the least recently
- * used goes): where each resolved address's datagrams go, and which address a sender (GID and
- * QPN) listens on, from the hellos of the SIDR exchanges.
+ * used goes): where each resolved address's datagrams go (for at most {@code ttl}: {@link
+ * PeerRoutes}), and which address a sender (GID and QPN) listens on, from the hellos of the SIDR
+ * exchanges.
  */
 final class PeerBook {
-  private final Map<InetSocketAddress, SendPath.Target> routes;
+  private final PeerRoutes<SendPath.Target> routes;
   private final Map<PeerKey, InetSocketAddress> addresses;
 
-  PeerBook(int max) {
-    routes = bounded(max);
+  PeerBook(int max, Duration ttl) {
+    routes = new PeerRoutes<>(max, ttl);
     addresses = bounded(max);
   }
 

@@ -35,7 +35,8 @@ class DatagramActorsTest {
       CM_DEVICE, "pekko-rdma.soft.devices = [\"soft0\"]\n"
           + "pekko-rdma.cm.connect-timeout = 1s\n"
           + "pekko-rdma.actors.datagram { resolve-timeout = 3s, receive-buffers = 16,"
-          + " send-buffers = 4, restart-backoff { min-backoff = 50ms, max-backoff = 200ms } }"));
+          + " send-buffers = 4, peer-ttl = 300ms,"
+          + " restart-backoff { min-backoff = 50ms, max-backoff = 200ms } }"));
   static final RdmaExtension rdma = RdmaExtension.get(kit.system());
   static final RdmaProvider provider = rdma.provider();
   static final AtomicInteger GROUPS = new AtomicInteger();
@@ -123,6 +124,47 @@ class DatagramActorsTest {
       b.endpoint().tell(new DatagramEndpoint.Send(a.address(), text("n" + i), null));
     }
     for (int i = 0; i < 12; i++) assertEquals("n" + i, atA.receiveMessage(WAIT).data().utf8String());
+  }
+
+  @Test
+  void aPeerThatRestartedBehindItsAddressIsReachedOnceItsRouteAged() throws Exception {
+    TestProbe<DatagramEndpoint.Event> ha = kit.createTestProbe();
+    TestProbe<DatagramEndpoint.Event> hb = kit.createTestProbe();
+    DatagramEndpoint.Bound a = bind(ha);
+    DatagramEndpoint.Bound b = bind(hb);
+    TestProbe<Received> atB = subscribe(b);
+    a.endpoint().tell(new DatagramEndpoint.Send(b.address(), text("one"), null));
+    assertEquals("one", atB.receiveMessage(WAIT).data().utf8String());
+
+    // the peer goes and comes back at the same address, with a new QP
+    b.endpoint().tell(DatagramEndpoint.Unbind.INSTANCE);
+    hb.expectMessageClass(DatagramEndpoint.Unbound.class, WAIT);
+    DatagramEndpoint.Bound again = rebind(b.address());
+    assertNotEquals(b.qpn(), again.qpn(), "a new QP");
+    TestProbe<Received> atAgain = subscribe(again);
+    Thread.sleep(400); // past peer-ttl: A's route to it has aged
+
+    TestProbe<SendResult> results = kit.createTestProbe();
+    a.endpoint().tell(new DatagramEndpoint.Send(b.address(), text("two"), results.getRef()));
+    assertInstanceOf(SendResult.Sent.class, results.receiveMessage(WAIT));
+    assertEquals("two", atAgain.receiveMessage(WAIT).data().utf8String(),
+        "the restarted peer heard it");
+  }
+
+  /** Binds {@code address} again once the endpoint that held it has let it go. */
+  private DatagramEndpoint.Bound rebind(InetSocketAddress address) throws InterruptedException {
+    long deadline = System.nanoTime() + WAIT.toNanos();
+    while (true) {
+      TestProbe<DatagramEndpoint.Event> h = kit.createTestProbe();
+      rdma.cm().tell(new CmActor.BindDatagrams(address, h.getRef()));
+      DatagramEndpoint.Event e = h.receiveMessage(WAIT);
+      if (e instanceof DatagramEndpoint.Bound bound) {
+        endpoints.add(bound.endpoint());
+        return bound;
+      }
+      assertTrue(System.nanoTime() < deadline, "still not bound: " + e);
+      Thread.sleep(50);
+    }
   }
 
   @Test

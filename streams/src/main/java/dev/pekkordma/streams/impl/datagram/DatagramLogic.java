@@ -15,6 +15,7 @@ import dev.pekkordma.runtime.datagram.DatagramFormat;
 import dev.pekkordma.runtime.datagram.DatagramFormat.MalformedDatagramException;
 import dev.pekkordma.runtime.datagram.Hello;
 import dev.pekkordma.runtime.datagram.PeerKey;
+import dev.pekkordma.runtime.datagram.PeerRoutes;
 import dev.pekkordma.runtime.datagram.Resolutions;
 import dev.pekkordma.runtime.datagram.SidrAnswers;
 import dev.pekkordma.runtime.datagram.UdResources;
@@ -28,8 +29,6 @@ import dev.pekkordma.verbs.QueuePair;
 import dev.pekkordma.verbs.WcStatus;
 import dev.pekkordma.verbs.WorkCompletions;
 import java.net.InetSocketAddress;
-import java.util.LinkedHashMap;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import org.apache.pekko.stream.stage.AbstractInHandler;
 import org.apache.pekko.stream.stage.AbstractOutHandler;
@@ -68,7 +67,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
   private SendSlots slots;
   private Arrivals arrivals;
   private Senders senders;
-  private Map<InetSocketAddress, Target> routes;
+  private PeerRoutes<Target> routes;
   private SidrAnswers answers;
   /** Nothing waits in them: the stage holds its one datagram itself. */
   private Resolutions<Void> resolutions;
@@ -90,12 +89,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
     this.bound = bound;
     int max = stage.settings.maxPeers();
     senders = new Senders(max);
-    routes = new LinkedHashMap<>(16, 0.75f, true) {
-      @Override
-      protected boolean removeEldestEntry(Map.Entry<InetSocketAddress, Target> eldest) {
-        return size() > max;
-      }
-    };
+    routes = new PeerRoutes<>(max, stage.settings.peerTtl());
     setHandler(stage.in, new AbstractInHandler() {
       @Override
       public void onPush() {
@@ -380,7 +374,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
   private void joined(UdParameters ud) {
     cancelTimer(JOIN);
     joined = true;
-    routes.put(stage.group, new Target(ud.addressVector(), ud.qpNum(), ud.qkey()));
+    routes.putLasting(stage.group, new Target(ud.addressVector(), ud.qpNum(), ud.qkey()));
     bound.complete(id.localAddress());
     resume();
   }

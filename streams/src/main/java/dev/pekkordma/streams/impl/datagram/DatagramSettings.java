@@ -8,7 +8,7 @@ import java.time.Duration;
 
 /** The datagram stages' settings, under {@code pekko-rdma.streams.datagram}; checked when read. */
 public record DatagramSettings(int receiveBuffers, int sendBuffers, int maxPeers,
-    Duration resolveTimeout) {
+    Duration peerTtl, Duration resolveTimeout) {
   public static final String PATH = "pekko-rdma.streams.datagram";
   /** What a refused memory reservation names. */
   static final String BUFFERS_SETTING = PATH + ".receive-buffers or .send-buffers";
@@ -17,6 +17,6 @@ public record DatagramSettings(int receiveBuffers, int sendBuffers, int maxPeers
     String p = PATH + ".";
     return new DatagramSettings(atLeast(c, p + "receive-buffers", 1),
         atLeast(c, p + "send-buffers", 1), atLeast(c, p + "max-peers", 1),
-        positive(c, p + "resolve-timeout"));
+        positive(c, p + "peer-ttl"), positive(c, p + "resolve-timeout"));
   }
 }
