@@ -156,11 +156,11 @@ final class FabricConnection implements AutoCloseable {
           readFully(inChunk, 0, n);
           remaining -= n;
         }
-        if (length > 0) {
-          int t = in.read();
+        if (length > 0) { // ending before the trailer is ending mid-frame, not a violation
+          readFully(inChunk, 0, 1);
+          int t = inChunk[0] & 0xff;
           if (t != FabricWire.TRAILER_WHOLE && t != FabricWire.TRAILER_ABORTED) {
-            throw new FabricWire.Violation(t < 0 ? "the connection ended before a trailer"
-                : "trailer byte " + t + " (0 or 1 expected)");
+            throw new FabricWire.Violation("trailer byte " + t + " (0 or 1 expected)");
           }
           whole = t == FabricWire.TRAILER_WHOLE;
         } else {

@@ -68,6 +68,14 @@ final class FabricLink {
     }
   }
 
+  /**
+   * Whether {@code qp} is connected through this link. Stable while the QP's monitor is held:
+   * it attaches and detaches only under it.
+   */
+  boolean holds(SoftQp qp) {
+    return attached.contains(qp);
+  }
+
   boolean retired() {
     return retired;
   }
@@ -126,12 +134,12 @@ final class FabricLink {
         FabricConnection.Incoming data = c.payload(f.payloadLength);
         SoftDevice device = fabric.device(f.destDevice);
         SoftQp qp = device == null ? null : device.qps.get(f.destQpn);
-        if (qp == null || !attached.contains(qp)) { // a late answer for a QP gone since
+        if (qp == null) { // a late answer for a QP gone since
           data.finish();
           continue;
         }
         f.toResponse(r);
-        qp.requester.onResponse(r, data);
+        qp.requester.onResponse(r, data, this);
         data.finish();
       }
     } catch (FabricWire.Violation v) {
@@ -156,7 +164,7 @@ final class FabricLink {
     lastFailure = " (it broke the fabric protocol: " + why + ")";
     if (c != null) drop(c);
     for (SoftQp qp : attached) {
-      qp.failByPeer(WcStatus.BAD_RESP_ERR, "the soft fabric peer at " + address
+      qp.failByPeer(this, WcStatus.BAD_RESP_ERR, "the soft fabric peer at " + address
           + " broke the protocol (" + why + "); QP " + qp.qpn
           + " was connected to a device there");
     }

@@ -321,7 +321,7 @@ final class Requester {
     } else if (outcome == SoftPeer.UNREACHABLE) {
       // lost on the way, as a packet would be: the transport timer retries, or gives up
     } else if (p.synchronous()) {
-      onResponse(r, null);
+      onResponse(r, null, null);
     }
   }
 
@@ -463,25 +463,28 @@ final class Requester {
    * The responder's answer to a request: a stale one (already answered, or for a request that
    * is gone) is ignored. {@code readData} is where an RDMA READ's bytes come from: the
    * responder's memory (same JVM; {@code r.readSource}) or the rest of a fabric frame.
+   * {@code via} is the link it came on (null in this JVM): one the QP has left since, by a reset
+   * or a new address, answers a connection that is gone, so it is stale too.
    */
-  void onResponse(SoftPeer.Response r, Payload readData) {
+  void onResponse(SoftPeer.Response r, Payload readData, FabricLink via) {
     // DROPPED is no packet: the responder stayed silent (a peer in this JVM says so at once)
     if (r.code != SoftPeer.Response.DROPPED) qp.device.portTally.packetsReceived.increment();
     DeferredSignals signals = DeferredSignals.enter();
     try {
-      take(r, readData);
+      take(r, readData, via);
     } finally {
       signals.exit();
     }
   }
 
-  private void take(SoftPeer.Response r, Payload readData) {
+  private void take(SoftPeer.Response r, Payload readData, FabricLink via) {
     long index;
     WrOpcode op;
     int generation;
     synchronized (qp) {
       index = outstanding(r.psn);
-      if (index < 0 || (r.code != ACK && index != head)) {
+      boolean left = via != null && !via.holds(qp);
+      if (left || index < 0 || (r.code != ACK && index != head)) {
         if (readData != null) readData.finish(); // stale: its bytes go nowhere
         return;
       }

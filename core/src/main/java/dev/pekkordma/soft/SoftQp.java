@@ -322,13 +322,15 @@ final class SoftQp extends Closeable implements QueuePair {
 
   /**
    * The peer broke the fabric's protocol, or its link failed for good: the QP goes to ERR, an
-   * outstanding request completes with {@code status}, and {@code cause} names the peer.
+   * outstanding request completes with {@code status}, and {@code cause} names the peer. A QP
+   * that has left {@code link} since (reset, or given a new address) is not that link's to fail.
    */
-  void failByPeer(WcStatus status, String cause) {
+  void failByPeer(FabricLink link, WcStatus status, String cause) {
     DeferredSignals signals = DeferredSignals.enter();
     try {
       synchronized (this) {
         if (isClosed() || state == QpState.RESET || state == QpState.ERR) return;
+        if (!link.holds(this)) return;
         noteError(cause);
         requester.failHead(status);
         toErrorLocked();

@@ -2,6 +2,7 @@ package dev.pekkordma.soft;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -223,6 +224,28 @@ class HostileRequestsTest {
     fx.region.assertCanaries();
     awaitState(QpState.ERR); // as on IB: a remote access error fails the responder QP too
     fx.otherTrafficGoesOn();
+  }
+
+  @Test
+  void aConnectionThatEndsBeforeItsTrailerIsLostNotABrokenProtocol() throws Exception {
+    try (RawFabricPeer.Conn c = fx.peer.connect()) {
+      byte[] whole = fx.write(0, 0, 64).withPayload(pattern(64, 7), FabricWire.TRAILER_WHOLE);
+      c.send(java.util.Arrays.copyOf(whole, whole.length - 1));
+    }
+    try (RawFabricPeer.Conn c = fx.peer.connect()) { // the peer sends it again, whole
+      byte[] data = pattern(64, 8);
+      c.send(fx.write(0, 0, 64).withPayload(data, FabricWire.TRAILER_WHOLE));
+      RawFabricPeer.Frame answer = c.readFrame(5000);
+      assertNotNull(answer, "an answer");
+      assertEquals(SoftPeer.Response.ACK, answer.opcodeOrCode, "ACK");
+      assertArrayEquals(data, fx.region.read(0, 64));
+    }
+    Thread.sleep(300); // time for a late verdict on the first connection, if there were one
+    assertEquals(QpState.RTS, fx.victim.state(), "failed by a connection that merely ended: "
+        + fx.victim.errorCause());
+    for (String line : log.lines()) {
+      assertFalse(line.contains("trailer"), "logged as a violation: " + line);
+    }
   }
 
   @Test
