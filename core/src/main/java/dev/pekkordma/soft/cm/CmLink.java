@@ -27,6 +27,8 @@ final class CmLink {
   private static final Logger log = LoggerFactory.getLogger(CmLink.class);
   /** Frames waiting for a peer that does not read: more, and the link is cut. */
   static final int MAX_QUEUED = 1 << 20;
+  /** At most this much waiting is written by the thread that opened the link. */
+  private static final int FIRST_FRAMES = 4096;
 
   /** One conversation's side of the link; called on the reading thread, no lock of the link held. */
   interface Conversation {
@@ -216,14 +218,35 @@ final class CmLink {
     }
     socket = c;
     boundTheWait(); // closed while it opened
+    opened.run();
+    for (Conversation w : new ArrayList<>(waiting)) w.linkUp();
+    writeFirstFrames();
     if (!resources.startWriter("soft-cm-write-" + peer, this::writeLoop)) {
       failOpening(new OpenFailed(new IOException(resources.refusal()), false), ended);
       c.close();
       return;
     }
-    opened.run();
-    for (Conversation w : new ArrayList<>(waiting)) w.linkUp();
-    readLoop(null, ended);
+    readLoop(null, () -> { }, ended);
+  }
+
+  /**
+   * The REQs that waited for the link go out from the thread that opened it, not after the
+   * writer's thread has started: a fresh socket takes a few frames without blocking. Many
+   * waiting frames are left to the writer, which may wait on a slow peer.
+   */
+  private void writeFirstFrames() {
+    List<byte[]> batch;
+    synchronized (outbox) {
+      if (gone || queued > FIRST_FRAMES) return;
+      batch = new ArrayList<>(outbox);
+      outbox.clear();
+      queued = 0;
+    }
+    try {
+      for (int i = 0; i < batch.size(); i++) socket.write(batch.get(i), i == batch.size() - 1);
+    } catch (IOException e) {
+      socket.close(); // the reader reports it
+    }
   }
 
   private void failOpening(OpenFailed why, Runnable ended) {
@@ -236,27 +259,28 @@ final class CmLink {
   }
 
   /**
-   * The passive side: the writer starts, {@code first} (the REQ the listener read) is handled,
+   * The passive side: {@code first} (the REQ the listener read) is handled, the writer starts,
    * then the link is read until it ends.
    */
   void runPassive(CmMessage.Framed first) {
-    if (!resources.startWriter("soft-cm-write-" + peer, this::writeLoop)) {
-      log.warn("soft CM: refused the link from {}: {}", peer, resources.refusal());
-      socket.close();
-      return;
-    }
-    readLoop(first, () -> { });
+    readLoop(first, this::startPassiveWriter, () -> { });
   }
 
-  private void readLoop(CmMessage.Framed first, Runnable ended) {
+  /** Once the first REQ is on its way to the listening id: its answer waits for this writer. */
+  private void startPassiveWriter() {
+    if (!resources.startWriter("soft-cm-write-" + peer, this::writeLoop)) {
+      log.warn("soft CM: dropped the link from {}: {}", peer, resources.refusal());
+      socket.close(); // the reader ends, and the conversation the REQ opened has lost its peer
+    }
+  }
+
+  private void readLoop(CmMessage.Framed first, Runnable afterFirst, Runnable ended) {
     CmSocket c = socket;
     IOException why;
     try {
-      CmMessage.Framed f = first != null ? first : c.read();
-      while (true) {
-        dispatch(f);
-        f = c.read();
-      }
+      dispatch(first != null ? first : c.read());
+      afterFirst.run();
+      while (true) dispatch(c.read());
     } catch (IOException e) {
       why = e;
     } catch (RuntimeException e) {
