@@ -42,6 +42,7 @@ public final class SoftCmEventChannel implements CmEventChannel {
       return t;
     });
     timer.setRemoveOnCancelPolicy(true);
+    timer.prestartCoreThread(); // every id's first step schedules a deadline: not its cost
   }
 
   @Override
