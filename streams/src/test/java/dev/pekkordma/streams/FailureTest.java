@@ -74,6 +74,28 @@ class FailureTest {
   }
 
   @Test
+  void aRouteErrorAfterTheQpOpenedFailsTheConnectAndFreesIt() throws Exception {
+    HostileFixture.assumeSoft(); // a port taken down by fault injection
+    dev.pekkordma.verbs.RdmaProvider provider =
+        dev.pekkordma.runtime.RdmaRuntime.get(system).provider();
+    try (dev.pekkordma.verbs.DeviceContext ctx = provider.open(provider.devices().get(0))) {
+      ResourceCounts start = rdma.liveResources();
+      provider.faults().orElseThrow().setPortState(ctx, 1, false);
+      try {
+        // the address resolves and the QP opens; the route does not
+        CompletionStage<Done> client = Source.single(CHUNK)
+            .via(rdma.outgoingConnection(HOST, 1)).runWith(Sink.ignore(), system);
+        ExecutionException e = assertThrows(ExecutionException.class, () -> await(client));
+        RdmaStreamException failed = assertInstanceOf(RdmaStreamException.class, e.getCause());
+        assertTrue(failed.reason().contains("ROUTE_ERROR"), failed.reason());
+      } finally {
+        provider.faults().orElseThrow().setPortState(ctx, 1, true);
+      }
+      awaitResources(rdma, start);
+    }
+  }
+
+  @Test
   void abortingMidTransferFreesEverythingOnBothSides() throws Exception {
     ResourceCounts start = rdma.liveResources();
     AtomicInteger received = new AtomicInteger();

@@ -257,11 +257,11 @@ final class ConnectionLogic extends TimerGraphStageLogic {
           if (phase != Phase.RESOLVING_ADDRESS) break;
           phase = Phase.RESOLVING_ROUTE;
           id.resolveRoute(settings.connectTimeout());
+          setUp(); // the address names the device: its QP opens while the route resolves
           return;
         case ROUTE_RESOLVED:
           if (phase != Phase.RESOLVING_ROUTE) break;
           phase = Phase.CONNECTING;
-          setUp();
           id.connect(ConnectionParameters.withPrivateData(
               res.ring.describe(res.ringFlags).encode()));
           return;
