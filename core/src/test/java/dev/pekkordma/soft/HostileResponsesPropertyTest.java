@@ -1,15 +1,7 @@
 package dev.pekkordma.soft;
 
-import com.typesafe.config.ConfigFactory;
 import dev.pekkordma.verbs.CompletionQueue;
-import dev.pekkordma.verbs.DeviceContext;
-import dev.pekkordma.verbs.ProtectionDomain;
-import dev.pekkordma.verbs.QpInitAttributes;
-import dev.pekkordma.verbs.QpType;
 import dev.pekkordma.verbs.QueuePair;
-import dev.pekkordma.verbs.RdmaProvider;
-import dev.pekkordma.verbs.RdmaProviders;
-import dev.pekkordma.verbs.ResourceCounts;
 import dev.pekkordma.verbs.SendRequests;
 import dev.pekkordma.verbs.WcStatus;
 import dev.pekkordma.verbs.WorkCompletions;
@@ -33,9 +25,7 @@ import net.jqwik.api.lifecycle.BeforeProperty;
  * the canaries around the requester's memory never change.
  */
 class HostileResponsesPropertyTest {
-  private RdmaProvider provider;
-  private DeviceContext ctx;
-  private ProtectionDomain pd;
+  private RawPeerQp fx;
   private CompletionQueue cq;
   private HostileFabric.Guarded region;
   private QueuePair qp;
@@ -43,30 +33,18 @@ class HostileResponsesPropertyTest {
 
   @BeforeProperty
   void setUp() throws IOException {
-    provider = RdmaProviders.load(ConfigFactory.parseString("pekko-rdma.provider = soft")
-        .withFallback(ConfigFactory.load()));
-    ctx = provider.open(provider.devices().get(0));
-    pd = ctx.allocPd();
-    cq = ctx.createCq(256, null);
-    region = new HostileFabric.Guarded(pd);
-    qp = pd.createQp(QpInitAttributes.of(QpType.RC, cq, cq));
-    server = new RawFabricPeer();
+    fx = new RawPeerQp();
+    cq = fx.cq;
+    region = fx.region;
+    qp = fx.qp;
+    server = fx.server;
     SoftFabric.get().tcp().limits(256, 5000, 300);
   }
 
   @AfterProperty
   void tearDown() throws IOException {
     HostileRequestsTest.defaults(SoftFabric.get().tcp());
-    qp.close();
-    region.close();
-    cq.close();
-    pd.close();
-    ctx.close();
-    server.close();
-    if (!provider.liveResources().equals(new ResourceCounts(0, 0, 0, 0, 0, 0, 0, 0, 0))) {
-      throw new AssertionError("left behind: " + provider.liveResources());
-    }
-    provider.close();
+    fx.close();
   }
 
   /** How the answer departs from a sound one; all zero is sound. */
@@ -118,7 +96,7 @@ class HostileResponsesPropertyTest {
   @Property(tries = 100)
   void aRequestSucceedsOnlyOnASoundAnswerAndHoldsExactlyItsBytes(@ForAll("answers") Answer a)
       throws Exception {
-    HostileFabric.connect(qp, server.gid(1), HostileFabric.PEER_QPN, 12, 0);
+    fx.connect(12, 0);
     WrOpcode op = a.op() == 0 ? WrOpcode.RDMA_READ : a.op() == 1 ? WrOpcode.RDMA_WRITE
         : WrOpcode.ATOMIC_FETCH_AND_ADD;
     int length = op == WrOpcode.ATOMIC_FETCH_AND_ADD ? 8 : a.length();

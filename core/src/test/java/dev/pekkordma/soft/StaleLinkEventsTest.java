@@ -5,18 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.typesafe.config.ConfigFactory;
 import dev.pekkordma.memory.OffHeapBuffer;
-import dev.pekkordma.verbs.CompletionQueue;
-import dev.pekkordma.verbs.DeviceContext;
-import dev.pekkordma.verbs.ProtectionDomain;
-import dev.pekkordma.verbs.QpInitAttributes;
 import dev.pekkordma.verbs.QpState;
-import dev.pekkordma.verbs.QpType;
 import dev.pekkordma.verbs.QueuePair;
-import dev.pekkordma.verbs.RdmaProvider;
-import dev.pekkordma.verbs.RdmaProviders;
-import dev.pekkordma.verbs.ResourceCounts;
 import dev.pekkordma.verbs.SendRequests;
 import dev.pekkordma.verbs.WcStatus;
 import dev.pekkordma.verbs.WorkCompletions;
@@ -36,51 +27,35 @@ class StaleLinkEventsTest {
   private static final int LENGTH = 64;
   private static final long OFFSET = 4096;
 
-  private RdmaProvider provider;
-  private DeviceContext ctx;
-  private ProtectionDomain pd;
-  private CompletionQueue cq;
-  private HostileFabric.Guarded region;
+  private RawPeerQp fx;
   private QueuePair qp;
-  private RawFabricPeer server;
+  private HostileFabric.Guarded region;
 
   @BeforeEach
   void setUp() throws Exception {
-    provider = RdmaProviders.load(ConfigFactory.parseString("pekko-rdma.provider = soft")
-        .withFallback(ConfigFactory.load()));
-    ctx = provider.open(provider.devices().get(0));
-    pd = ctx.allocPd();
-    cq = ctx.createCq(16, null);
-    region = new HostileFabric.Guarded(pd);
-    qp = pd.createQp(QpInitAttributes.of(QpType.RC, cq, cq));
-    server = new RawFabricPeer();
+    fx = new RawPeerQp();
+    qp = fx.qp;
+    region = fx.region;
   }
 
   @AfterEach
   void tearDown() throws Exception {
-    qp.close();
-    region.close();
-    cq.close();
-    pd.close();
-    ctx.close();
-    server.close();
-    assertEquals(new ResourceCounts(0, 0, 0, 0, 0, 0, 0, 0, 0), provider.liveResources());
-    provider.close();
+    fx.close();
   }
 
   @Test
   void aLinkTheQpHasLeftNeitherAnswersNorFailsIt() throws Exception {
     SoftQp soft = (SoftQp) qp;
-    HostileFabric.connect(qp, server.gid(1), HostileFabric.PEER_QPN, 20, 0);
+    fx.connect(20, 0);
     postRead(1);
-    RawFabricPeer.Conn first = server.awaitInbound(5000);
+    RawFabricPeer.Conn first = fx.server.awaitInbound(5000);
     first.readFrame(5000);
-    FabricLink old = SoftFabric.get().tcp().link(server.address());
+    FabricLink old = SoftFabric.get().tcp().link(fx.server.address());
     assertTrue(old.holds(soft), "the QP talks through the link it routed to");
 
-    HostileFabric.connect(qp, server.gid(1), HostileFabric.PEER_QPN, 20, 0);
+    fx.connect(20, 0);
     postRead(2);
-    RawFabricPeer.Conn second = server.awaitInbound(5000);
+    RawFabricPeer.Conn second = fx.server.awaitInbound(5000);
     RawFabricPeer.Frame request = second.readFrame(5000);
     assertFalse(old.holds(soft), "the reset took the QP off its old link");
     byte[] before = region.read(OFFSET, LENGTH);
@@ -99,7 +74,7 @@ class StaleLinkEventsTest {
     }
     try (WorkCompletions wc = new WorkCompletions(4)) {
       assertEquals(QpState.RTS, qp.state(), "failed by a link it left: " + qp.errorCause());
-      assertEquals(0, cq.poll(wc), "completed by an answer on a link it left");
+      assertEquals(0, fx.cq.poll(wc), "completed by an answer on a link it left");
       assertArrayEquals(before, region.read(OFFSET, LENGTH), "a stale answer placed bytes");
 
       // the live link's answer completes the read, with its bytes
@@ -113,7 +88,7 @@ class StaleLinkEventsTest {
       answer.payloadLength = LENGTH;
       second.send(answer.withPayload(pattern((byte) 0x22), FabricWire.TRAILER_WHOLE));
       long deadline = System.nanoTime() + 10_000_000_000L;
-      while (cq.poll(wc) == 0) {
+      while (fx.cq.poll(wc) == 0) {
         assertTrue(System.nanoTime() < deadline, "the read never completed");
         Thread.sleep(1);
       }
