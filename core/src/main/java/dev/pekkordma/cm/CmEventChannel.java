@@ -18,6 +18,17 @@ public interface CmEventChannel extends AutoCloseable {
   /** The next event, waiting at most {@code timeout}; null when none came. */
   CmEvent awaitEvent(Duration timeout);
 
+  /**
+   * Runs {@code posted} in the thread that queues each later event, right after queueing it: a
+   * provider whose events start in this JVM (the software one) lets a reader take them there,
+   * with {@code awaitEvent(Duration.ZERO)}, and save its own wake-up. {@code posted} must be
+   * quick and must not block: the thread may hold the provider's locks. False when the provider
+   * cannot (the native one: its events come from the kernel); then nothing changes.
+   */
+  default boolean notifyOnPost(Runnable posted) {
+    return false;
+  }
+
   /** Fails with EBUSY while ids on it are alive. */
   @Override
   void close();

@@ -6,8 +6,14 @@ import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
 import dev.pekkordma.cm.RdmaPortSpace;
 import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -21,6 +27,13 @@ import org.slf4j.LoggerFactory;
  * <p>Only an id's owner destroys it, in its own thread: at the system's end the owners tear down
  * their connections while this reader stops, and a second hand in the same id (or its QP) would
  * free it under the owner's calls. The channel goes after the last owned id.
+ *
+ * <p>A channel that tells of each event as it is posted ({@link CmEventChannel#notifyOnPost}: the
+ * software provider's) has its events delivered in the posting thread when their owner takes
+ * them {@link Delivery#IMMEDIATE}ly, saving this thread's wake-up on a connection's way up. One
+ * thread delivers at a time, in the channel's order: an event this thread must deliver (an
+ * owner's that is not immediate, one nobody owns, a device removal) waits for it, and so does
+ * everything after it.
  *
  * <p>If reading events fails (not at the system's end), every owner hears why: no CM event will
  * reach it again, so what waits for one (a listener, a connect) must not wait on. New ids are
@@ -37,13 +50,31 @@ public final class CmDispatcher implements Agent {
   private volatile RuntimeException readerFailure;
   private boolean channelClosed; // guarded by this
   private CmEvent waiting; // read by awaitWork, for the next round
+  private final boolean direct; // the channel tells of each post: see notifyOnPost
+  private final ReentrantLock delivering = new ReentrantLock(); // one deliverer at a time
+  private volatile boolean posted; // an event was posted since a deliverer last looked
+  private final ArrayDeque<CmEvent> forThread = new ArrayDeque<>(); // guarded by delivering
+  private final Semaphore wakeUp = new Semaphore(0);
+
+  /** Where an owner's events may be delivered. */
+  public enum Delivery {
+    /** On the dispatcher's thread: the owner may take its time or call into the CM. */
+    DISPATCHER_THREAD,
+    /**
+     * Possibly in the thread that raised the event, which may hold the provider's locks: for an
+     * owner that only hands the event on, without blocking (an async callback, an actor's tell).
+     */
+    IMMEDIATE
+  }
 
   /** Where an id's events go, and where the news goes that they have stopped. */
-  private record Owner(Consumer<CmEvent> events, Consumer<RuntimeException> readerFailed) {}
+  private record Owner(Consumer<CmEvent> events, Consumer<RuntimeException> readerFailed,
+      Delivery delivery) {}
 
   CmDispatcher(CmEventChannel channel, Consumer<String> deviceRemoved) {
     this.channel = channel;
     this.deviceRemoved = deviceRemoved;
+    this.direct = channel.notifyOnPost(this::posted);
   }
 
   @Override
@@ -53,6 +84,7 @@ public final class CmDispatcher implements Agent {
 
   @Override
   public int doWork() {
+    if (direct) return deliver(true);
     int n = 0;
     try {
       CmEvent e = waiting;
@@ -71,11 +103,88 @@ public final class CmDispatcher implements Agent {
 
   @Override
   public void awaitWork(Duration timeout) {
+    if (direct) {
+      try {
+        if (wakeUp.tryAcquire(timeout.toNanos(), TimeUnit.NANOSECONDS)) wakeUp.drainPermits();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      return;
+    }
     try {
       waiting = channel.awaitEvent(timeout);
     } catch (RuntimeException ex) {
       failed(ex);
     }
+  }
+
+  /** An event was queued, in the thread that posted it: delivered here if it may be. */
+  private void posted() {
+    posted = true;
+    deliver(false);
+  }
+
+  /**
+   * Delivers what is queued, in order, unless another thread is delivering (it looks again
+   * after it stops). On this dispatcher's own thread ({@code here}) everything; elsewhere only
+   * to immediate owners, leaving the first event that is not, and all after it, for this thread.
+   */
+  private int deliver(boolean here) {
+    int n = 0;
+    while (true) {
+      if (here) {
+        delivering.lock(); // a poster's deliveries are hand-offs: it lets go soon
+      } else if (!delivering.tryLock()) {
+        return n; // the deliverer looks again after it lets go
+      }
+      boolean leftForThread;
+      try {
+        posted = false;
+        n += here ? deliverAll() : deliverImmediate();
+        leftForThread = !forThread.isEmpty();
+      } catch (RuntimeException ex) {
+        if (here) failed(ex);
+        log.warn("taking a posted CM event failed: {}", ex.getMessage());
+        return n;
+      } finally {
+        delivering.unlock();
+      }
+      if (!posted || (leftForThread && !here)) return n;
+    }
+  }
+
+  private int deliverAll() {
+    int n = 0;
+    CmEvent e;
+    while ((e = forThread.poll()) != null || (e = channel.awaitEvent(Duration.ZERO)) != null) {
+      dispatch(e);
+      n++;
+    }
+    return n;
+  }
+
+  private int deliverImmediate() {
+    if (!forThread.isEmpty()) return 0; // the thread delivers those first, and what came after
+    int n = 0;
+    CmEvent e;
+    while ((e = channel.awaitEvent(Duration.ZERO)) != null) {
+      if (!immediate(e)) {
+        forThread.add(e);
+        wakeUp.release();
+        return n;
+      }
+      dispatch(e);
+      n++;
+    }
+    return n;
+  }
+
+  /** Whether {@code e} may be delivered in the thread that posted it. */
+  private boolean immediate(CmEvent e) {
+    if (e.type() == CmEventType.DEVICE_REMOVAL) return false;
+    CmId key = e.type() == CmEventType.CONNECT_REQUEST ? e.listenId() : e.id();
+    Owner owner = key == null ? null : owners.get(key);
+    return owner != null && owner.delivery() == Delivery.IMMEDIATE;
   }
 
   private void failed(RuntimeException ex) {
@@ -130,7 +239,7 @@ public final class CmDispatcher implements Agent {
    */
   public CmId createId(Object context, Consumer<CmEvent> events,
       Consumer<RuntimeException> readerFailed) {
-    return createId(context, RdmaPortSpace.TCP, events, readerFailed);
+    return createId(context, RdmaPortSpace.TCP, Delivery.DISPATCHER_THREAD, events, readerFailed);
   }
 
   /**
@@ -139,9 +248,15 @@ public final class CmDispatcher implements Agent {
    */
   public CmId createId(Object context, RdmaPortSpace space, Consumer<CmEvent> events,
       Consumer<RuntimeException> readerFailed) {
+    return createId(context, space, Delivery.DISPATCHER_THREAD, events, readerFailed);
+  }
+
+  /** As above, its events delivered as {@code delivery} allows. */
+  public CmId createId(Object context, RdmaPortSpace space, Delivery delivery,
+      Consumer<CmEvent> events, Consumer<RuntimeException> readerFailed) {
     checkReader();
     CmId id = channel.createId(context, space);
-    owners.put(id, new Owner(events, readerFailed));
+    owners.put(id, new Owner(events, readerFailed, delivery));
     if (readerFailure != null) { // it failed in between: the owners it told did not include us
       destroy(id, false);
       checkReader();
@@ -151,8 +266,14 @@ public final class CmDispatcher implements Agent {
 
   /** From now on the id's events go to {@code events}; refused once they have stopped. */
   public void own(CmId id, Consumer<CmEvent> events, Consumer<RuntimeException> readerFailed) {
+    own(id, Delivery.DISPATCHER_THREAD, events, readerFailed);
+  }
+
+  /** As above, its events delivered as {@code delivery} allows. */
+  public void own(CmId id, Delivery delivery, Consumer<CmEvent> events,
+      Consumer<RuntimeException> readerFailed) {
     checkReader();
-    owners.put(id, new Owner(events, readerFailed));
+    owners.put(id, new Owner(events, readerFailed, delivery));
     checkReader(); // the caller destroys the id when it fails, as it would have anyway
   }
 
@@ -173,7 +294,32 @@ public final class CmDispatcher implements Agent {
   public void destroy(CmId id, boolean reject) {
     owners.remove(id);
     destroyQuietly(id, reject);
+    if (direct) forgetTaken(id);
     if (readerStopped) closeChannelWhenUnused();
+  }
+
+  /**
+   * What the channel does for a destroyed id's queued events, for those taken from it already
+   * and waiting for this thread: they go, and the connection requests of a listener are rejected
+   * and destroyed (nobody will see them).
+   */
+  private void forgetTaken(CmId id) {
+    List<CmId> requests = new ArrayList<>();
+    delivering.lock();
+    try {
+      forThread.removeIf(e -> {
+        if (e.type() == CmEventType.CONNECT_REQUEST && e.listenId() == id) requests.add(e.id());
+        return e.id() == id || requests.contains(e.id());
+      });
+    } finally {
+      delivering.unlock();
+    }
+    for (CmId request : requests) destroyQuietly(request, true);
+  }
+
+  /** Whether immediate owners hear in the thread that raised the event (the channel allows it). */
+  public boolean deliversInPostingThreads() {
+    return direct;
   }
 
   /** Ids with an owner: for tests and leak checks. */

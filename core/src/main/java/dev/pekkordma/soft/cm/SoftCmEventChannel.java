@@ -32,6 +32,7 @@ public final class SoftCmEventChannel implements CmEventChannel {
   private final Set<SoftChannelId> ids = new LinkedHashSet<>(); // guarded by this
   private final ScheduledThreadPoolExecutor timer;
   private boolean closed; // guarded by this
+  private volatile Runnable posted;
 
   public SoftCmEventChannel(SoftCmSupport support) {
     this.support = Objects.requireNonNull(support, "support");
@@ -134,8 +135,16 @@ public final class SoftCmEventChannel implements CmEventChannel {
     }
   }
 
+  @Override
+  public boolean notifyOnPost(Runnable posted) {
+    this.posted = Objects.requireNonNull(posted, "posted");
+    return true;
+  }
+
   void post(CmEvent event) {
     events.add(event);
+    Runnable p = posted;
+    if (p != null) p.run();
   }
 
   /**

@@ -110,7 +110,7 @@ public final class BindStage
               "the CM event reader stopped: " + why.getMessage(), why)));
       unbind = createAsyncCallback(d -> completeStage());
       try {
-        listener = rt.cm().createId("listener " + address, events::invoke, stopped::invoke);
+        listener = rt.createId("listener " + address, events, stopped);
         listener.bind(address);
         listener.listen(settings.backlog());
         bound = listener.localAddress();

@@ -202,7 +202,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
       if (role instanceof ConnectionStage.Role.ListenOnce once) {
         InetSocketAddress listenAt = once.address();
         phase = Phase.LISTENING;
-        listener = rt.cm().createId("listener " + listenAt, cmEvents::invoke, cmStopped::invoke);
+        listener = rt.createId("listener " + listenAt, cmEvents, cmStopped);
         listener.bind(listenAt);
         listener.listen(1);
         bound = listener.localAddress();
@@ -217,7 +217,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
       }
       scheduleOnce("connect", settings.connectTimeout());
       if (active()) {
-        id = rt.cm().createId("stream to " + peerName(), cmEvents::invoke, cmStopped::invoke);
+        id = rt.createId("stream to " + peerName(), cmEvents, cmStopped);
         res = plan.resources(rt, id); // what it opens goes with the id
         id.resolveAddress(((ConnectionStage.Role.Outgoing) role).local(), remote,
             settings.connectTimeout());

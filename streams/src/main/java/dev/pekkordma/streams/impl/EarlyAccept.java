@@ -4,6 +4,7 @@ import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
 import dev.pekkordma.cm.ConnectionParameters;
+import dev.pekkordma.runtime.CmDispatcher;
 import dev.pekkordma.streams.RdmaStreamException;
 import java.net.InetSocketAddress;
 import java.util.ArrayDeque;
@@ -60,7 +61,8 @@ final class EarlyAccept {
     try {
       early.peerRing = Wire.Ring.decode(request.privateData());
       early.res = plan.resources(rt, early.id);
-      rt.cm().own(early.id, early::event, early::readerStopped);
+      // its events only wait here or go on to a stage's callback: they need no thread hand-off
+      rt.cm().own(early.id, CmDispatcher.Delivery.IMMEDIATE, early::event, early::readerStopped);
       early.res.open(early::wake, peer);
       early.res.postReceives(plan.rqDepth());
       early.res.cq.requestNotify(false);

@@ -1,6 +1,9 @@
 package dev.pekkordma.streams.impl;
 
+import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventChannel;
+import dev.pekkordma.cm.CmId;
+import dev.pekkordma.cm.RdmaPortSpace;
 import dev.pekkordma.runtime.CmDispatcher;
 import dev.pekkordma.runtime.CompletionHubs;
 import dev.pekkordma.runtime.RdmaRuntime;
@@ -8,6 +11,7 @@ import dev.pekkordma.streams.RdmaStreamSettings;
 import dev.pekkordma.verbs.RdmaProvider;
 import java.util.function.UnaryOperator;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.stream.stage.AsyncCallback;
 
 /** What every stage of one actor system shares: the system's runtime, and the settings. */
 public final class StreamsRuntime {
@@ -56,5 +60,15 @@ public final class StreamsRuntime {
   /** The system's CM dispatcher, started by the first connection or binding. */
   public CmDispatcher cm() {
     return runtime.cm();
+  }
+
+  /**
+   * A stage's connection id: its events go to {@code events}, an async callback, which only
+   * hands them on, so they may be delivered in the thread that raised them.
+   */
+  public CmId createId(Object context, AsyncCallback<CmEvent> events,
+      AsyncCallback<RuntimeException> stopped) {
+    return cm().createId(context, RdmaPortSpace.TCP, CmDispatcher.Delivery.IMMEDIATE,
+        events::invoke, stopped::invoke);
   }
 }
