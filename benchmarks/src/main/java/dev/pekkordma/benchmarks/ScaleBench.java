@@ -65,6 +65,12 @@ public final class ScaleBench implements Callable<Integer> {
       description = "Connects in flight at once (default: ${DEFAULT-VALUE}).")
   int concurrency;
 
+  @Option(names = "--connect-pause", defaultValue = "0",
+      description = "Milliseconds to wait before each connect, so that each meets a quiet"
+          + " process, as connections opened now and then do; conn_us is then the mean of the"
+          + " connects' own times, the pauses left out (default: ${DEFAULT-VALUE}).")
+  int connectPauseMillis;
+
   @Option(names = "--messages", defaultValue = "1000000",
       description = "Messages echoed in all per N, spread over the connections, at least one"
           + " each (default: ${DEFAULT-VALUE}).")
@@ -191,6 +197,7 @@ public final class ScaleBench implements Callable<Integer> {
       for (int i = 0; i < n && failure.get() == null; i++) {
         inFlight.acquire();
         if (failure.get() != null) break;
+        if (connectPauseMillis > 0) Thread.sleep(connectPauseMillis);
         int index = i;
         long began = System.nanoTime();
         Flow<ByteString, ByteString, ? extends CompletionStage<?>> flow = t.outgoing(system, server);
@@ -219,6 +226,7 @@ public final class ScaleBench implements Callable<Integer> {
         }
       }
       long connectTime = System.nanoTime() - start;
+      if (connectPauseMillis > 0) connectTime = Arrays.stream(connectNanos).sum();
       Thread.sleep(500);
       System.gc();
       Footprint idle = Footprint.now(t, system);

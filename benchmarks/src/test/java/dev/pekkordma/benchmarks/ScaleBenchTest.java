@@ -47,6 +47,22 @@ class ScaleBenchTest {
   }
 
   @Test
+  void pausesBetweenConnectsAreNotCountedAsConnectTime() throws Exception {
+    Path tsv = dir.resolve("paused.tsv");
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    int code = new CommandLine(new ScaleBench(new PrintStream(out, true, StandardCharsets.UTF_8)))
+        .execute("--transport", "none", "-N", "4", "--concurrency", "1", "--connect-pause",
+            "300", "--messages", "4", "--warmup-messages", "0", "--warmup-connections", "0",
+            "--idle-seconds", "1", "--tsv", tsv.toString());
+    String printed = out.toString(StandardCharsets.UTF_8);
+    assertEquals(0, code, printed);
+    ScaleBench.Result r = ScaleBench.Result.parse(Files.readAllLines(tsv).get(0));
+    assertEquals(4, r.opened(), printed);
+    // four pauses of 300 ms over four connections would be 300,000 us each
+    assertTrue(r.connectMicros() < 150_000, printed);
+  }
+
+  @Test
   void theCeilingSaysWhereTwiceTcpIsOutOfReach() {
     Map<Integer, ScaleBench.Result> tcp = new TreeMap<>();
     Map<Integer, ScaleBench.Result> none = new TreeMap<>();
