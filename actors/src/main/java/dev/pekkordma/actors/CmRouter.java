@@ -3,12 +3,14 @@ package dev.pekkordma.actors;
 import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
+import dev.pekkordma.cm.RdmaPortSpace;
 import dev.pekkordma.runtime.CmDispatcher;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -18,19 +20,26 @@ import org.slf4j.LoggerFactory;
  * or connection actor that an id's events go to. Ownership is written before the verb whose
  * event it is for, hence a concurrent map and not messages. Every id made here or arriving for
  * a listener here is tracked, so that the CM actor can destroy what its children left.
+ *
+ * <p>Routing only tells an actor, so the dispatcher may route in the thread that raised the
+ * event; refusing a request nobody listens for calls into the CM, so that goes to
+ * {@code refusals} (the actor system's dispatcher).
  */
 final class CmRouter {
   private static final Logger log = LoggerFactory.getLogger(CmRouter.class);
   private final CmDispatcher cm;
+  private final Executor refusals;
   private final Map<CmId, ActorRef<CmEvent>> owners = new ConcurrentHashMap<>();
   private final Set<CmId> live = ConcurrentHashMap.newKeySet();
 
-  CmRouter(CmDispatcher cm) {
+  CmRouter(CmDispatcher cm, Executor refusals) {
     this.cm = cm;
+    this.refusals = refusals;
   }
 
   CmId createId(Object context) {
-    CmId id = cm.createId(context, this::route, this::readerFailed);
+    CmId id = cm.createId(context, RdmaPortSpace.TCP, CmDispatcher.Delivery.IMMEDIATE,
+        this::route, this::readerFailed);
     live.add(id);
     return id;
   }
@@ -68,7 +77,7 @@ final class CmRouter {
       if (listener != null) {
         listener.tell(e);
       } else {
-        refuse(e.id(), null, log);
+        refusals.execute(() -> refuse(e.id(), null, log));
       }
       return;
     }
