@@ -54,7 +54,9 @@ public final class CmDispatcher implements Agent {
   private final ReentrantLock delivering = new ReentrantLock(); // one deliverer at a time
   private volatile boolean posted; // an event was posted since a deliverer last looked
   private final ArrayDeque<CmEvent> forThread = new ArrayDeque<>(); // guarded by delivering
+  private volatile boolean threadHasWork; // forThread has events: written under delivering
   private final Semaphore wakeUp = new Semaphore(0);
+  private volatile long onThread; // events this dispatcher's thread delivered (only it writes)
 
   /** Where an owner's events may be delivered. */
   public enum Delivery {
@@ -84,7 +86,7 @@ public final class CmDispatcher implements Agent {
 
   @Override
   public int doWork() {
-    if (direct) return deliver(true);
+    if (direct) return posted || threadHasWork ? deliver(true) : 0;
     int n = 0;
     try {
       CmEvent e = waiting;
@@ -97,6 +99,8 @@ public final class CmDispatcher implements Agent {
       }
     } catch (RuntimeException ex) {
       failed(ex);
+    } finally {
+      onThread += n;
     }
     return n;
   }
@@ -159,7 +163,9 @@ public final class CmDispatcher implements Agent {
     while ((e = forThread.poll()) != null || (e = channel.awaitEvent(Duration.ZERO)) != null) {
       dispatch(e);
       n++;
+      onThread++;
     }
+    threadHasWork = false;
     return n;
   }
 
@@ -170,6 +176,7 @@ public final class CmDispatcher implements Agent {
     while ((e = channel.awaitEvent(Duration.ZERO)) != null) {
       if (!immediate(e)) {
         forThread.add(e);
+        threadHasWork = true;
         wakeUp.release();
         return n;
       }
@@ -314,12 +321,18 @@ public final class CmDispatcher implements Agent {
     } finally {
       delivering.unlock();
     }
+    if (posted) deliver(false); // what was posted while this held the deliverers off
     for (CmId request : requests) destroyQuietly(request, true);
   }
 
   /** Whether immediate owners hear in the thread that raised the event (the channel allows it). */
   public boolean deliversInPostingThreads() {
     return direct;
+  }
+
+  /** How many events this dispatcher's own thread has delivered: for tests. */
+  public long deliveredOnItsThread() {
+    return onThread;
   }
 
   /** Ids with an owner: for tests and leak checks. */

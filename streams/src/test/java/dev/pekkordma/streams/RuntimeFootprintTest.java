@@ -25,7 +25,8 @@ import org.junit.jupiter.api.Test;
 /**
  * The streams start only what they use: nothing at {@code RdmaStreams.get} (no actor tree, no
  * poller), and for a first connection the CM's thread and channel and one completion hub (a
- * channel; a thread only where the provider's events come from the kernel).
+ * channel; a thread only where the provider's events come from the kernel), and on the software
+ * provider no CM event of its set-up passes the CM's thread.
  */
 class RuntimeFootprintTest {
   @Test
@@ -54,6 +55,10 @@ class RuntimeFootprintTest {
           "a hub needs a thread only for the kernel's events");
       assertEquals(used.threads(), pollerThreads(system).size(),
           "pinned threads: " + pollerThreads(system));
+      if (!StreamsTestKit.NATIVE) {
+        assertEquals(0, runtime.cm().deliveredOnItsThread(),
+            "the software CM's events go from the thread that posts them to the stage");
+      }
       client.first().complete(Optional.empty());
       await(client.second());
       await(binding.unbind());
