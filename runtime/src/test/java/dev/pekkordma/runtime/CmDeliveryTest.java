@@ -4,14 +4,20 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
+import dev.pekkordma.cm.ConnectionParameters;
 import dev.pekkordma.cm.RdmaPortSpace;
 import dev.pekkordma.runtime.CmDispatcher.Delivery;
+import dev.pekkordma.verbs.CompletionQueue;
+import dev.pekkordma.verbs.ProtectionDomain;
+import dev.pekkordma.verbs.QpInitAttributes;
+import dev.pekkordma.verbs.QpType;
 import dev.pekkordma.verbs.RdmaProvider;
 import dev.pekkordma.verbs.RdmaProviders;
 import java.net.InetSocketAddress;
@@ -30,7 +36,8 @@ import org.junit.jupiter.api.Test;
 /**
  * Where and in what order the CM dispatcher delivers: an immediate owner's events in the thread
  * that raised them where the provider tells of posts (the software one), every other owner's on
- * the dispatcher's thread, and never one of an id's events before an earlier one.
+ * the dispatcher's thread, and never one of an id's events before an earlier one; a listener's
+ * requests still waiting for that thread are rejected and destroyed with it, as queued ones are.
  */
 class CmDeliveryTest {
   static final String ADDRESS = "native".equals(System.getProperty("pekko-rdma.provider", "soft"))
@@ -130,5 +137,46 @@ class CmDeliveryTest {
     assertNotSame(Thread.currentThread(), route.thread(), "the deliverer looked again");
     cm.destroy(id, false);
     assertEquals(List.of(), List.copyOf(heard));
+  }
+
+  @Test
+  void requestsWaitingForTheThreadGoWithTheirListener() throws Exception {
+    // a dispatcher whose thread never runs: what is not immediate waits for it for good
+    CmDispatcher idle = new CmDispatcher(provider.createCmEventChannel(), device -> { });
+    assumeTrue(idle.deliversInPostingThreads(), "only where posts are told of");
+    BlockingQueue<Heard> listenerHeard = new LinkedBlockingQueue<>();
+    CmId listener = idle.createId("listener", RdmaPortSpace.TCP, Delivery.DISPATCHER_THREAD,
+        recorder(listenerHeard), why -> { });
+    listener.bind(new InetSocketAddress(ADDRESS, 0));
+    listener.listen(4);
+    BlockingQueue<Heard> clientHeard = new LinkedBlockingQueue<>();
+    CmId client = idle.createId("client", RdmaPortSpace.TCP, Delivery.IMMEDIATE,
+        recorder(clientHeard), why -> { });
+    client.resolveAddress(null, listener.localAddress(), Duration.ofSeconds(5));
+    assertEquals(CmEventType.ADDR_RESOLVED, next(clientHeard).type());
+    client.resolveRoute(Duration.ofSeconds(5));
+    assertEquals(CmEventType.ROUTE_RESOLVED, next(clientHeard).type());
+    ProtectionDomain pd = client.verbs().allocPd();
+    CompletionQueue cq = client.verbs().createCq(8, null);
+    try {
+      client.createQp(pd, QpInitAttributes.of(QpType.RC, cq, cq).maxSendWr(4).maxRecvWr(4));
+      client.connect(ConnectionParameters.defaults());
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (provider.liveResources().cmIds() < 3 && System.nanoTime() < deadline) {
+        Thread.sleep(5); // the request's id: its event waits for the thread
+      }
+      assertEquals(3, provider.liveResources().cmIds(), "listener, client and the request");
+
+      idle.destroy(listener, false);
+      assertEquals(CmEventType.REJECTED, next(clientHeard).type(),
+          "the request nobody saw was rejected with its listener");
+      assertEquals(1, provider.liveResources().cmIds(), "and its id destroyed");
+      assertEquals(List.of(), List.copyOf(listenerHeard));
+    } finally {
+      idle.destroy(client, false);
+      cq.close();
+      pd.close();
+    }
+    assertEquals(0, provider.liveResources().cmIds());
   }
 }
