@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import dev.pekkordma.cm.CmEvent;
+import dev.pekkordma.cm.CmEventChannel;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
 import dev.pekkordma.cm.ConnectionParameters;
@@ -142,7 +143,9 @@ class CmDeliveryTest {
   @Test
   void requestsWaitingForTheThreadGoWithTheirListener() throws Exception {
     // a dispatcher whose thread never runs: what is not immediate waits for it for good
-    CmDispatcher idle = new CmDispatcher(provider.createCmEventChannel(), device -> { });
+    CmEventChannel channel = provider.createCmEventChannel();
+    CmDispatcher idle = new CmDispatcher(channel, device -> { });
+    if (!idle.deliversInPostingThreads()) channel.close();
     assumeTrue(idle.deliversInPostingThreads(), "only where posts are told of");
     BlockingQueue<Heard> listenerHeard = new LinkedBlockingQueue<>();
     CmId listener = idle.createId("listener", RdmaPortSpace.TCP, Delivery.DISPATCHER_THREAD,
