@@ -47,7 +47,8 @@ import org.junit.jupiter.params.provider.CsvSource;
  * rxe_b, with {@code tc netem} and link flaps put on it by {@code native/softroce/link.sh} (its
  * path in {@code pekko-rdma.test.link-script}; the server binds {@code
  * pekko-rdma.test.cm-address}, 198.51.100.1, and clients reach it from the other end). RC
- * retransmits what the link loses, so every transfer ends with the checksum it started with;
+ * retransmits what the link loses (an outage of 1.5 s too), so every transfer ends with the
+ * checksum it started with;
  * a link that stays dead fails the stream naming the peer once the QP's retries are spent; a
  * killed peer fails only its own connection. Figures are printed with the {@code [faults]}
  * prefix, throughput as a share of the clean link's in the same run.
@@ -144,14 +145,17 @@ class LossyLinkTest {
 
   @Test
   @Order(3)
-  void aLinkDownAndUpWithinTheRetryTimeLosesNothing() throws Exception {
+  void anOutageWithinTheRetryTimeLosesNothing() throws Exception {
     ResourceCounts start = settledResources();
     Pair<CompletionStage<Void>, Arrival> run = startSending(CLEAN_BYTES / 4, true);
     awaitTaken(run.second(), 64 * 1024);
-    VethLink.set("down");
+    // every packet lost, the carrier kept: taking veth_a down instead removes its routes, rxe
+    // may then fail a send at once (LOC_QP_OP_ERR) rather than lose it, and in a CI run the
+    // kernel CM across the pair answered nothing after that for the rest of the VM's run
+    VethLink.set("blackhole");
     Thread.sleep(1500);
-    VethLink.set("up");
-    log("link down for 1.5 s");
+    VethLink.set("clear");
+    log("link dead for 1.5 s");
     await(run.first(), TRANSFER_WAIT);
     assertEquals(new Received(CLEAN_BYTES / 4, crcOfPattern(CLEAN_BYTES / 4)),
         await(run.second().received(), TRANSFER_WAIT));
