@@ -68,8 +68,8 @@ public final class CmActor {
   record Retire(ActorRef<DeviceActor.Command> device) implements Command {}
 
   static Behavior<Command> create(RdmaRuntime runtime, RdmaActorsSettings settings) {
-    return Behaviors.setup(ctx -> new State(ctx, new CmRouter(runtime.cm(), ctx.getExecutionContext()), runtime, settings)
-        .behavior());
+    return Behaviors.setup(ctx -> new State(ctx,
+        new CmRouter(runtime.cm(), ctx.getExecutionContext()), runtime, settings).behavior());
   }
 
   private static final class State {

@@ -15,6 +15,7 @@ import dev.pekkordma.verbs.RdmaProvider;
 import dev.pekkordma.verbs.RdmaProviders;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -24,6 +25,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.Consumer;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.junit.jupiter.api.AfterEach;
@@ -110,20 +112,12 @@ class CmDeliveryOrderTest {
     Random random = new Random();
     List<CmId> ids = new ArrayList<>();
     Map<CmId, AtomicInteger> heard = new ConcurrentHashMap<>();
-    List<String> wrong = java.util.Collections.synchronizedList(new ArrayList<>());
+    List<String> wrong = Collections.synchronizedList(new ArrayList<>());
     int total = POSTERS * EVENTS_PER_POSTER;
     CountDownLatch all = new CountDownLatch(total);
     for (int i = 0; i < IDS; i++) {
       AtomicInteger last = new AtomicInteger();
-      boolean slow = i % 4 == 3;
-      java.util.function.Consumer<CmEvent> owner = e -> {
-        if (e.status() != last.get() + 1) {
-          wrong.add(e.id() + ": event " + e.status() + " after " + last.get());
-        }
-        last.set(e.status());
-        if (slow) LockSupport.parkNanos(20_000);
-        all.countDown();
-      };
+      Consumer<CmEvent> owner = ownerOf(last, wrong, all, i % 4 == 3);
       Delivery delivery = i % 2 == 0 ? Delivery.IMMEDIATE : Delivery.DISPATCHER_THREAD;
       CmId id = cm.createId("id " + i, RdmaPortSpace.TCP, delivery, owner, why -> { });
       ids.add(id);
@@ -139,7 +133,7 @@ class CmDeliveryOrderTest {
           if (r.nextInt(50) == 0) { // an owner changes how it takes its events, as a claim does
             AtomicInteger last = heard.get(id);
             cm.own(id, r.nextBoolean() ? Delivery.IMMEDIATE : Delivery.DISPATCHER_THREAD,
-                ownerOf(last, wrong, all), why -> { });
+                ownerOf(last, wrong, all, false), why -> { });
           }
           channel.post(id);
         }
@@ -160,13 +154,15 @@ class CmDeliveryOrderTest {
     assertEquals(0, cm.ownedIds());
   }
 
-  private static java.util.function.Consumer<CmEvent> ownerOf(AtomicInteger last,
-      List<String> wrong, CountDownLatch all) {
+  /** An owner that notes any event out of its id's order; a slow one takes its time with each. */
+  private static Consumer<CmEvent> ownerOf(AtomicInteger last, List<String> wrong,
+      CountDownLatch all, boolean slow) {
     return e -> {
       if (e.status() != last.get() + 1) {
         wrong.add(e.id() + ": event " + e.status() + " after " + last.get());
       }
       last.set(e.status());
+      if (slow) LockSupport.parkNanos(20_000);
       all.countDown();
     };
   }
