@@ -15,8 +15,12 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.japi.Pair;
+import org.apache.pekko.stream.OverflowStrategy;
+import org.apache.pekko.stream.javadsl.Keep;
 import org.apache.pekko.stream.javadsl.Sink;
 import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.stream.javadsl.SourceQueueWithComplete;
 import org.apache.pekko.util.ByteString;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
@@ -30,6 +34,7 @@ import org.junit.jupiter.api.Test;
  */
 class PeerProcessFaultTest {
   private static final ByteString CHUNK = ByteString.fromArray(new byte[16 * 1024]);
+  private static final ByteString SMALL = ByteString.fromArray(new byte[1024]);
   static ActorSystem<Void> system;
   static RdmaStreams rdma;
 
@@ -54,12 +59,21 @@ class PeerProcessFaultTest {
     try (PeerProcess server = PeerProcess.start(StreamEchoMain.class)) {
       int port = Integer.parseInt(server.awaitLine("LISTENING ", Duration.ofSeconds(120)));
       AtomicLong echoed = new AtomicLong();
-      CompletionStage<Done> client = streamTo(port, echoed);
-      awaitEchoes(echoed);
+      Pair<SourceQueueWithComplete<ByteString>, CompletionStage<Done>> client =
+          Source.<ByteString>queue(4, OverflowStrategy.fail())
+              .via(rdma.outgoingConnection(HOST, port))
+              .toMat(Sink.foreach(b -> echoed.addAndGet(b.size())), Keep.both())
+              .run(system);
+      // one small message, echoed: the server's ring (4 slots while it is small) then has room
+      // for the next whatever its credits say, so the write after the stop goes out and is
+      // never acknowledged (a sender without credits would have nothing in flight to time out)
+      client.first().offer(SMALL);
+      awaitEchoes(echoed, SMALL.size());
       server.signal("STOP");
       long stopped = System.nanoTime();
       try {
-        RdmaStreamException e = failure(client, Duration.ofSeconds(60));
+        client.first().offer(SMALL);
+        RdmaStreamException e = failure(client.second(), Duration.ofSeconds(60));
         long took = (System.nanoTime() - stopped) / 1_000_000;
         assertTrue(e.getMessage().contains(HOST + ":" + port), e.getMessage());
         // the soft CM's timeout: 8 tries of 0.54 s
@@ -79,7 +93,7 @@ class PeerProcessFaultTest {
       int port = Integer.parseInt(server.awaitLine("LISTENING ", Duration.ofSeconds(120)));
       AtomicLong echoed = new AtomicLong();
       CompletionStage<Done> client = streamTo(port, echoed);
-      awaitEchoes(echoed);
+      awaitEchoes(echoed, 10 * CHUNK.size());
       server.killHard();
       RdmaStreamException e = failure(client, Duration.ofSeconds(60));
       assertTrue(e.getMessage().contains(HOST + ":" + port), e.getMessage());
@@ -87,20 +101,16 @@ class PeerProcessFaultTest {
     awaitResources(rdma, start);
   }
 
-  /**
-   * A gentle stream: the server keeps up even on a busy machine, so credits are always there and
-   * the next write after a SIGSTOP goes out and meets the stopped peer (a sender left without
-   * credits has nothing in flight to time out, and waits as a Tcp sender would).
-   */
+  /** A gentle stream, which the server keeps up with even on a busy machine. */
   private static CompletionStage<Done> streamTo(int port, AtomicLong echoed) {
     return Source.repeat(CHUNK).throttle(100, Duration.ofSeconds(1))
         .via(rdma.outgoingConnection(HOST, port))
         .runWith(Sink.foreach(b -> echoed.addAndGet(b.size())), system);
   }
 
-  private static void awaitEchoes(AtomicLong echoed) throws InterruptedException {
+  private static void awaitEchoes(AtomicLong echoed, long bytes) throws InterruptedException {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-    while (echoed.get() < 10 * CHUNK.size()) {
+    while (echoed.get() < bytes) {
       assertTrue(System.nanoTime() < deadline, "the echo never got going");
       Thread.sleep(10);
     }
