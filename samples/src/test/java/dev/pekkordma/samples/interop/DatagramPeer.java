@@ -59,6 +59,8 @@ public final class DatagramPeer {
   /** The global route header before every UD receive's data. */
   public static final int GRH = 40;
   private static final int SLOT = GRH + SIZE;
+  /** After a datagram of a burst, the rest come within this or not at all. */
+  static final Duration QUIET = Duration.ofSeconds(5);
 
   private DatagramPeer() {}
 
@@ -75,6 +77,13 @@ public final class DatagramPeer {
     PeerFailure(String message, CmEvent event) {
       super(message);
       this.event = event;
+    }
+  }
+
+  /** Some datagrams came and the rest did not: UD may drop one, as its name says. */
+  public static final class DatagramsLost extends RuntimeException {
+    DatagramsLost(String message) {
+      super(message);
     }
   }
 
@@ -139,12 +148,22 @@ public final class DatagramPeer {
       }
     }
 
-    /** The next {@code n} datagrams, each {@value #SIZE} bytes after the GRH. */
+    /**
+     * The next {@code n} datagrams, each {@value #SIZE} bytes after the GRH. The tools send
+     * theirs in one burst: {@link DatagramsLost} when the rest stay away for {@link #QUIET}
+     * after one came.
+     */
     List<Datagram> receive(int n, Duration timeout, PrintStream out) throws InterruptedException {
       List<Datagram> got = new ArrayList<>();
       long deadline = System.nanoTime() + timeout.toNanos();
+      long lastArrival = 0;
       while (got.size() < n) {
-        if (System.nanoTime() > deadline) {
+        long now = System.nanoTime();
+        if (!got.isEmpty() && now - lastArrival > QUIET.toNanos()) {
+          throw new DatagramsLost(got.size() + " of " + n + " datagrams, then none for "
+              + QUIET.toSeconds() + " s");
+        }
+        if (now > deadline) {
           throw new PeerFailure(got.size() + " of " + n + " datagrams within "
               + timeout.toSeconds() + " s", null);
         }
@@ -163,6 +182,7 @@ public final class DatagramPeer {
           buf.get(slot, grh, 0, GRH);
           buf.get(slot + GRH, data, 0, SIZE);
           got.add(new Datagram(wc.sourceQp(i), wc.immediate(i), grh, data));
+          lastArrival = System.nanoTime();
         }
         if (k == 0) Thread.sleep(1);
       }
