@@ -16,7 +16,8 @@ import org.slf4j.LoggerFactory;
 /**
  * What all CM ids of one software provider share: the TLS every link goes through, the bounds a
  * peer cannot push past, the active side's links, and the bounded pool of threads that read and
- * write links (two per link, from its TCP connect or accept to its end).
+ * write links (two per link, from its TCP connect or accept to its end; {@value #READY_THREADS}
+ * of them wait ready while the provider is open).
  */
 public final class CmResources {
   static final String MAX_CONNECTIONS = "pekko-rdma.cm.max-connections";
@@ -24,6 +25,13 @@ public final class CmResources {
   static final String CONNECT_TIMEOUT = "pekko-rdma.cm.connect-timeout";
   private static final Logger log = LoggerFactory.getLogger(CmResources.class);
   private static final AtomicInteger POOLS = new AtomicInteger();
+  /**
+   * Threads the pool keeps waiting: a link's each side (a reader and a writer) for one link this
+   * process opens and one it accepts. A new link then hands its work to threads that run,
+   * rather than start threads while its connect waits: on a busy machine a thread's start took
+   * up to 3 ms of a first connect's 7 to 10.
+   */
+  static final int READY_THREADS = 4;
 
   final SoftTls tls;
   final int maxPendingHandshakes;
@@ -51,12 +59,14 @@ public final class CmResources {
     String prefix = "soft-cm-pool-" + POOLS.incrementAndGet() + "-";
     AtomicInteger n = new AtomicInteger();
     // no queue: a link gets its threads (a reader and a writer) at once or is refused
-    threads = new ThreadPoolExecutor(0, 2 * maxConnections, 10, TimeUnit.SECONDS,
+    threads = new ThreadPoolExecutor(Math.min(READY_THREADS, 2 * maxConnections),
+        2 * maxConnections, 10, TimeUnit.SECONDS,
         new SynchronousQueue<>(), r -> {
           Thread t = new Thread(r, prefix + n.incrementAndGet());
           t.setDaemon(true);
           return t;
         });
+    threads.prestartAllCoreThreads();
   }
 
   /**
