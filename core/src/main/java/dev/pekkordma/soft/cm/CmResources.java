@@ -118,6 +118,11 @@ public final class CmResources {
     }
   }
 
+  /** The most threads the pool has had at once (for tests). */
+  int mostThreads() {
+    return threads.getLargestPoolSize();
+  }
+
   /** Why {@link #start} or {@link #openConversation} said no, naming the setting. */
   String refusal() {
     return threads.isShutdown() ? "the provider is closed"

@@ -50,6 +50,26 @@ class CmLinkTest extends CmFixture {
   }
 
   @Test
+  void aLinkRunsOnThreadsThatWaitedForIt() {
+    CmEventChannel server = channel();
+    CmEventChannel client = channel();
+    SoftCmId listener = (SoftCmId) listener(server);
+    CmResources resources = listener.resources;
+    assertEquals(CmResources.READY_THREADS, resources.mostThreads(), "started with the provider");
+    List<CmId> clients = new ArrayList<>();
+    List<CmId> accepted = new ArrayList<>();
+    connect(1, listener, client, server, clients, accepted, new HashSet<>());
+    // the link's reader and writer on each side: the four that waited, none started for them
+    assertEquals(CmResources.READY_THREADS, resources.mostThreads(), "threads in the pool");
+    clients.get(0).disconnect();
+    expect(client, CmEventType.DISCONNECTED);
+    expect(server, CmEventType.DISCONNECTED);
+    clients.get(0).close();
+    accepted.get(0).close();
+    listener.close();
+  }
+
+  @Test
   void theLinkOpensWithTheAddressAndClosesWithAnIdThatNeverConnects() throws Exception {
     CmEventChannel server = channel();
     CmEventChannel client = channel();
