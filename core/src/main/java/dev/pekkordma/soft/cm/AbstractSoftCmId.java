@@ -15,6 +15,10 @@ import dev.pekkordma.verbs.RdmaException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Future;
+import java.util.concurrent.ScheduledFuture;
 
 /**
  * What the software CM's ids of every port space share: the state under the id's monitor, the
@@ -32,6 +36,8 @@ abstract class AbstractSoftCmId implements SoftChannelId {
   CmState state = CmState.IDLE;
   /** Counts state changes: a deadline fires only if the id is still in the state that set it. */
   long phase;
+  /** What this phase scheduled (deadlines, resends): cancelled as it ends. */
+  private final List<ScheduledFuture<?>> phaseTasks = new ArrayList<>(2);
   /** The state an address query falls back to when it fails. */
   CmState beforeQuery;
   final CmDevice device = new CmDevice();
@@ -129,7 +135,7 @@ abstract class AbstractSoftCmId implements SoftChannelId {
     beforeQuery = state;
     setState(CmState.ADDR_QUERY);
     long query = phase;
-    channel.schedule(() -> deadline(query), timeout);
+    inThisPhase(() -> deadline(query), timeout);
     if (destination.isUnresolved()) { // a name lookup may block: not on the caller's thread
       CmChecks.daemon("soft-cm-resolve-" + destination.getPort(),
           () -> resolve(query, source, destination)).start();
@@ -248,6 +254,20 @@ abstract class AbstractSoftCmId implements SoftChannelId {
   void setState(CmState s) {
     state = s;
     phase++;
+    for (ScheduledFuture<?> task : phaseTasks) task.cancel(false);
+    phaseTasks.clear();
+  }
+
+  /**
+   * Runs {@code task} on the channel's thread after {@code delay} unless the state changes
+   * first. A deadline that was met is taken out of the timer rather than left to fire for
+   * nothing: ten thousand connects would leave tens of thousands, waking the channel's thread
+   * for seconds after the last of them.
+   */
+  void inThisPhase(Runnable task, Duration delay) {
+    phaseTasks.removeIf(Future::isDone); // a resend's earlier rounds
+    ScheduledFuture<?> scheduled = channel.schedule(task, delay);
+    if (scheduled != null) phaseTasks.add(scheduled);
   }
 
   /** An event with no private data. */

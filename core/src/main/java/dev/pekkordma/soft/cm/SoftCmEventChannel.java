@@ -147,6 +147,11 @@ public final class SoftCmEventChannel implements CmEventChannel {
     if (p != null) p.run();
   }
 
+  /** Deadlines and steps waiting in the timer, as a measure of what the channel holds. */
+  int scheduled() {
+    return timer.getQueue().size();
+  }
+
   /**
    * Runs {@code task} on the channel's thread after {@code delay}; dropped once it is closed
    * (then null is returned).

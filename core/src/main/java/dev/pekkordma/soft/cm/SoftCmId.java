@@ -191,7 +191,7 @@ public final class SoftCmId extends AbstractSoftCmId {
     setState(CmState.CONNECTING);
     resources.warnIfInTheClear(to.getAddress(), "connecting to " + CmSocket.describe(to));
     long attempt = phase;
-    channel.schedule(() -> deadline(attempt), support.connectTimeout());
+    inThisPhase(() -> deadline(attempt), support.connectTimeout());
     if (up) linkUp();
   }
 
@@ -281,7 +281,7 @@ public final class SoftCmId extends AbstractSoftCmId {
         local.getPort()));
     setState(CmState.ACCEPTING);
     long attempt = phase;
-    channel.schedule(() -> deadline(attempt), support.connectTimeout());
+    inThisPhase(() -> deadline(attempt), support.connectTimeout());
   }
 
   /** The passive side's RTU: the QP goes to RTS and we are connected. */
@@ -332,7 +332,7 @@ public final class SoftCmId extends AbstractSoftCmId {
     setState(CmState.DISCONNECTING);
     trySend(CmMessage.bare(CmMessage.Kind.DREQ));
     long attempt = phase;
-    channel.schedule(() -> deadline(attempt), support.connectTimeout());
+    inThisPhase(() -> deadline(attempt), support.connectTimeout());
   }
 
   void disconnected() {
@@ -340,7 +340,7 @@ public final class SoftCmId extends AbstractSoftCmId {
     CmQpSteps.flush(qp);
     post(CmEventType.DISCONNECTED, 0, null, null);
     long after = phase;
-    channel.schedule(() -> {
+    inThisPhase(() -> {
       synchronized (this) {
         if (phase == after) post(CmEventType.TIMEWAIT_EXIT, 0, null, null);
       }

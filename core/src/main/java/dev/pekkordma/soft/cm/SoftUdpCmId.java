@@ -243,7 +243,7 @@ final class SoftUdpCmId extends AbstractSoftCmId {
         + CmSocket.describe(remote));
     resources.warnDatagramsOutsideTls("a datagram id connects to " + CmSocket.describe(remote));
     long attempt = phase;
-    channel.schedule(() -> deadline(attempt), support.connectTimeout());
+    inThisPhase(() -> deadline(attempt), support.connectTimeout());
     sendRequest(attempt);
   }
 
@@ -253,7 +253,7 @@ final class SoftUdpCmId extends AbstractSoftCmId {
       portUnreachable();
       return;
     }
-    channel.schedule(() -> sendRequest(attempt), RESEND);
+    inThisPhase(() -> sendRequest(attempt), RESEND);
   }
 
   private synchronized void replied(SidrMessage m) {

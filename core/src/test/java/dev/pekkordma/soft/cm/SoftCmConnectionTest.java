@@ -113,6 +113,22 @@ class SoftCmConnectionTest extends CmFixture {
   }
 
   @Test
+  void deadlinesThatWereMetLeaveTheTimer() {
+    connect(0);
+    // the address, route, connect and accept deadlines were all met: none waits to fire late
+    assertEquals(0, ((SoftCmEventChannel) clientChannel).scheduled());
+    assertEquals(0, ((SoftCmEventChannel) serverChannel).scheduled());
+    client.id.disconnect();
+    expect(clientChannel, CmEventType.DISCONNECTED);
+    expect(serverChannel, CmEventType.DISCONNECTED);
+    expect(clientChannel, CmEventType.TIMEWAIT_EXIT);
+    expect(serverChannel, CmEventType.TIMEWAIT_EXIT);
+    assertEquals(0, ((SoftCmEventChannel) clientChannel).scheduled());
+    assertEquals(0, ((SoftCmEventChannel) serverChannel).scheduled());
+    closeAll();
+  }
+
+  @Test
   void connectsAcrossTwoProviders() {
     // two provider instances: two devices with their own GIDs, as two nodes would have
     try (RdmaProvider other = newProvider()) {
