@@ -39,7 +39,7 @@ public final class ScaleReport {
         + " island and the server's, message boundaries kept", inJvm, rdma, System.out);
     printAgainst("none", "no connection: the benchmark's client alone, its source and its fold;"
         + " no transport can be faster", none, rdma, System.out);
-    printCeiling(tcp, none, System.out);
+    printCeiling(tcp, none, inJvm, System.out);
     Path png = dir.resolve("scale.png");
     chart(Map.of("pekko-tcp", tcp, "rdma-streams", rdma, "tcp-framed", framed,
         "in-jvm (no transport)", inJvm, "none (the client alone)", none), png);
@@ -115,23 +115,31 @@ public final class ScaleReport {
   }
 
   /**
-   * Twice Tcp's echo rate against what the benchmark's client alone achieves: where it is more,
-   * no transport can show twice Tcp's rate in this benchmark.
+   * Twice Tcp's echo rate against what the benchmark's client alone achieves (where it is more,
+   * no transport can show twice Tcp's rate in this benchmark) and against {@code in-jvm}, Pekko's
+   * own passing of elements between actors, boundaries kept (where it is more, no transport that
+   * keeps boundaries and hands its elements on through Pekko Streams can).
    */
   static void printCeiling(Map<Integer, ScaleBench.Result> tcp,
-      Map<Integer, ScaleBench.Result> none, PrintStream out) {
+      Map<Integer, ScaleBench.Result> none, Map<Integer, ScaleBench.Result> inJvm,
+      PrintStream out) {
     if (none.isEmpty()) return;
-    out.println("Twice Tcp's echo rate against the client alone (x: the client's rate over twice"
-        + " Tcp's; below 1, twice Tcp's is out of reach of any transport here)");
-    out.println(String.format("%7s %14s %14s %8s", "N", "2 x tcp", "msg/s none", "x"));
+    out.println("Twice Tcp's echo rate against the client alone and against in-jvm (x: their"
+        + " rate over twice Tcp's; below 1, twice Tcp's is out of reach of any transport here, or"
+        + " of any that keeps boundaries)");
+    out.println(String.format("%7s %14s %14s %8s %14s %8s", "N", "2 x tcp", "msg/s none", "x",
+        "msg/s in-jvm", "x"));
     for (int n : union(tcp, none)) {
       ScaleBench.Result t = tcp.get(n);
       ScaleBench.Result c = none.get(n);
+      ScaleBench.Result j = inJvm.get(n);
       double twice = t == null ? 0 : 2 * t.echoRate();
-      out.println(String.format("%7d %14s %14s %8s", n,
+      out.println(String.format("%7d %14s %14s %8s %14s %8s", n,
           t == null ? "-" : String.format("%.0f", twice),
           c == null ? "-" : String.format("%.0f", c.echoRate()),
-          ratio(c == null ? 0 : c.echoRate(), twice)));
+          ratio(c == null ? 0 : c.echoRate(), twice),
+          j == null ? "-" : String.format("%.0f", j.echoRate()),
+          ratio(j == null ? 0 : j.echoRate(), twice)));
     }
   }
 

@@ -70,11 +70,16 @@ class ScaleBenchTest {
     none.put(1, result("none", 1, 4_000_000));
     tcp.put(100, result("pekko-tcp", 100, 2_500_000));
     none.put(100, result("none", 100, 4_000_000));
+    Map<Integer, ScaleBench.Result> inJvm = new TreeMap<>();
+    inJvm.put(1, result("in-jvm", 1, 1_500_000));
     ByteArrayOutputStream out = new ByteArrayOutputStream();
-    ScaleReport.printCeiling(tcp, none, new PrintStream(out, true, StandardCharsets.UTF_8));
+    ScaleReport.printCeiling(tcp, none, inJvm,
+        new PrintStream(out, true, StandardCharsets.UTF_8));
     String printed = out.toString(StandardCharsets.UTF_8);
-    assertTrue(printed.matches("(?s).*\\n\\s+1\\s+2000000\\s+4000000\\s+2\\.00\\n.*"), printed);
-    assertTrue(printed.matches("(?s).*\\n\\s+100\\s+5000000\\s+4000000\\s+0\\.80\\n.*"), printed);
+    assertTrue(printed.matches(
+        "(?s).*\\n\\s+1\\s+2000000\\s+4000000\\s+2\\.00\\s+1500000\\s+0\\.75\\n.*"), printed);
+    assertTrue(printed.matches("(?s).*\\n\\s+100\\s+5000000\\s+4000000\\s+0\\.80\\s+-\\s+-\\n.*"),
+        printed);
   }
 
   private static ScaleBench.Result result(String transport, int n, double rate) {
