@@ -71,10 +71,10 @@ public final class ScaleBench implements Callable<Integer> {
           + " connects' own times, the pauses left out (default: ${DEFAULT-VALUE}).")
   int connectPauseMillis;
 
-  @Option(names = "--messages", defaultValue = "5000000",
+  @Option(names = "--messages", defaultValue = "20000000",
       description = "Messages echoed in all per N, spread over the connections, at least one"
           + " each; enough that at N = 10,000 the rate is the connections' steady one, not"
-          + " their first messages' (default: ${DEFAULT-VALUE}).")
+          + " their first and last messages' (default: ${DEFAULT-VALUE}).")
   int messages;
 
   @Option(names = "--warmup-messages", defaultValue = "1000000",
