@@ -27,7 +27,10 @@ final class CmLink {
   private static final Logger log = LoggerFactory.getLogger(CmLink.class);
   /** Frames waiting for a peer that does not read: more, and the link is cut. */
   static final int MAX_QUEUED = 1 << 20;
-  /** At most this much waiting is written by the thread that opened the link. */
+  /**
+   * At most this much of a link's first frames is written by the thread that sends them, not
+   * handed to the writer's: a fresh socket takes that much without blocking, whatever the peer.
+   */
   private static final int FIRST_FRAMES = 4096;
 
   /** One conversation's side of the link; called on the reading thread, no lock of the link held. */
@@ -73,7 +76,10 @@ final class CmLink {
   private long queued;
   private boolean closing; // no conversation left: written out, then the link ends
   private boolean gone;
+  private boolean writing; // one thread at a time writes the socket
+  private int writtenDirectly; // bytes of the first frames written by their senders
   private volatile CmSocket socket;
+  private IOException brokenFirst; // the passive side's first REQ, taken on another thread
 
   private CmLink(String peer, boolean active, Requests requests, CmResources resources) {
     this.peer = peer;
@@ -110,13 +116,16 @@ final class CmLink {
    * order (the passive side refuses one that does not go up); returns the number.
    */
   int request(Conversation c, CmMessage req) {
+    int n;
+    byte[] now;
     synchronized (outbox) {
-      int n = numbers.incrementAndGet();
+      n = numbers.incrementAndGet();
       conversations.put(n, c);
       waiting.remove(c);
-      enqueue(req.encode(n));
-      return n;
+      now = queueOrTake(req.encode(n));
     }
+    if (now != null) writeNow(now);
+    return n;
   }
 
   /** A passive link's new conversation, under the number the peer's REQ gave it. */
@@ -143,9 +152,45 @@ final class CmLink {
 
   /** Queues {@code m} for the peer; a link that is gone drops it (its loss is reported). */
   void send(int conversation, CmMessage m) {
-    byte[] frame = m.encode(conversation);
+    byte[] now;
     synchronized (outbox) {
-      enqueue(frame);
+      now = queueOrTake(m.encode(conversation));
+    }
+    if (now != null) writeNow(now);
+  }
+
+  /**
+   * Under the outbox's lock: {@code frame} back when the sender may write it itself (one of the
+   * link's first frames, nothing waiting before it, nobody writing), else null, queued.
+   */
+  private byte[] queueOrTake(byte[] frame) {
+    // an interrupted thread would close the socket under the link (a channel's, when active)
+    if (socket != null && !gone && !closing && !writing && outbox.isEmpty()
+        && writtenDirectly + frame.length <= FIRST_FRAMES
+        && !Thread.currentThread().isInterrupted()) {
+      writing = true;
+      writtenDirectly += frame.length;
+      return frame;
+    }
+    enqueue(frame);
+    return null;
+  }
+
+  /** Writes what {@link #queueOrTake} gave this thread, saving a hand-off to the writer. */
+  private void writeNow(byte[] frame) {
+    try {
+      socket.write(frame, true);
+    } catch (IOException e) {
+      socket.close(); // the reader reports it
+    } finally {
+      doneWriting();
+    }
+  }
+
+  private void doneWriting() {
+    synchronized (outbox) {
+      writing = false;
+      outbox.notifyAll();
     }
   }
 
@@ -198,32 +243,49 @@ final class CmLink {
     if (s != null) s.reset();
   }
 
-  /** The active side's opening, on a thread of its own that then reads the link. */
-  void runActive(java.net.Socket raw, InetSocketAddress to, Runnable opened, Runnable ended) {
-    CmSocket c;
+  /**
+   * Takes the dialled socket as the link's at once when its connect has finished already and
+   * there is no TLS handshake to run: true when the link is up now.
+   */
+  boolean openNow(CmDial dial) {
+    if (!dial.connected() || resources.tls.enabled()) return false;
     try {
-      raw.connect(to, CmChecks.millis(resources.connectTimeout));
-      raw.setTcpNoDelay(true);
+      socket = CmSocket.over(dial.finish(0));
+      return true;
     } catch (IOException e) {
-      failOpening(new OpenFailed(e, false), ended);
-      CmSocket.closeQuietly(raw);
-      return;
+      return false; // the link's thread meets it again and reports it
     }
-    try {
-      c = CmSocket.over(resources.tls.client(raw, "CM peer " + peer));
-    } catch (IOException e) {
-      log.warn("soft CM: connecting to {} failed: {}", peer, e.getMessage());
-      failOpening(new OpenFailed(e, true), ended);
-      return;
+  }
+
+  /**
+   * The active side's opening, on a thread of its own that then reads the link: what {@link
+   * #openNow} left, the connect and the TLS handshake.
+   */
+  void runActive(CmDial dial, Runnable opened, Runnable ended) {
+    if (socket == null) {
+      java.net.Socket raw;
+      try {
+        raw = dial.finish(CmChecks.millis(resources.connectTimeout));
+      } catch (IOException e) {
+        failOpening(new OpenFailed(e, false), ended);
+        dial.close();
+        return;
+      }
+      try {
+        socket = CmSocket.over(resources.tls.client(raw, "CM peer " + peer));
+      } catch (IOException e) {
+        log.warn("soft CM: connecting to {} failed: {}", peer, e.getMessage());
+        failOpening(new OpenFailed(e, true), ended);
+        return;
+      }
+      boundTheWait(); // closed while it opened
+      opened.run();
     }
-    socket = c;
-    boundTheWait(); // closed while it opened
-    opened.run();
     for (Conversation w : new ArrayList<>(waiting)) w.linkUp();
     writeFirstFrames();
     if (!resources.startWriter("soft-cm-write-" + peer, this::writeLoop)) {
       failOpening(new OpenFailed(new IOException(resources.refusal()), false), ended);
-      c.close();
+      socket.close();
       return;
     }
     readLoop(null, () -> { }, ended);
@@ -237,15 +299,18 @@ final class CmLink {
   private void writeFirstFrames() {
     List<byte[]> batch;
     synchronized (outbox) {
-      if (gone || queued > FIRST_FRAMES) return;
+      if (gone || writing || outbox.isEmpty() || queued > FIRST_FRAMES) return;
       batch = new ArrayList<>(outbox);
       outbox.clear();
       queued = 0;
+      writing = true;
     }
     try {
       for (int i = 0; i < batch.size(); i++) socket.write(batch.get(i), i == batch.size() - 1);
     } catch (IOException e) {
       socket.close(); // the reader reports it
+    } finally {
+      doneWriting();
     }
   }
 
@@ -264,6 +329,38 @@ final class CmLink {
    */
   void runPassive(CmMessage.Framed first) {
     readLoop(first, this::startPassiveWriter, () -> { });
+  }
+
+  /**
+   * The passive side, its first REQ read on the listener's thread already, which hands it to the
+   * listening id now ({@link #readOn} reads the rest, on a thread of its own).
+   */
+  void takeFirst(CmMessage.Framed first) {
+    try {
+      dispatch(first);
+    } catch (ProtocolException e) {
+      brokenFirst = e;
+      return;
+    } catch (RuntimeException e) {
+      log.error("soft CM: taking the first request from {} failed", peer, e);
+      brokenFirst = new IOException(e.toString(), e);
+      return;
+    }
+    startPassiveWriter();
+  }
+
+  /** After {@link #takeFirst}: the link is read until it ends. */
+  void readOn() {
+    if (brokenFirst != null) {
+      end(brokenFirst, () -> { });
+    } else {
+      readLoop(null, () -> { }, () -> { });
+    }
+  }
+
+  /** Ends a link no thread will read: its conversations have lost it. */
+  void abandon(IOException why) {
+    end(why, () -> { });
   }
 
   /** Once the first REQ is on its way to the listening id: its answer waits for this writer. */
@@ -288,6 +385,12 @@ final class CmLink {
       log.error("soft CM: reading the link from {} failed", peer, e);
       why = new IOException(e.toString(), e);
     }
+    end(why, ended);
+  }
+
+  /** The link is read no more, for {@code why}: it closes, and its conversations have lost it. */
+  private void end(IOException why, Runnable ended) {
+    CmSocket c = socket;
     if (closedQuietly()) {
       // closed by us after the last conversation: what the peer still sent matters to nobody
     } else if (why instanceof ProtocolException) {
@@ -347,14 +450,19 @@ final class CmLink {
     try {
       while (true) {
         synchronized (outbox) {
-          while (outbox.isEmpty() && !closing && !gone) outbox.wait();
+          while ((writing || outbox.isEmpty() && !closing) && !gone) outbox.wait();
           if (gone || outbox.isEmpty()) break; // broken, or closing with everything written
           batch.addAll(outbox);
           outbox.clear();
           queued = 0;
+          writing = true;
         }
-        for (int i = 0; i < batch.size(); i++) {
-          socket.write(batch.get(i), i == batch.size() - 1);
+        try {
+          for (int i = 0; i < batch.size(); i++) {
+            socket.write(batch.get(i), i == batch.size() - 1);
+          }
+        } finally {
+          doneWriting();
         }
         batch.clear();
       }

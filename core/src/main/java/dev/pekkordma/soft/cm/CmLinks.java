@@ -4,7 +4,6 @@ import dev.pekkordma.verbs.RdmaException;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.util.HashMap;
 import java.util.Map;
 
@@ -35,23 +34,23 @@ final class CmLinks {
     CmLink link = links.get(key);
     if (link == null || !link.usable()) {
       link = CmLink.active(remote, resources);
-      Socket raw = new Socket();
+      CmDial dial;
       try {
-        raw.bind(new InetSocketAddress(local, 0));
+        dial = CmDial.begin(local, remote);
       } catch (IOException e) {
-        CmSocket.closeQuietly(raw);
         throw new RdmaException("rdma_connect", RdmaException.EADDRNOTAVAIL, "cannot open a CM"
             + " link from " + local.getHostAddress() + ": " + e.getMessage(), e);
       }
       CmLink opening = link;
-      if (!resources.start("soft-cm-link-" + opening.peer, () -> opening.runActive(raw, remote,
+      boolean upNow = opening.openNow(dial);
+      if (!resources.start("soft-cm-link-" + opening.peer, () -> opening.runActive(dial,
           () -> opened(opening), () -> ended(key, opening)))) {
-        CmSocket.closeQuietly(raw);
+        dial.close();
         throw new RdmaException("rdma_connect", RdmaException.EAGAIN, "cannot connect to "
             + CmSocket.describe(remote) + ": " + resources.refusal());
       }
       links.put(key, link);
-      up.put(link, false);
+      up.put(link, upNow);
     }
     link.join(c);
     return new Joined(link, up.get(link));

@@ -118,8 +118,25 @@ final class CmListener {
       return;
     }
     handshaking.add(s);
-    if (!resources.start("soft-cm-link-" + server.getLocalPort() + "-" + s.getPort(),
-        () -> serve(s, peer))) {
+    String name = "soft-cm-link-" + server.getLocalPort() + "-" + s.getPort();
+    CmSocket plain = null;
+    if (!resources.tls.enabled()) {
+      try {
+        s.setTcpNoDelay(true);
+        plain = CmSocket.over(s);
+        if (plain.frameArrived()) { // as it usually has: no hand-off to read it
+          serveArrived(plain, peer, name);
+          return;
+        }
+      } catch (IOException e) {
+        handshaking.remove(s);
+        pending.decrementAndGet();
+        refuse(s, peer, e.getMessage());
+        return;
+      }
+    }
+    CmSocket opened = plain;
+    if (!resources.start(name, () -> serve(s, peer, opened))) {
       handshaking.remove(s);
       pending.decrementAndGet();
       refuse(s, peer, resources.refusal());
@@ -131,8 +148,40 @@ final class CmListener {
     closeQuietly(s);
   }
 
-  /** A new connection's first steps: TLS, then its REQ, within the connect timeout. */
-  private void serve(Socket raw, String peer) {
+  /** A connection whose REQ (no TLS) has come with it: taken on the listener's thread. */
+  private void serveArrived(CmSocket c, String peer, String name) {
+    CmMessage.Framed req;
+    try {
+      req = firstRequest(c);
+    } catch (IOException e) {
+      refuse(c.socket, peer, e instanceof EOFException
+          ? "the peer closed the connection before its REQ" : e.getMessage());
+      return;
+    } finally {
+      handshaking.remove(c.socket);
+      pending.decrementAndGet();
+    }
+    CmLink link = CmLink.passive(c, this::request, resources);
+    if (!resources.start(name, () -> link.takeFirst(req), link::readOn)) {
+      log.warn("soft CM listener {}: refused connection from {}: {}", address, peer,
+          resources.refusal());
+      link.abandon(new IOException(resources.refusal()));
+    }
+  }
+
+  private static CmMessage.Framed firstRequest(CmSocket c) throws IOException {
+    CmMessage.Framed req = c.read();
+    if (req.message().kind() != CmMessage.Kind.REQ) {
+      throw new ProtocolException("expected REQ, got " + req.message().kind());
+    }
+    return req;
+  }
+
+  /**
+   * A new connection's first steps: TLS (or {@code plain}'s framing, begun), then its REQ,
+   * within the connect timeout.
+   */
+  private void serve(Socket raw, String peer, CmSocket plain) {
     Duration limit = resources.connectTimeout.plus(resources.tls.handshakeTimeout());
     // a read timeout alone would let a peer trickling a byte at a time stay for ever; whoever
     // decides first (the deadline or the reading thread) logs and closes, once
@@ -148,15 +197,12 @@ final class CmListener {
     try {
       raw.setTcpNoDelay(true);
       raw.setSoTimeout(CmChecks.millis(limit.multipliedBy(2))); // in case the channel closed
-      c = CmSocket.over(resources.tls.server(raw, "CM peer " + peer));
+      c = plain != null ? plain : CmSocket.over(resources.tls.server(raw, "CM peer " + peer));
       if (resources.tls.enabled() && log.isDebugEnabled()) {
         log.debug("soft CM listener {}: TLS connection from {} presenting {}", address, peer,
             SoftTls.peerIdentity(c.socket));
       }
-      req = c.read();
-      if (req.message().kind() != CmMessage.Kind.REQ) {
-        throw new ProtocolException("expected REQ, got " + req.message().kind());
-      }
+      req = firstRequest(c);
       if (!decided.compareAndSet(false, true)) throw new EOFException("closed by the deadline");
       raw.setSoTimeout(0);
     } catch (IOException e) {

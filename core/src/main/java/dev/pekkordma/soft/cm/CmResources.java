@@ -75,9 +75,20 @@ public final class CmResources {
    * see {@link #refusal}.
    */
   boolean start(String name, Runnable body) {
+    return start(name, () -> { }, body);
+  }
+
+  /** As {@link #start(String, Runnable)}, running {@code now} on this thread once counted. */
+  boolean start(String name, Runnable now, Runnable body) {
     if (links.incrementAndGet() > maxConnections) {
       links.decrementAndGet();
       return false;
+    }
+    try {
+      now.run();
+    } catch (RuntimeException | Error e) {
+      links.decrementAndGet();
+      throw e;
     }
     if (run(name, () -> {
       try {

@@ -17,13 +17,15 @@ final class CmSocket implements AutoCloseable {
   final Socket socket;
   /** The peer as logs name it: {@code host:port}. */
   final String peer;
+  private final BufferedInputStream buffered;
   private final DataInputStream in;
   private final DataOutputStream out;
 
   private CmSocket(Socket socket) throws IOException {
     this.socket = socket;
     this.peer = describe(socket);
-    in = new DataInputStream(new BufferedInputStream(socket.getInputStream(), 8192));
+    buffered = new BufferedInputStream(socket.getInputStream(), 8192);
+    in = new DataInputStream(buffered);
     out = new DataOutputStream(new BufferedOutputStream(socket.getOutputStream(), 8192));
   }
 
@@ -40,6 +42,19 @@ final class CmSocket implements AutoCloseable {
   /** Reads one frame: EOFException at a clean end, ProtocolException for anything malformed. */
   CmMessage.Framed read() throws IOException {
     return CmMessage.readFrom(in);
+  }
+
+  /**
+   * Whether {@link #read} would return or fail without blocking: a whole frame has come, or a
+   * length no frame may have.
+   */
+  boolean frameArrived() throws IOException {
+    int available = buffered.available();
+    if (available < 4) return false;
+    buffered.mark(4);
+    int length = in.readInt();
+    buffered.reset();
+    return length < CmMessage.HEADER || length > CmMessage.MAX_FRAME || available - 4 >= length;
   }
 
   /** Writes frames made by {@link CmMessage#encode}; {@code flush} sends them. */
