@@ -8,9 +8,17 @@ import java.net.DatagramSocket;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
+import java.util.concurrent.ConcurrentLinkedDeque;
 
 /** Where a destination is, and the local address the kernel's routes reach it from. */
 record CmRoute(InetSocketAddress target, InetAddress source) {
+  /**
+   * Unbound probes, kept for the next lookup: a connect looks the route up afresh each time, and
+   * a new socket cost several times the lookup.
+   */
+  private static final ConcurrentLinkedDeque<DatagramSocket> PROBES = new ConcurrentLinkedDeque<>();
+  private static final int MAX_PROBES = 4;
+
   /** No route: {@code errno} is what the ADDR_ERROR event carries, negated. */
   static final class Unreachable extends Exception {
     final int errno;
@@ -33,12 +41,23 @@ record CmRoute(InetSocketAddress target, InetAddress source) {
       throw new Unreachable(EHOSTUNREACH);
     }
     // connecting a datagram socket picks the route and source address; it sends nothing
-    try (DatagramSocket probe = from == null || from.isAnyLocalAddress() ? new DatagramSocket()
-        : new DatagramSocket(new InetSocketAddress(from, 0))) {
+    boolean any = from == null || from.isAnyLocalAddress();
+    DatagramSocket probe = any ? PROBES.pollFirst() : null;
+    try {
+      if (probe == null) {
+        probe = any ? new DatagramSocket() : new DatagramSocket(new InetSocketAddress(from, 0));
+      }
       probe.connect(target);
-      return new CmRoute(target, probe.getLocalAddress());
+      CmRoute route = new CmRoute(target, probe.getLocalAddress());
+      if (any) {
+        probe.disconnect(); // unbinds the source address it took: the next connect picks again
+        if (PROBES.size() < MAX_PROBES && PROBES.offerFirst(probe)) probe = null;
+      }
+      return route;
     } catch (IOException | RuntimeException e) {
       throw new Unreachable(ENETUNREACH);
+    } finally {
+      if (probe != null) probe.close();
     }
   }
 }

@@ -48,8 +48,8 @@ class CmDialTest {
 
   @Test
   void aLocalAddressThisHostDoesNotHaveFailsAtOnce() throws IOException {
-    // TEST-NET-1: no interface of a test machine holds it
-    InetAddress foreign = InetAddress.getByAddress(new byte[] {(byte) 192, 0, 2, 77});
+    // TEST-NET-3: no interface of a test machine holds it
+    InetAddress foreign = InetAddress.getByAddress(new byte[] {(byte) 203, 0, (byte) 113, 77});
     assertThrows(IOException.class, () -> CmDial.begin(foreign, new InetSocketAddress(LOOPBACK, 9)));
   }
 }
