@@ -21,7 +21,11 @@ import org.slf4j.LoggerFactory;
  *
  * <p>One thread reads and hands each frame to its conversation; one writes what the ids queue, so
  * an id never waits on a peer: a peer that lets more than {@value #MAX_QUEUED} bytes wait unread
- * is cut off. When the link breaks, every conversation on it has lost its peer.
+ * is cut off. The link's first {@value #FIRST_FRAMES} bytes of frames are the exception: their
+ * senders write them, as a fresh socket takes that much whatever the peer does, so that a new
+ * link's first connection does not wait for the writer's thread to wake (each such hand-off costs
+ * up to milliseconds on a busy machine). When the link breaks, every conversation on it has lost
+ * its peer.
  */
 final class CmLink {
   private static final Logger log = LoggerFactory.getLogger(CmLink.class);
