@@ -163,8 +163,7 @@ final class CmListener {
     }
     CmLink link = CmLink.passive(c, this::request, resources);
     if (!resources.start(name, () -> link.takeFirst(req), link::readOn)) {
-      log.warn("soft CM listener {}: refused connection from {}: {}", address, peer,
-          resources.refusal());
+      refuse(c.socket, peer, resources.refusal());
       link.abandon(new IOException(resources.refusal()));
     }
   }
