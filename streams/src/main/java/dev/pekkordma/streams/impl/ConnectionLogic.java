@@ -285,6 +285,10 @@ final class ConnectionLogic extends TimerGraphStageLogic {
           return;
         default:
           if (phase != Phase.RUNNING) {
+            // what the peer sent may have broken the QP first (an RTU then finds it in error):
+            // its completion, when it waits, names the cause better than the CM's event
+            drainCq();
+            if (stopped()) return;
             fail(failure(doing() + CompletionFailure.cmEvent(e) + CompletionFailure.fromLocal(
                 e.type(), role instanceof ConnectionStage.Role.Outgoing o ? o.local() : null)));
           }
