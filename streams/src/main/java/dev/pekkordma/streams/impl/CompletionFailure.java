@@ -27,6 +27,11 @@ final class CompletionFailure {
    * An address error when the connection was to go out from {@code local} names it (null: none
    * was given): most likely an address of no RDMA device.
    */
+  /** A CM event that ends a connect or an accept, from {@code local} (null when passive). */
+  static String connecting(CmEvent e, java.net.InetSocketAddress local) {
+    return cmEvent(e) + fromLocal(e.type(), local);
+  }
+
   static String fromLocal(CmEventType t, java.net.InetSocketAddress local) {
     return t != CmEventType.ADDR_ERROR || local == null ? "" : " from the local address "
         + dev.pekkordma.streams.RdmaStreamException.format(local)

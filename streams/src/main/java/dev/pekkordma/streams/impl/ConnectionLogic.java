@@ -170,10 +170,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
         : new RdmaStreamException("RDMA connection to", remote, reason);
   }
 
-  /**
-   * The peer, or where a listener awaits the one client: once bound, with the port that port 0
-   * picked.
-   */
+  /** The peer, or where a listener awaits its one client (once bound, with the port picked). */
   private InetSocketAddress peer() {
     return remote != null ? remote
         : bound != null ? bound : ((ConnectionStage.Role.ListenOnce) role).address();
@@ -285,12 +282,9 @@ final class ConnectionLogic extends TimerGraphStageLogic {
           return;
         default:
           if (phase != Phase.RUNNING) {
-            // what the peer sent may have broken the QP first (an RTU then finds it in error):
-            // its completion, when it waits, names the cause better than the CM's event
-            drainCq();
-            if (stopped()) return;
-            fail(failure(doing() + CompletionFailure.cmEvent(e) + CompletionFailure.fromLocal(
-                e.type(), role instanceof ConnectionStage.Role.Outgoing o ? o.local() : null)));
+            drainCq(); // a QP the peer broke first: its completion says so better than the CM
+            if (!stopped()) fail(failure(doing() + CompletionFailure.connecting(e,
+                role instanceof ConnectionStage.Role.Outgoing o ? o.local() : null)));
           }
       }
     } catch (RuntimeException ex) {
