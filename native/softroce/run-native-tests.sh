@@ -69,11 +69,11 @@ modules=native,runtime,actors,streams
 link_modules=cluster
 
 # everything the VM's offline run needs: our modules (core's test-jar: the suite) in $repo, and
-# the test plugins resolved by a host run of the same goals that does nothing
+# each module's test class path in its target/test-classpath.txt
 say "host: mvn install -DskipTests ($modules and what they need) into $repo"
 mvn -q "${mvnflags[@]}" -pl $modules,$link_modules,samples -am install -DskipTests
-mvn -q "${mvnflags[@]}" -pl $modules,$link_modules,samples test -Dpekko-rdma.conformance=true -Dtest=NoSuchTest \
-  -Dsurefire.failIfNoSpecifiedTests=false
+mvn -q "${mvnflags[@]}" -pl $modules,$link_modules,samples dependency:build-classpath \
+  -Dmdep.includeScope=test -Dmdep.outputFile=target/test-classpath.txt
 # Each attempt boots the VM and runs the steps not yet finished (vm-test-steps.sh); the state
 # and the reports of all attempts live under native/target/softroce.
 out=$root/native/target/softroce
@@ -122,23 +122,28 @@ for attempt in 1 2 3; do
 done
 took=$(( $(date +%s) - start ))
 cat "$out"/vm-attempt*.log >"$out/vm.log" 2>/dev/null || true
-for d in "$out"/reports/*/; do
-  for f in "$d"*-output.txt; do
-    [[ -e $f ]] && { echo "---- ${f#"$out/reports/"}"; grep -E '^\[(conformance|native|interop|actors|streams|faults)\]' "$f" || true; }
-  done
+for f in "$out"/reports/*/output.txt; do
+  [[ -e $f ]] || continue
+  echo "---- ${f#"$out/reports/"}"
+  grep -E '^\[(conformance|native|interop|actors|streams|faults)\]' "$f" || true
 done
-echo "---- summary (step: test class: result)"
-for d in "$out"/reports/*/; do
-  for f in "$d"*.txt; do
-    [[ -e $f && $f != *-output.txt && $f != */threads-* ]] && { printf '%s: %s: ' "$(basename "$d")" "$(basename "$f" .txt)"; grep -h '^Tests run' "$f"; }
-  done
-done
+echo "---- summary: each test class's result"
+grep -E '^\[tests\] .* (passed|FAILED) in ' "$out/vm.log" || true
 echo "---- steps (name: exit status, seconds)"
-for f in "$out"/state/*.rc; do
-  [[ -e $f ]] && { n=$(basename "$f" .rc); echo "$n: exit $(cat "$f"), $(cat "$out/state/$n.seconds" 2>/dev/null || echo '?') s"; }
-done
+while read -r n _; do
+  if [[ -s $out/state/$n.rc ]]; then
+    echo "$n: exit $(cat "$out/state/$n.rc"), $(cat "$out/state/$n.seconds" 2>/dev/null || echo '?') s"
+  else
+    echo "$n: NOT RUN"
+  fi
+done < <(bash "$steps" --plan "${only[@]}")
 # what went wrong, where the end of the log shows it: failures, crashes, leaks, deadlines
-grep -E '^(run-native-tests: |vm: |\[tests\] .*(FAILED|TIMED OUT|ABORTED|still running)|\[ERROR\] (Tests run|Failures|Errors|  [A-Za-z]))' "$out/vm.log" \
-  | grep -v '^\[ERROR\] Tests run:.*Failures: 0, Errors: 0' | grep -v 'step .* started\|not run again' | tail -60 || true
+echo "---- what went wrong"
+grep -E '^(run-native-tests: |vm: |\[tests\] .*(FAILED|TIMED OUT|still running|for [0-9]+ s))' "$out/vm.log" \
+  | grep -v 'step .* started\|not run again\|ended: exit 0 ' | tail -60 || true
+for f in "$out"/reports/*/output.txt; do
+  [[ -e $f ]] && grep -q -E '^\[ +[1-9][0-9]* tests failed +\]' "$f" &&
+    { echo "---- ${f#"$out/reports/"}: failures"; sed -n '/^Failures (/,/^Test run finished/p' "$f" | head -80; }
+done
 say "the VM part took ${took} s and exited $rc; its log, reports and thread dumps are in $out"
 exit $rc

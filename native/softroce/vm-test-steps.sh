@@ -8,7 +8,7 @@
 #   - has a deadline, three times its usual length (at least ten minutes): shortly before it,
 #     every JVM's threads go to REPORTS/NAME/threads-PID.txt, then the step is killed and counts
 #     as failed;
-#   - leaves its surefire reports in REPORTS/NAME.
+#   - leaves its reports in REPORTS/NAME: its JVM's output (output.txt) and JUnit's XML.
 #
 #   vm-test-steps.sh --repo LOCAL_REPO --state DIR --reports DIR [--only NAME,...] [extra mvn args]
 #   vm-test-steps.sh --plan [--state DIR] [--only NAME,...]
@@ -40,10 +40,19 @@ say() { echo "run-native-tests: $*"; }
 # on one vCPU (taskset: its threads then never race its own code patching), with C1 only (no
 # tier-up: far fewer methods made not entrant, the patch that crashed) and the serial collector
 # (one crash was in G1's concurrent refinement).
-jvm="-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
-export MAVEN_OPTS="${MAVEN_OPTS:-} $jvm"
-mvn_common=(-o -q -B -Dmaven.repo.local="$repo" -DargLine="$jvm"
-  -Dpekko-rdma.test.progress=/dev/console)
+jvm=(-XX:+UseSerialGC -XX:TieredStopAtLevel=1)
+# No Maven in here: each step is one JVM that runs JUnit's console launcher on the module's test
+# class path, which the host wrote (target/test-classpath.txt; run-native-tests.sh). Maven's own
+# start, its project model and its plugins took two to three minutes a step under emulation.
+# Each test and lifecycle method has a deadline and a thread of its own, as in the build (the
+# root pom's Surefire configuration), longer here for the emulation.
+launcher=(org.junit.platform.console.ConsoleLauncher execute --disable-banner --details=summary
+  --disable-ansi-colors --fail-if-no-tests
+  --config=junit.jupiter.execution.timeout.default=10m
+  --config=junit.jupiter.execution.timeout.thread.mode.default=SEPARATE_THREAD)
+test_props=(-Dpekko-rdma.test.progress=/dev/console)
+# Surefire's default includes: Test*, *Test, *Tests, *TestCase, no nested classes
+tests_of_module=(--include-classname='^(.*\.)?(Test[^.$]*|[^.$]*Test|[^.$]*Tests|[^.$]*TestCase)$')
 props=(-Dpekko-rdma.provider=native -Dpekko-rdma.conformance=true
   -Dpekko-rdma.test.device=rxe_lo -Dpekko-rdma.test.gid-index=1
   -Dpekko-rdma.test.cm-address=192.0.2.1)
@@ -54,8 +63,8 @@ link_props=(-Dpekko-rdma.provider=native -Dpekko-rdma.conformance=true
   -Dpekko-rdma.test.link-script="$link")
 
 crashed=0
-# A command run again, at most twice, when a JVM crashed in it (an hs_err file; Maven's own
-# lands in the root); a test that fails is not.
+# A command run again, at most twice, when a JVM crashed in it (an hs_err file, in the folder it
+# ran in); a test that fails is not.
 run() {
   local attempt crashes f
   for attempt in 1 2 3; do
@@ -67,7 +76,7 @@ run() {
       crashed=$((crashed + 1))
       say "a JVM crashed in the VM ($f):"
       grep -m3 -E "^# (SIGSEGV|SIGBUS|SIGILL|Problematic|J |V |C )" "$f"
-      mv "$f" native/target/
+      mv "$f" "$reports/"
     done
     [[ $attempt == 3 ]] && return 1
     say "running it again: ${*:1:8} ..."
@@ -112,16 +121,23 @@ step() {
   sync "$state/current"
   say "step $name started ($module; deadline ${limit} s)"
   start=$(date +%s)
-  rm -rf "$module/target/surefire-reports"
+  out=$reports/$name
+  rm -rf "$out"
+  mkdir -p "$out"
   ( sleep $((limit - 90)) && say "step $name: near its deadline, dumping every JVM's threads" &&
-    dump_threads "$reports/$name" ) &
+    dump_threads "$out" ) &
   dumper=$!
-  run timeout -k 30 "$limit" mvn "${mvn_common[@]}" -pl "$module" test "$@" "${extra[@]}"
+  # in the module's folder, as Surefire runs its tests; the selection, then the system properties
+  local select=() props=()
+  while [[ $# -gt 0 && $1 != -D* ]]; do select+=("$1"); shift; done
+  props=("$@")
+  ( cd "$module" &&
+    run timeout -k 30 "$limit" java "${jvm[@]}" "${test_props[@]}" "${props[@]}" "${extra[@]}" \
+      -cp "target/test-classes:target/classes:$(cat target/test-classpath.txt)" \
+      "${launcher[@]}" --reports-dir="$out" "${select[@]}" >"$out/output.txt" 2>&1 )
   step_rc=$?
   kill "$dumper" 2>/dev/null; wait "$dumper" 2>/dev/null
   took=$(( $(date +%s) - start ))
-  src=$module/target/surefire-reports
-  if [[ -d $src ]]; then mkdir -p "$reports/$name" && cp -a "$src/." "$reports/$name/" && rm -rf "$src"; fi
   (( step_rc == 124 || step_rc == 137 )) && say "step $name: KILLED at its deadline (${limit} s)"
   say "step $name ended: exit $step_rc in ${took} s"
   echo "$step_rc" >"$state/$name.rc"
@@ -135,25 +151,42 @@ step() {
 # after the others
 resources() { rdma resource show | sed "s/^[0-9]*: //" | sort; }
 
-# The steps in order, each with its usual length in seconds on an idle two-core machine.
+# core's test-jar (its conformance suite) on native's test class path
+core_tests_jar() {
+  [[ -e native/target/test-classpath.txt ]] || return 0
+  tr : '\n' <native/target/test-classpath.txt | grep 'pekko-rdma-core-.*-tests\.jar$'
+}
+
+# The steps in order, each with its usual length in seconds on an idle two-core machine, the
+# tests it selects (console launcher options) and their system properties.
 steps() {
+  local samples=dev.pekkordma.samples actors=dev.pekkordma.actors streams=dev.pekkordma.streams
   # our rc-pingpong and rping against the real ibv_rc_pingpong and rping, and our datagram peer
   # against udaddy and mckey (rxe0's CM addresses), each way round
-  step interop 90 samples -Dtest=RealToolsInteropTest,DatagramToolsInteropTest \
+  step interop 90 samples --select-class=$samples.interop.RealToolsInteropTest \
+    --select-class=$samples.interop.DatagramToolsInteropTest \
     -Dpekko-rdma.interop=true "${props[@]}" -Dpekko-rdma.test.cm-source=192.0.2.2
   # the actors' echo sample and the doctor
-  step echo 60 samples -Dtest='Echo*Test,DoctorTest' "${props[@]}"
-  step native 240 native "${props[@]}"
-  step runtime 120 runtime "${props[@]}"
-  step actors 240 actors "${props[@]}"
-  step streams 600 streams "${props[@]}"
+  step echo 60 samples --scan-classpath=target/test-classes \
+    --include-classname='.*\.(Echo[^.$]*Test|DoctorTest)$' "${props[@]}"
+  # native's own tests and core's conformance suite, as native's Surefire configuration picks
+  step native 240 native --scan-classpath=target/test-classes \
+    --scan-classpath="$(core_tests_jar)" \
+    --include-classname='.*\.(conformance|nativeverbs)\.[^.$]*Test$' "${props[@]}"
+  for m in runtime actors streams; do
+    step "$m" "$( [[ $m == streams ]] && echo 600 || echo 180 )" "$m" \
+      --scan-classpath=target/test-classes "${tests_of_module[@]}" "${props[@]}"
+  done
   # then what changes rxe0: it goes away (rdma link delete) and comes back
-  step actors-removal 90 actors -Dtest=DeviceRemovalTest -Dpekko-rdma.test.remove-device=true "${props[@]}"
+  step actors-removal 90 actors --select-class=$actors.DeviceRemovalTest \
+    -Dpekko-rdma.test.remove-device=true "${props[@]}"
   # and under a running stream
-  step streams-removal 90 streams -Dtest=DeviceRemovalTest -Dpekko-rdma.test.remove-device=true "${props[@]}"
+  step streams-removal 90 streams --select-class=$streams.DeviceRemovalTest \
+    -Dpekko-rdma.test.remove-device=true "${props[@]}"
   # and last, as after it rxe0's CM connections end UNREACHABLE: real port events, its netdev
   # (dummy0) down and up
-  step actors-netdev 60 actors -Dtest=DeviceActorTest#portEventsReachTheDeviceAndItsSubscribers \
+  step actors-netdev 60 actors \
+    --select-method=$actors.DeviceActorTest#portEventsReachTheDeviceAndItsSubscribers \
     -Dpekko-rdma.test.toggle-netdev=true "${props[@]}"
   # Across the veth link. The tools' last exchange does not survive a lost final ACK
   # (ibv_rc_pingpong exits after its last receive; the other side's last send then retries
@@ -161,13 +194,15 @@ steps() {
   # response timeout (seconds, past the suite's windows): the interop and the CM cases cross it
   # clean.
   $plan || sh "$link" clear
-  step link-interop 60 samples -Dtest=RealToolsInteropTest -Dpekko-rdma.interop=true "${link_props[@]}"
-  step link-cm 90 native -Dtest=CmConformanceTest "${link_props[@]}"
+  step link-interop 60 samples --select-class=$samples.interop.RealToolsInteropTest \
+    -Dpekko-rdma.interop=true "${link_props[@]}"
+  step link-cm 90 native --select-class=dev.pekkordma.conformance.CmConformanceTest "${link_props[@]}"
   # and with faults on it (each test sets its own, and clears them)
-  step streams-lossy 300 streams -Dtest=LossyLinkTest "${link_props[@]}"
-  step actors-lossy 120 actors -Dtest=LossyLinkActorsTest "${link_props[@]}"
-  step cluster-lossy 240 cluster -Dtest=LossyLinkClusterTest -Dpekko-rdma.test.cluster-wait=90 "${link_props[@]}"
-  step perf-lossy 150 samples -Dtest=LossyLinkPerfTest "${link_props[@]}"
+  step streams-lossy 300 streams --select-class=$streams.LossyLinkTest "${link_props[@]}"
+  step actors-lossy 120 actors --select-class=$actors.LossyLinkActorsTest "${link_props[@]}"
+  step cluster-lossy 240 cluster --select-class=dev.pekkordma.cluster.LossyLinkClusterTest \
+    -Dpekko-rdma.test.cluster-wait=90 "${link_props[@]}"
+  step perf-lossy 150 samples --select-class=$samples.perf.LossyLinkPerfTest "${link_props[@]}"
   $plan || sh "$link" clear
 }
 
