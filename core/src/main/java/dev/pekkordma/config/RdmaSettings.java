@@ -121,9 +121,10 @@ public final class RdmaSettings {
       maxSrqWr = limit(c, "max-srq-wr");
       maxInlineData = limit(c, "max-inline-data");
       maxQpRdAtom = limit(c, "max-qp-rd-atom");
-      if ((long) maxMr + maxMw > 0xffffff) { // a memory key's 24-bit index names them all
+      // a memory key's 24-bit identity is drawn at random: at most half of them are in use
+      if ((long) maxMr + maxMw > 1 << 23) {
         throw new ConfigException.BadValue(P + "limits.max-mr",
-            "max-mr + max-mw must be at most 16777215, was " + ((long) maxMr + maxMw));
+            "max-mr + max-mw must be at most 8388608, was " + ((long) maxMr + maxMw));
       }
       maxMrSize = c.getLong(P + "limits.max-mr-size");
       if (maxMrSize <= 0) {

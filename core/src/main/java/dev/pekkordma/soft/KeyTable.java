@@ -2,40 +2,49 @@ package dev.pekkordma.soft;
 
 import dev.pekkordma.verbs.RdmaException;
 import java.security.SecureRandom;
-import java.util.Arrays;
 
 /**
- * Objects found by a key, as lkeys, rkeys and QP numbers are on hardware. A key's low 8 bits are
- * a tag (the part {@code ibv_inc_rkey} changes), the bits above them the slot the object sits
- * in, and the bits above those random: a peer that holds one key cannot guess its neighbours',
- * and a stale key (freed slot, old tag) finds nothing. Lookups allocate nothing.
+ * Objects found by a key, as lkeys, rkeys and QP numbers are on hardware. A key is an identity
+ * drawn at random from the whole key space, then (memory keys) an 8-bit tag, the part {@code
+ * ibv_inc_rkey} changes, random as well: no key says anything about another, so a peer that
+ * holds one cannot guess its neighbours', and a stale key finds nothing. The table is open
+ * addressing on the identity (random already, so it is its own hash), at most half full; lookups
+ * take no lock and allocate nothing.
  */
 final class KeyTable<T> {
   private static final SecureRandom RANDOM = new SecureRandom();
+  /** A removed entry: lookups go past it, additions may reuse its place. */
+  private static final Entry REMOVED = new Entry(0, null);
 
-  private volatile Object[] slots;
-  private volatile int[] keys;
-  private int nextFree = 1; // slot 0 unused: no key with it is ever valid
+  /** One key and its object: replaced whole, so a lookup never sees a key with another's value. */
+  private record Entry(int key, Object value) {}
+
+  /** Written under the monitor, read without it; each change is published by a volatile write. */
+  private volatile Entry[] table;
   private int live;
+  private int occupied; // live and REMOVED places
   private final int max;
-  private final int slotBits;
   private final int keyBits;
+  private final int tagBits;
   private final String what;
 
   /**
-   * @param keyBits 32 for memory keys, 24 for QP numbers
-   * @param max the most entries at once (the slot field is sized for it)
+   * @param initial the entries the table holds before it first grows
+   * @param max the most entries at once: at most half the identities, so that a free one is
+   *     drawn in two tries on average
+   * @param keyBits 32 for memory keys and handles, 24 for QP numbers
+   * @param tagBits the low bits a key's holder may change ({@code ibv_inc_rkey}): 8 or 0
    */
-  KeyTable(int initial, int max, int keyBits, String what) {
-    this.slotBits = 32 - Integer.numberOfLeadingZeros(max);
-    if (8 + slotBits > keyBits) {
-      throw new IllegalArgumentException(what + ": " + max + " entries do not fit " + keyBits
-          + "-bit keys");
+  KeyTable(int initial, int max, int keyBits, int tagBits, String what) {
+    long identities = 1L << (keyBits - tagBits);
+    if (max > identities / 2) {
+      throw new IllegalArgumentException(what + ": " + max + " entries are more than half the "
+          + identities + " identities of " + keyBits + "-bit keys");
     }
-    this.slots = new Object[Math.max(2, Math.min(initial, max + 1))];
-    this.keys = new int[slots.length];
+    this.table = new Entry[capacityFor(Math.min(initial, max))];
     this.max = max;
     this.keyBits = keyBits;
+    this.tagBits = tagBits;
     this.what = what;
   }
 
@@ -45,71 +54,59 @@ final class KeyTable<T> {
       throw new RdmaException("alloc", RdmaException.ENOMEM,
           "no more than " + max + " " + what + " on this device");
     }
-    Object[] s = slots;
-    int i = -1;
-    for (int n = 0; n < s.length - 1; n++) {
-      int cand = 1 + (nextFree - 1 + n) % (s.length - 1);
-      if (s[cand] == null) {
-        i = cand;
-        break;
-      }
-    }
-    if (i < 0) {
-      Object[] grown = Arrays.copyOf(s, Math.min(s.length * 2, max + 1));
-      int[] grownKeys = Arrays.copyOf(keys, grown.length);
-      i = s.length;
-      keys = grownKeys;
-      slots = grown;
-      s = grown;
-    }
-    int key = newKey(i);
-    int[] k = keys;
-    k[i] = key;
-    keys = k; // publish
-    s[i] = value;
-    slots = s;
-    nextFree = i + 1 < s.length ? i + 1 : 1;
-    live++;
-    return key;
-  }
-
-  private int newKey(int slot) {
-    int randomBits = keyBits - 8 - slotBits;
+    if ((occupied + 1) * 2 > table.length) rehash();
+    Entry[] t = table;
     while (true) {
-      int high = randomBits == 0 ? 0 : RANDOM.nextInt() & ((1 << randomBits) - 1);
-      int key = (high << (8 + slotBits)) | (slot << 8) | (RANDOM.nextInt() & 0xff);
-      if (keyBits == 24 && key == 0xffffff) continue; // the multicast QPN
+      int key = newKey();
+      int free = -1;
+      int i = identity(key) & (t.length - 1);
+      boolean taken = false;
+      for (Entry e = t[i]; e != null; i = (i + 1) & (t.length - 1), e = t[i]) {
+        if (e == REMOVED) {
+          if (free < 0) free = i;
+        } else if (identity(e.key) == identity(key)) {
+          taken = true;
+          break;
+        }
+      }
+      if (taken) continue;
+      if (free < 0) {
+        free = i;
+        occupied++;
+      }
+      t[free] = new Entry(key, value);
+      live++;
+      table = t; // publish
       return key;
     }
   }
 
   /** Replaces the tag of an existing entry (a new key for the same object, as rebinding gives). */
   synchronized int retag(int oldKey, int newTag) {
-    int i = slot(oldKey);
     int key = (oldKey & ~0xff) | (newTag & 0xff);
-    int[] k = keys;
-    k[i] = key;
-    keys = k;
+    Entry[] t = table;
+    int i = find(t, oldKey);
+    if (i >= 0) {
+      t[i] = new Entry(key, t[i].value);
+      table = t;
+    }
     return key;
   }
 
   @SuppressWarnings("unchecked")
   T get(int key) {
-    int i = slot(key);
-    Object[] s = slots;
-    if (i <= 0 || i >= s.length) return null;
-    Object v = s[i];
-    int[] k = keys;
-    return v != null && i < k.length && k[i] == key ? (T) v : null;
+    Entry[] t = table;
+    int i = find(t, key);
+    return i < 0 ? null : (T) t[i].value;
   }
 
   synchronized void remove(int key) {
-    int i = slot(key);
-    Object[] s = slots;
-    if (i > 0 && i < s.length && s[i] != null && keys[i] == key) {
-      s[i] = null;
-      slots = s;
+    Entry[] t = table;
+    int i = find(t, key);
+    if (i >= 0) {
+      t[i] = REMOVED;
       live--;
+      table = t;
     }
   }
 
@@ -117,7 +114,50 @@ final class KeyTable<T> {
     return live;
   }
 
-  private int slot(int key) {
-    return (key >>> 8) & ((1 << slotBits) - 1);
+  /** Where {@code key} sits in {@code t}, or -1: its identity's entry must carry it whole. */
+  private int find(Entry[] t, int key) {
+    int id = identity(key);
+    int mask = t.length - 1;
+    for (int i = id & mask; ; i = (i + 1) & mask) {
+      Entry e = t[i];
+      if (e == null) return -1;
+      if (e != REMOVED && identity(e.key) == id) return e.key == key ? i : -1;
+    }
+  }
+
+  /** A random key whose identity is neither 0 nor reserved (QP 1, the multicast QPN). */
+  private int newKey() {
+    while (true) {
+      int key = RANDOM.nextInt();
+      if (keyBits < 32) key &= (1 << keyBits) - 1;
+      int id = identity(key);
+      if (id == 0 || (keyBits == 24 && (key == 1 || key == 0xffffff))) continue;
+      return key;
+    }
+  }
+
+  private int identity(int key) {
+    return key >>> tagBits;
+  }
+
+  /** Grows (or, with many removed places, only cleans) the table, keeping it at most half full. */
+  private void rehash() {
+    Entry[] old = table;
+    Entry[] t = new Entry[Math.max(old.length, capacityFor(live + 1))];
+    for (Entry e : old) {
+      if (e == null || e == REMOVED) continue;
+      int i = identity(e.key) & (t.length - 1);
+      while (t[i] != null) i = (i + 1) & (t.length - 1);
+      t[i] = e;
+    }
+    occupied = live;
+    table = t;
+  }
+
+  /** A power of two at least twice {@code entries} (and at least 4 places). */
+  private static int capacityFor(int entries) {
+    int c = 4;
+    while (c < entries * 2L) c <<= 1;
+    return c;
   }
 }
