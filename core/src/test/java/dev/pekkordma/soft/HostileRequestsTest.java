@@ -77,6 +77,28 @@ class HostileRequestsTest {
   }
 
   @Test
+  void aReadRepeatedAtAStalePsnIsAnsweredOnlyAsItWasAndOnlyWhileTheResponderKeepsIt()
+      throws Exception {
+    long duplicates = counter("duplicate_request");
+    try (RawFabricPeer.Conn c = fx.peer.connect()) {
+      byte[] first = read(c, 0, 0, 64, 64);
+      assertArrayEquals(fx.region.read(0, 64), first, "the READ is answered");
+      assertArrayEquals(first, read(c, 0, 0, 64, 64), "its repeat too (its answer was lost)");
+      // a "repeat" naming other memory, and a PSN never answered: no answer before the barrier
+      c.send(readRequest(0, 1024, 128).header());
+      c.send(readRequest(0xffffff, 0, 4096).header());
+      assertArrayEquals(first, read(c, 0, 0, 64, 64), "the next answer is the barrier's");
+      for (int psn = 1; psn <= ResponderResources.SIZE; psn++) read(c, psn, 8, 8, 8);
+      int last = ResponderResources.SIZE;
+      c.send(readRequest(0, 0, 64).header()); // no longer kept: not answered
+      assertArrayEquals(fx.region.read(8, 8), read(c, last, 8, 8, 8), "only the barrier answers");
+    }
+    assertEquals(QpState.RTS, fx.victim.state());
+    assertEquals(duplicates + 6, counter("duplicate_request"), "every repeat is counted");
+    fx.otherTrafficGoesOn();
+  }
+
+  @Test
   void aRequestFromAProcessTheQpIsNotConnectedToIsRefusedAndDesynchronisesNothing()
       throws Exception {
     byte[] before = fx.region.snapshot();
@@ -257,6 +279,33 @@ class HostileRequestsTest {
       // nothing came: right
     }
     fx.otherTrafficGoesOn();
+  }
+
+  private RawFabricPeer.Frame readRequest(int psn, long offset, long length) {
+    RawFabricPeer.Frame f = fx.request(WrOpcode.RDMA_READ, psn);
+    f.rkey = fx.region.mr.rkey();
+    f.remoteAddress = fx.region.mr.address() + offset;
+    f.readLength = length;
+    return f;
+  }
+
+  /** Sends a READ and returns the data of the next answer, which must be an ACK of it. */
+  private byte[] read(RawFabricPeer.Conn c, int psn, long offset, long length, int expected)
+      throws IOException {
+    c.send(readRequest(psn, offset, length).header());
+    RawFabricPeer.Frame answer = c.readFrame(5000);
+    assertNotNull(answer, "an answer");
+    assertEquals(SoftPeer.Response.ACK, answer.opcodeOrCode, "ACK");
+    assertEquals(psn, answer.psn, "the answer's PSN");
+    assertEquals(expected, answer.payloadLength, "the answer's length");
+    byte[] data = new byte[expected];
+    c.in.readFully(data);
+    assertEquals(FabricWire.TRAILER_WHOLE, c.in.read(), "the trailer");
+    return data;
+  }
+
+  private long counter(String name) {
+    return fx.ctx.queryPortCounters(1).all().get(name);
   }
 
   private void awaitState(QpState s) throws InterruptedException {
