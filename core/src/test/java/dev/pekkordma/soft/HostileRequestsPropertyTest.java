@@ -28,7 +28,8 @@ class HostileRequestsPropertyTest {
   @BeforeProperty
   void setUp() throws IOException {
     fx = new HostileFabric();
-    SoftFabric.get().tcp().limits(256, 5000, 300);
+    SoftFabric.get().tcp().limits(HostileRequestsTest.defaultLimits()
+        .withFrame(java.time.Duration.ofMillis(300)));
   }
 
   @AfterProperty

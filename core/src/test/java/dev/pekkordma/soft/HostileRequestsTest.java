@@ -13,6 +13,7 @@ import java.io.IOException;
 import java.lang.management.BufferPoolMXBean;
 import java.lang.management.ManagementFactory;
 import java.net.Socket;
+import java.time.Duration;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -56,9 +57,9 @@ class HostileRequestsTest {
   @Test
   void aProcessClaimingAnotherProcesssAddressIsRefusedAndLogged() throws Exception {
     try (RawFabricPeer forger = new RawFabricPeer()) {
-      IOException refused = assertThrows(IOException.class,
+      RawFabricPeer.Refused refused = assertThrows(RawFabricPeer.Refused.class,
           () -> forger.connectClaiming(fx.peer.address(), false));
-      assertEquals("refused", refused.getMessage());
+      assertEquals(FabricWire.NOT_CONFIRMED, refused.code);
       log.await(5000, "claims to be the fabric at " + fx.peer.address(), "did not confirm");
     }
     fx.otherTrafficGoesOn();
@@ -188,7 +189,7 @@ class HostileRequestsTest {
   @Test
   void aFrameThatStopsMidwayIsDroppedAfterTheFrameTimeout() throws Exception {
     TcpFabric tcp = SoftFabric.get().tcp();
-    tcp.limits(256, 5000, 500);
+    tcp.limits(defaultLimits().withFrame(Duration.ofMillis(500)));
     try (RawFabricPeer.Conn c = fx.peer.connect()) {
       byte[] header = fx.write(0, 0, 64).header();
       c.send(java.util.Arrays.copyOf(header, 30));
@@ -203,32 +204,54 @@ class HostileRequestsTest {
   }
 
   @Test
-  void moreConnectionsThanTheLimitAreRefusedNamingTheSetting() throws Exception {
+  void silentConnectionsHoldNoPlaceAndAreClosedAtTheirDeadline() throws Exception {
     TcpFabric tcp = SoftFabric.get().tcp();
-    tcp.limits(3, 800, 30_000);
-    Socket[] silent = new Socket[3];
+    tcp.limits(defaultLimits().withMaxConnections(3).withMaxHandshakes(2)
+        .withHandshake(Duration.ofMillis(800)));
+    Socket[] silent = new Socket[10];
     try {
       for (int i = 0; i < silent.length; i++) {
         silent[i] = new Socket();
         silent[i].connect(RawFabricPeer.ours().socketAddress(), 5000);
       }
-      Thread.sleep(100);
-      try (Socket one = new Socket()) {
-        one.connect(RawFabricPeer.ours().socketAddress(), 5000);
-        one.setSoTimeout(5000);
-        assertEquals(-1, one.getInputStream().read(), "refused at once");
-      }
-      log.await(5000, "pekko-rdma.soft.fabric.max-connections");
-      for (Socket s : silent) { // the silent ones are dropped after the handshake timeout
-        s.setSoTimeout(5000);
-        assertEquals(-1, s.getInputStream().read(), "a silent connection is dropped");
-      }
-      try (RawFabricPeer.Conn c = fx.peer.connect()) { // and a real peer gets in again
+      long start = System.nanoTime();
+      try (RawFabricPeer.Conn c = fx.peer.connect()) { // a real peer gets in meanwhile
+        assertTrue(System.nanoTime() - start < 500_000_000L, "at once: silent ones wait nowhere");
         c.send(fx.write(0, 0, 8).withPayload(pattern(8, 1), FabricWire.TRAILER_WHOLE));
         assertEquals(SoftPeer.Response.ACK, c.readFrame(5000).opcodeOrCode);
       }
+      for (Socket s : silent) { // the silent ones are closed at their handshake deadline
+        s.setSoTimeout(5000);
+        assertEquals(-1, s.getInputStream().read(), "a silent connection is closed");
+      }
+      assertTrue(System.nanoTime() - start < 3_000_000_000L, "by their deadline");
+      log.await(5000, "no handshake within 800 ms", "sending its opening",
+          "pekko-rdma.soft.fabric.handshake-timeout");
     } finally {
       for (Socket s : silent) if (s != null) s.close();
+      defaults(tcp);
+    }
+  }
+
+  @Test
+  void moreProcessesThanMaxConnectionsAreRefusedNamingTheSetting() throws Exception {
+    TcpFabric tcp = SoftFabric.get().tcp();
+    tcp.limits(defaultLimits().withMaxConnections(1));
+    try (RawFabricPeer third = new RawFabricPeer();
+        RawFabricPeer.Conn first = fx.peer.connect()) {
+      RawFabricPeer.Refused refused = assertThrows(RawFabricPeer.Refused.class,
+          third::connect);
+      assertEquals(FabricWire.BUSY, refused.code);
+      assertTrue(refused.getMessage().contains("pekko-rdma.soft.fabric.max-connections"),
+          refused.getMessage());
+      log.await(5000, third.address().toString(), "pekko-rdma.soft.fabric.max-connections");
+      // the process served may open another connection, which takes its first one's place
+      try (RawFabricPeer.Conn second = fx.peer.connect()) {
+        assertTrue(first.closedWithin(5000), "the older connection is closed");
+        second.send(fx.write(0, 0, 8).withPayload(pattern(8, 2), FabricWire.TRAILER_WHOLE));
+        assertEquals(SoftPeer.Response.ACK, second.readFrame(5000).opcodeOrCode);
+      }
+    } finally {
       defaults(tcp);
     }
   }
@@ -318,7 +341,13 @@ class HostileRequestsTest {
   }
 
   static void defaults(TcpFabric tcp) {
-    tcp.limits(256, 5000, 30_000);
+    tcp.limits(defaultLimits());
+  }
+
+  /** The limits reference.conf gives. */
+  static FabricLimits defaultLimits() {
+    return FabricLimits.of(dev.pekkordma.config.RdmaSettings.from(
+        com.typesafe.config.ConfigFactory.empty()).soft());
   }
 
   static byte[] pattern(int n, int seed) {

@@ -38,7 +38,8 @@ class HostileResponsesPropertyTest {
     region = fx.region;
     qp = fx.qp;
     server = fx.server;
-    SoftFabric.get().tcp().limits(256, 5000, 300);
+    SoftFabric.get().tcp().limits(HostileRequestsTest.defaultLimits()
+        .withFrame(java.time.Duration.ofMillis(300)));
   }
 
   @AfterProperty
