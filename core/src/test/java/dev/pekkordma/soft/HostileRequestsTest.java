@@ -204,59 +204,6 @@ class HostileRequestsTest {
   }
 
   @Test
-  void silentConnectionsHoldNoPlaceAndAreClosedAtTheirDeadline() throws Exception {
-    TcpFabric tcp = SoftFabric.get().tcp();
-    tcp.limits(defaultLimits().withMaxConnections(3).withMaxHandshakes(2)
-        .withHandshake(Duration.ofMillis(800)));
-    Socket[] silent = new Socket[10];
-    try {
-      for (int i = 0; i < silent.length; i++) {
-        silent[i] = new Socket();
-        silent[i].connect(RawFabricPeer.ours().socketAddress(), 5000);
-      }
-      long start = System.nanoTime();
-      try (RawFabricPeer.Conn c = fx.peer.connect()) { // a real peer gets in meanwhile
-        assertTrue(System.nanoTime() - start < 500_000_000L, "at once: silent ones wait nowhere");
-        c.send(fx.write(0, 0, 8).withPayload(pattern(8, 1), FabricWire.TRAILER_WHOLE));
-        assertEquals(SoftPeer.Response.ACK, c.readFrame(5000).opcodeOrCode);
-      }
-      for (Socket s : silent) { // the silent ones are closed at their handshake deadline
-        s.setSoTimeout(5000);
-        assertEquals(-1, s.getInputStream().read(), "a silent connection is closed");
-      }
-      assertTrue(System.nanoTime() - start < 3_000_000_000L, "by their deadline");
-      log.await(5000, "no handshake within 800 ms", "sending its opening",
-          "pekko-rdma.soft.fabric.handshake-timeout");
-    } finally {
-      for (Socket s : silent) if (s != null) s.close();
-      defaults(tcp);
-    }
-  }
-
-  @Test
-  void moreProcessesThanMaxConnectionsAreRefusedNamingTheSetting() throws Exception {
-    TcpFabric tcp = SoftFabric.get().tcp();
-    tcp.limits(defaultLimits().withMaxConnections(1));
-    try (RawFabricPeer third = new RawFabricPeer();
-        RawFabricPeer.Conn first = fx.peer.connect()) {
-      RawFabricPeer.Refused refused = assertThrows(RawFabricPeer.Refused.class,
-          third::connect);
-      assertEquals(FabricWire.BUSY, refused.code);
-      assertTrue(refused.getMessage().contains("pekko-rdma.soft.fabric.max-connections"),
-          refused.getMessage());
-      log.await(5000, third.address().toString(), "pekko-rdma.soft.fabric.max-connections");
-      // the process served may open another connection, which takes its first one's place
-      try (RawFabricPeer.Conn second = fx.peer.connect()) {
-        assertTrue(first.closedWithin(5000), "the older connection is closed");
-        second.send(fx.write(0, 0, 8).withPayload(pattern(8, 2), FabricWire.TRAILER_WHOLE));
-        assertEquals(SoftPeer.Response.ACK, second.readFrame(5000).opcodeOrCode);
-      }
-    } finally {
-      defaults(tcp);
-    }
-  }
-
-  @Test
   void aWriteOutsideTheRegionIsRefusedAndTouchesNothing() throws Exception {
     byte[] before = fx.region.snapshot();
     try (RawFabricPeer.Conn c = fx.peer.connect()) {

@@ -31,7 +31,18 @@ final class RawFabricPeer implements AutoCloseable {
   /** Each nonce it issued, and the binding of the connection it was issued for. */
   private final Map<ByteBuffer, byte[]> nonces = new ConcurrentHashMap<>();
   private final BlockingQueue<Conn> inbound = new LinkedBlockingQueue<>();
+  private final BlockingQueue<Captured> captured = new LinkedBlockingQueue<>();
   private final Thread acceptor;
+  /** How it answers the HELLOs of connections our fabric opens to it. */
+  private volatile short answer = WELCOMES;
+
+  /** {@link #answerHellos}: welcome them (the default). */
+  static final short WELCOMES = 0;
+  /** {@link #answerHellos}: answer none, keeping them for the test ({@link #awaitHello}). */
+  static final short HOLDS = -1;
+
+  /** A HELLO our fabric sent, and the connection it came on (unanswered). */
+  record Captured(FabricWire.Handshake hello, Conn conn) {}
 
   RawFabricPeer() throws IOException {
     listener = new ServerSocket(0, 50, InetAddress.getByName("127.0.0.1"));
@@ -55,6 +66,47 @@ final class RawFabricPeer implements AutoCloseable {
     return SoftFabric.get().tcp().address();
   }
 
+  /**
+   * How to answer the HELLOs our fabric sends this peer: {@link #WELCOMES}, {@link #HOLDS}, or a
+   * refusal code (FabricWire.RELAYED, ...).
+   */
+  void answerHellos(short how) {
+    answer = how;
+  }
+
+  /** The next HELLO our fabric sent while this peer {@link #HOLDS} them. */
+  Captured awaitHello(long millis) throws InterruptedException {
+    Captured c = captured.poll(millis, TimeUnit.MILLISECONDS);
+    if (c == null) throw new AssertionError("our fabric sent no HELLO to " + address);
+    return c;
+  }
+
+  /**
+   * Asks our fabric, as a listener called back would be asked, whether it issued {@code nonce}
+   * for a connection with {@code binding}: PROVEN, NOT_PROVEN, or -1 when it closed the
+   * connection without an answer.
+   */
+  static int prove(byte[] nonce, byte[] binding) throws IOException {
+    try (Socket s = new Socket()) {
+      s.connect(ours().socketAddress(), 5000);
+      s.setSoTimeout(10_000);
+      Conn c = new Conn(s);
+      FabricWire.Handshake ask = new FabricWire.Handshake(FabricWire.PROVE);
+      System.arraycopy(nonce, 0, ask.nonce, 0, nonce.length);
+      System.arraycopy(binding, 0, ask.binding, 0, binding.length);
+      c.out.write(FabricWire.opening(FabricWire.PROOF, nonce));
+      c.out.write(ask.encode());
+      c.out.flush();
+      byte[] answer = new byte[FabricWire.HANDSHAKE_BYTES];
+      try {
+        c.in.readFully(answer);
+      } catch (EOFException | java.net.SocketException closed) {
+        return -1;
+      }
+      return FabricWire.Handshake.decode(answer, FabricWire.PROVEN, FabricWire.NOT_PROVEN).kind;
+    }
+  }
+
   /** A connection to our fabric, proven as this peer's. */
   Conn connect() throws IOException {
     return connectClaiming(address, true);
@@ -74,12 +126,16 @@ final class RawFabricPeer implements AutoCloseable {
    * listener it was sent to (ours, unless the test lies about it).
    */
   Conn connectAs(FabricAddress claimed, FabricAddress to, boolean issued) throws IOException {
+    return send(hello(claimed, to, issued));
+  }
+
+  /** Sends {@code hello} to our fabric as a LINK; the connection after WELCOME, or Refused. */
+  static Conn send(FabricWire.Handshake hello) throws IOException {
     Socket s = new Socket();
     s.connect(ours().socketAddress(), 5000);
     s.setSoTimeout(10_000);
     Conn c = new Conn(s);
     c.out.write(FabricWire.opening(FabricWire.LINK, null));
-    FabricWire.Handshake hello = hello(claimed, to, issued);
     c.out.write(hello.encode());
     c.out.flush();
     byte[] answer = new byte[FabricWire.HANDSHAKE_BYTES];
@@ -156,8 +212,21 @@ final class RawFabricPeer implements AutoCloseable {
         s.close();
         return;
       }
-      c.out.write(new FabricWire.Handshake(FabricWire.WELCOME).encode()); // it believes anyone
+      short how = answer;
+      if (how == HOLDS) {
+        s.setSoTimeout(0);
+        captured.add(new Captured(h, c));
+        return;
+      }
+      FabricWire.Handshake reply = new FabricWire.Handshake(how == WELCOMES
+          ? FabricWire.WELCOME : FabricWire.REFUSED); // it believes anyone, unless told not to
+      reply.code = how == WELCOMES ? 0 : how;
+      c.out.write(reply.encode());
       c.out.flush();
+      if (how != WELCOMES) {
+        s.close();
+        return;
+      }
       s.setSoTimeout(0);
       inbound.add(c);
     } catch (IOException | RuntimeException e) {
@@ -173,6 +242,7 @@ final class RawFabricPeer implements AutoCloseable {
   public void close() throws IOException {
     listener.close();
     for (Conn c : inbound) c.close();
+    for (Captured c : captured) c.conn().close();
   }
 
   /** One TCP connection, with frame builders and readers. */
