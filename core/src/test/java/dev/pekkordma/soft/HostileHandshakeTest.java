@@ -177,6 +177,50 @@ class HostileHandshakeTest {
     }
   }
 
+  /**
+   * What a connection that has proven nothing costs: silent ones sit in the gate, ones that sent
+   * their opening wait for (or hold) a handshake thread; neither has a frame buffer yet.
+   */
+  @Test
+  void aConnectionThatHasProvenNothingCostsTheHeapAlmostNothing() throws Exception {
+    tcp.limits(HostileRequestsTest.defaultLimits().withHandshake(Duration.ofSeconds(20)));
+    int n = 400;
+    List<Socket> sockets = new ArrayList<>();
+    try {
+      long before = settledHeap();
+      for (int i = 0; i < n; i++) {
+        Socket s = new Socket();
+        s.connect(RawFabricPeer.ours().socketAddress(), 5000);
+        if (i % 2 == 1) s.getOutputStream().write(FabricWire.opening(FabricWire.LINK, null));
+        sockets.add(s);
+      }
+      long deadline = System.nanoTime() + 10_000_000_000L;
+      while (tcp.gate().waiting() < n) {
+        assertTrue(System.nanoTime() < deadline, "all accepted: " + tcp.gate().waiting());
+        Thread.sleep(10);
+      }
+      Thread.sleep(300);
+      long perConnection = (settledHeap() - before) / n;
+      System.out.printf("[heap] per connection that has proven nothing: %d bytes (%d connections,"
+          + " half of them silent, half waiting for their HELLO)%n", perConnection, n);
+      assertTrue(perConnection < 32 * 1024, perConnection + " bytes a connection");
+    } finally {
+      for (Socket s : sockets) s.close();
+    }
+    fx.otherTrafficGoesOn();
+  }
+
+  private static long settledHeap() throws InterruptedException {
+    Runtime r = Runtime.getRuntime();
+    long used = Long.MAX_VALUE;
+    for (int i = 0; i < 3; i++) { // the least of three collections: what is live
+      System.gc();
+      Thread.sleep(50);
+      used = Math.min(used, r.totalMemory() - r.freeMemory());
+    }
+    return used;
+  }
+
   @Test
   void theConnectionsOfOneProcessHoldOnePlace() throws Exception {
     List<RawFabricPeer.Conn> six = new ArrayList<>();
