@@ -104,7 +104,7 @@ class HostileResponsesPropertyTest {
   @Property(tries = 100)
   void aRequestSucceedsOnlyOnASoundAnswerAndHoldsExactlyItsBytes(@ForAll("answers") Answer a)
       throws Exception {
-    fx.connect(16, 0); // one try of 268 ms: enough for a new link's handshake
+    fx.connect(15, 0); // one try of 134 ms: room for a new link's handshake
     WrOpcode op = a.op() == 0 ? WrOpcode.RDMA_READ : a.op() == 1 ? WrOpcode.RDMA_WRITE
         : WrOpcode.ATOMIC_FETCH_AND_ADD;
     int length = op == WrOpcode.ATOMIC_FETCH_AND_ADD ? 8 : a.length();
