@@ -11,8 +11,10 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.time.Duration;
+import java.util.Deque;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -25,7 +27,9 @@ import org.slf4j.LoggerFactory;
  * provider's pool to run TLS (when on) and read its first REQ within the connect timeout, then
  * reads the link ({@link CmLink}), handing each request to the listening id. Until its first REQ
  * has come, a link is nobody's: whatever goes wrong is logged as a refusal naming the peer, and
- * the link closed.
+ * the link closed. When {@code max-pending-handshakes} are waiting, a new connection takes the
+ * place of the one that has waited longest: a CM sends its REQ at once, so only a peer that
+ * trickles or withholds it is ever the oldest, and peers that do cannot keep others out.
  */
 final class CmListener {
   private static final Logger log = LoggerFactory.getLogger(CmListener.class);
@@ -39,8 +43,10 @@ final class CmListener {
   private final String address;
   /** Accepted connections whose REQ has not come yet. */
   private final AtomicInteger pending = new AtomicInteger();
-  /** Their sockets, closed when the listener stops. */
-  private final Set<Socket> handshaking = ConcurrentHashMap.newKeySet();
+  /** Their sockets, oldest first: closed when the listener stops, the oldest to make room. */
+  private final Deque<Socket> handshaking = new ConcurrentLinkedDeque<>();
+  /** Those closed to make room, so that their threads say why. */
+  private final Set<Socket> evicted = ConcurrentHashMap.newKeySet();
   private final Thread acceptor;
   private volatile boolean stopped;
 
@@ -112,10 +118,15 @@ final class CmListener {
       return;
     }
     if (pending.incrementAndGet() > resources.maxPendingHandshakes) {
-      pending.decrementAndGet();
-      refuse(s, peer, resources.maxPendingHandshakes + " connections have not sent their REQ"
-          + " yet (" + CmResources.MAX_PENDING + ")");
-      return;
+      Socket oldest = handshaking.pollFirst();
+      if (oldest == null) { // all of them are being taken on: none has waited
+        pending.decrementAndGet();
+        refuse(s, peer, resources.maxPendingHandshakes + " connections have not sent their REQ"
+            + " yet (" + CmResources.MAX_PENDING + ")");
+        return;
+      }
+      evicted.add(oldest); // its thread says why and gives its place back
+      closeQuietly(oldest);
     }
     handshaking.add(s);
     String name = "soft-cm-link-" + server.getLocalPort() + "-" + s.getPort();
@@ -207,6 +218,9 @@ final class CmListener {
     } catch (IOException e) {
       if (decided.compareAndSet(false, true)) {
         refuse(raw, peer, stopped ? "the listener was destroyed"
+            : evicted.contains(raw) ? "it waited longest for its REQ while "
+                + resources.maxPendingHandshakes + " connections were waiting for theirs; closed"
+                + " to make room for a newer one (" + CmResources.MAX_PENDING + ")"
             : e instanceof SocketTimeoutException ? overdue
             : e instanceof EOFException ? "the peer closed the connection before its REQ"
             : e.getMessage());
@@ -216,6 +230,7 @@ final class CmListener {
     } finally {
       if (guard != null) guard.cancel(false);
       handshaking.remove(raw);
+      evicted.remove(raw);
       pending.decrementAndGet();
     }
     CmLink.passive(c, this::request, resources).runPassive(req);
