@@ -15,9 +15,11 @@ import java.net.SocketTimeoutException;
  * reads and writes both its ends need. Reading and writing may run in two threads; each side is
  * one thread's at a time. A frame begun must keep arriving: its header, and then each {@link
  * Segments#CHUNK} bytes of its payload, within the frame timeout each, however their bytes
- * trickle in (a deadline per piece, not a timeout per read, which every byte would restart).
- * Its payload streams through a fixed buffer: nothing the peer announces sizes an allocation.
- * The buffers are made here, so only for connections that were proven.
+ * trickle in (a deadline per piece, not a timeout per read, which every byte would restart). The
+ * {@link ConnectionWatch} enforces it, closing a connection whose piece is overdue, so that reads
+ * block plainly: a timed read costs every message a few microseconds. Its payload streams
+ * through a fixed buffer: nothing the peer announces sizes an allocation. The buffers are made
+ * here, so only for connections that were proven.
  */
 final class FabricConnection implements AutoCloseable {
   private final Socket socket;
@@ -25,18 +27,25 @@ final class FabricConnection implements AutoCloseable {
   private final OutputStream out;
   private final String peer;
   private final long frameNanos;
+  private final ConnectionWatch watch;
   private final byte[] inChunk = new byte[Segments.CHUNK];
   private final byte[] outChunk = new byte[Segments.CHUNK];
   private final Incoming incoming = new Incoming();
-  /** When the piece of a frame being read (its header, a chunk) must be whole. */
-  private long pieceDeadline;
+  /** When the piece of a frame being read (its header, a chunk) must be whole; 0 between frames. */
+  private volatile long pieceDeadline;
+  /** Closed by the watch because a piece was overdue. */
+  private volatile boolean overdue;
 
-  FabricConnection(Socket socket, String peer, long frameNanos) throws IOException {
+  FabricConnection(Socket socket, String peer, long frameNanos, ConnectionWatch watch)
+      throws IOException {
     this.socket = socket;
+    socket.setSoTimeout(0); // the watch keeps the deadlines
     this.in = new BufferedInputStream(socket.getInputStream(), 64 * 1024);
     this.out = new BufferedOutputStream(socket.getOutputStream(), 64 * 1024);
     this.peer = peer;
     this.frameNanos = frameNanos;
+    this.watch = watch;
+    watch.watch(this);
   }
 
   /** Who is at the other end, for messages: an address, later the process it stands for. */
@@ -44,28 +53,15 @@ final class FabricConnection implements AutoCloseable {
     return peer;
   }
 
-  Socket socket() {
-    return socket;
-  }
-
   // ---------------------------------------------------------------- reading frames
 
   /** Reads the next header (waiting as long as the link is idle) and checks it. */
   void readHeader(FabricWire.Frame f, long maxMessage) throws IOException {
-    readHeader(f, maxMessage, 0);
-  }
-
-  /**
-   * Reads the next header and checks it, waiting at most {@code idleMillis} for its first byte
-   * (0: for ever); false if none came by then.
-   */
-  boolean readHeader(FabricWire.Frame f, long maxMessage, int idleMillis) throws IOException {
     int first;
-    socket.setSoTimeout(idleMillis);
     try {
       first = in.read();
-    } catch (SocketTimeoutException e) {
-      return false;
+    } catch (IOException e) {
+      throw overdue ? timedOut() : e;
     }
     if (first < 0) throw new EOFException(peer + " closed the connection");
     pieceDeadline = System.nanoTime() + frameNanos;
@@ -73,7 +69,6 @@ final class FabricConnection implements AutoCloseable {
     b[0] = (byte) first;
     readFully(b, 1, FabricWire.HEADER_BYTES - 1);
     f.decode(maxMessage);
-    return true;
   }
 
   /** The payload of the frame just read, to be consumed before the next header. */
@@ -91,19 +86,29 @@ final class FabricConnection implements AutoCloseable {
   private void readFully(byte[] b, int off, int len) throws IOException {
     try {
       while (len > 0) {
-        long left = pieceDeadline - System.nanoTime();
-        if (left <= 0) throw new SocketTimeoutException();
-        socket.setSoTimeout((int) Math.max(1, Math.min(Integer.MAX_VALUE, left / 1_000_000)));
         int n = in.read(b, off, len);
         if (n < 0) throw new EOFException(peer + " closed the connection mid-frame");
         off += n;
         len -= n;
       }
-    } catch (SocketTimeoutException e) {
-      throw new SocketTimeoutException(peer + " sent part of a frame and not the rest of its"
-          + " header, or of 256 KiB of its payload, within " + frameNanos / 1_000_000
-          + " ms (pekko-rdma.soft.fabric.frame-timeout)");
+    } catch (IOException e) {
+      throw overdue ? timedOut() : e;
     }
+  }
+
+  /** For the watch: closes the connection if the piece being read is overdue at {@code now}. */
+  void expireOverdue(long now) {
+    long d = pieceDeadline;
+    if (d != 0 && now - d > 0) {
+      overdue = true;
+      close();
+    }
+  }
+
+  private SocketTimeoutException timedOut() {
+    return new SocketTimeoutException(peer + " sent part of a frame and not the rest of its"
+        + " header, or of 256 KiB of its payload, within " + frameNanos / 1_000_000
+        + " ms (pekko-rdma.soft.fabric.frame-timeout)");
   }
 
   /** A frame's payload, read through {@link #inChunk}; one at a time per connection. */
@@ -168,6 +173,7 @@ final class FabricConnection implements AutoCloseable {
         } else {
           whole = true;
         }
+        pieceDeadline = 0; // the frame is done: waiting for the next one takes no deadline
       } catch (IOException e) {
         throw new UncheckedIOException(e);
       }
@@ -222,6 +228,7 @@ final class FabricConnection implements AutoCloseable {
 
   @Override
   public void close() {
+    watch.forget(this);
     try {
       socket.close();
     } catch (IOException e) {

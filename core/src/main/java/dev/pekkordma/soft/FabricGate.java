@@ -153,8 +153,8 @@ final class FabricGate {
   private boolean read(SelectionKey k) {
     Arrival a = (Arrival) k.attachment();
     try {
-      if (a.channel.read(a.opening) < 0) {
-        fabric.refusals().refuse(a.remote, "it closed the connection before its opening");
+      if (a.channel.read(a.opening) < 0) { // a port scan, a health check: nothing refused
+        LOG.debug("soft fabric: {} closed the connection before its opening", a.remote);
         k.cancel();
         close(a);
         return false;

@@ -90,7 +90,8 @@ final class FabricHandshakes {
             + "): " + FabricWire.refusal(answer.code));
       }
       if (!deadline.settle()) throw deadline.overdue();
-      return new FabricConnection(s, to.toString(), fabric.limits().frame().toNanos());
+      return new FabricConnection(s, to.toString(), fabric.limits().frame().toNanos(),
+          fabric.watch());
     } catch (IOException | RuntimeException e) {
       plain.close();
       if (deadline.expired()) {
@@ -179,10 +180,15 @@ final class FabricHandshakes {
   /** Serves the proven process on {@code s}, or refuses it if its place went meanwhile. */
   private boolean welcome(Socket s, FabricGate.Arrival a, FabricAddress identity)
       throws IOException {
-    FabricConnection c = new FabricConnection(s, a.remote, fabric.limits().frame().toNanos());
+    FabricConnection c = new FabricConnection(s, a.remote, fabric.limits().frame().toNanos(),
+        fabric.watch());
     InboundConnection served = new InboundConnection(fabric, c, identity, a.remote);
     if (!fabric.served().admit(identity, served)) {
-      refuse(s, FabricWire.BUSY);
+      try {
+        refuse(s, FabricWire.BUSY);
+      } finally {
+        c.close();
+      }
       fabric.refusals().refuse(a.remote, "it claims to be the fabric at " + identity
           + ", refused: " + FabricWire.refusal(FabricWire.BUSY));
       return false;
@@ -191,6 +197,7 @@ final class FabricHandshakes {
       write(s, new FabricWire.Handshake(FabricWire.WELCOME).encode());
     } catch (IOException e) {
       fabric.served().ended(identity, served);
+      c.close();
       throw e;
     }
     fabric.served().start(served);

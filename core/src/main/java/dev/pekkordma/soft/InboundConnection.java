@@ -27,10 +27,11 @@ final class InboundConnection implements Runnable {
   private final FabricConnection c;
   private final FabricAddress identity;
   private final String remote;
-  private volatile boolean replaced;
+  /** Ended by this side (replaced by a newer connection, or idle): it ends quietly. */
+  private volatile boolean ended;
   private int refused;
   /** When a request of it last reached a QP (or it was welcomed). */
-  private long lastServed = System.nanoTime();
+  private volatile long lastServed = System.nanoTime();
 
   InboundConnection(TcpFabric fabric, FabricConnection c, FabricAddress identity,
       String remote) {
@@ -42,7 +43,21 @@ final class InboundConnection implements Runnable {
 
   /** A newer connection of the same process took this one's place: it ends quietly. */
   void replaced() {
-    replaced = true;
+    ended = true;
+    c.close();
+  }
+
+  /**
+   * For the watch: closes the connection, saying why, if none of its requests reached a QP for
+   * the idle timeout while no QP of ours is connected to its process.
+   */
+  void reclaimIfIdle(long now) {
+    long idleNanos = fabric.limits().idle().toNanos();
+    if (ended || now - lastServed < idleNanos || fabric.talksTo(identity)) return;
+    ended = true;
+    LOG.info("soft fabric: closing the connection of {}: none of its requests reached a QP for"
+        + " {} ms and no QP of this process is connected to it"
+        + " (pekko-rdma.soft.fabric.idle-timeout)", who(), idleNanos / 1_000_000);
     c.close();
   }
 
@@ -58,7 +73,7 @@ final class InboundConnection implements Runnable {
     } catch (IOException | UncheckedIOException e) {
       if (e.getCause() instanceof java.net.SocketTimeoutException) {
         fabric.refusals().refuse(who(), e.getCause().getMessage() + "; the connection is dropped");
-      } else if (!replaced) {
+      } else if (!ended) {
         LOG.debug("soft fabric: connection from {} ended: {}", who(), e.getMessage());
       }
     } catch (RuntimeException | Error e) {
@@ -73,23 +88,6 @@ final class InboundConnection implements Runnable {
     return "the process at " + identity + " (" + remote + ")";
   }
 
-  /**
-   * Whether the connection has served nothing for the idle timeout while no QP of ours is
-   * connected to its process: then it is done, and says so.
-   */
-  private boolean idle() {
-    long idleNanos = fabric.limits().idle().toNanos();
-    if (System.nanoTime() - lastServed < idleNanos || fabric.talksTo(identity)) return false;
-    LOG.info("soft fabric: closing the connection of {}: none of its requests reached a QP for"
-        + " {} ms and no QP of this process is connected to it"
-        + " (pekko-rdma.soft.fabric.idle-timeout)", who(), idleNanos / 1_000_000);
-    return true;
-  }
-
-  private int idleMillis() {
-    return (int) Math.max(1, Math.min(Integer.MAX_VALUE, fabric.limits().idle().toMillis()));
-  }
-
   private void serve() throws IOException {
     FabricWire.Frame f = new FabricWire.Frame();
     SoftPeer.RequestHeader h = new SoftPeer.RequestHeader();
@@ -99,10 +97,7 @@ final class InboundConnection implements Runnable {
     Segments datagramBytes = new Segments(1);
     try (OffHeapBuffer datagramMemory = OffHeapBuffer.allocate(4096)) {
       while (true) {
-        if (!c.readHeader(f, fabric.maxMessage(), idleMillis())) {
-          if (idle()) return;
-          continue;
-        }
+        c.readHeader(f, fabric.maxMessage());
         if (f.kind == FabricWire.RESPONSE) {
           throw new FabricWire.Violation("a response arrived on a connection it opened to us");
         }
@@ -118,7 +113,6 @@ final class InboundConnection implements Runnable {
         if (qp == null) { // destroyed, or never was: the requester's timer will tell it
           payload.finish();
           unknown(f, device);
-          if (idle()) return;
           continue;
         }
         if (f.kind == FabricWire.DATAGRAM && qp.type == QpType.UD) {
@@ -137,7 +131,6 @@ final class InboundConnection implements Runnable {
         if (!qp.isPeer(h.srcGid) || h.srcQpn != qp.destQpn) {
           payload.finish();
           refuse(qp, h);
-          if (idle()) return;
           continue;
         }
         lastServed = System.nanoTime();

@@ -60,6 +60,15 @@ final class ServedProcesses {
     byProcess.remove(process, c);
   }
 
+  /** Closes the connections idle at {@code now} ({@link InboundConnection#reclaimIfIdle}). */
+  void reclaimIdle(long now) {
+    InboundConnection[] all;
+    synchronized (this) {
+      all = byProcess.values().toArray(new InboundConnection[0]);
+    }
+    for (InboundConnection c : all) c.reclaimIfIdle(now);
+  }
+
   synchronized int size() {
     return byProcess.size();
   }

@@ -36,6 +36,7 @@ final class TcpFabric {
   private final ScheduledThreadPoolExecutor timers;
   private final FabricHandshakes handshakes;
   private final ServedProcesses served;
+  private final ConnectionWatch watch;
   private final FabricGate gate;
 
   private TcpFabric(SoftFabric fabric, ServerSocketChannel server, FabricAddress address,
@@ -51,6 +52,7 @@ final class TcpFabric {
     timers.setRemoveOnCancelPolicy(true);
     this.handshakes = new FabricHandshakes(this, tls, limits.maxHandshakes());
     this.served = new ServedProcesses(this);
+    this.watch = new ConnectionWatch(this, timers);
     this.gate = new FabricGate(this, server);
   }
 
@@ -83,6 +85,7 @@ final class TcpFabric {
             + " pekko-rdma.soft.tls.enabled = on, or bind the loopback address"
             + " (pekko-rdma.soft.fabric.host)", s.fabricHost, localPort);
       }
+      f.watch.start();
       f.gate.start();
       return f;
     } catch (IOException e) {
@@ -188,5 +191,9 @@ final class TcpFabric {
 
   ServedProcesses served() {
     return served;
+  }
+
+  ConnectionWatch watch() {
+    return watch;
   }
 }

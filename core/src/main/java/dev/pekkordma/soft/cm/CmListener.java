@@ -12,10 +12,13 @@ import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.time.Duration;
 import java.util.Deque;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
@@ -36,6 +39,8 @@ final class CmListener {
   /** A failing accept (out of file descriptors) is retried after this, and logged this seldom. */
   private static final long ACCEPT_RETRY_NANOS = 100_000_000L;
   private static final long ACCEPT_WARNING_NANOS = 10_000_000_000L;
+  /** How long a connection closed to make room may take to give its place back. */
+  private static final long EVICTION_WAIT_MILLIS = 100;
 
   private final SoftCmId owner;
   private final ServerSocket server;
@@ -47,6 +52,8 @@ final class CmListener {
   private final Deque<Socket> handshaking = new ConcurrentLinkedDeque<>();
   /** Those closed to make room, so that their threads say why. */
   private final Set<Socket> evicted = ConcurrentHashMap.newKeySet();
+  /** Counted down when the thread waiting for a socket's REQ has given its place back. */
+  private final Map<Socket, CountDownLatch> released = new ConcurrentHashMap<>();
   private final Thread acceptor;
   private volatile boolean stopped;
 
@@ -117,17 +124,12 @@ final class CmListener {
       refuse(s, peer, "the listener is closing");
       return;
     }
-    if (pending.incrementAndGet() > resources.maxPendingHandshakes) {
-      Socket oldest = handshaking.pollFirst();
-      if (oldest == null) { // all of them are being taken on: none has waited
-        pending.decrementAndGet();
-        refuse(s, peer, resources.maxPendingHandshakes + " connections have not sent their REQ"
-            + " yet (" + CmResources.MAX_PENDING + ")");
-        return;
-      }
-      evicted.add(oldest); // its thread says why and gives its place back
-      closeQuietly(oldest);
+    if (pending.get() >= resources.maxPendingHandshakes && !makeRoom()) {
+      refuse(s, peer, resources.maxPendingHandshakes + " connections have not sent their REQ"
+          + " yet (" + CmResources.MAX_PENDING + ")");
+      return;
     }
+    pending.incrementAndGet();
     handshaking.add(s);
     String name = "soft-cm-link-" + server.getLocalPort() + "-" + s.getPort();
     CmSocket plain = null;
@@ -147,11 +149,31 @@ final class CmListener {
       }
     }
     CmSocket opened = plain;
+    released.put(s, new CountDownLatch(1));
     if (!resources.start(name, () -> serve(s, peer, opened))) {
+      released.remove(s);
       handshaking.remove(s);
       pending.decrementAndGet();
       refuse(s, peer, resources.refusal());
     }
+  }
+
+  /**
+   * Closes the connection that has waited longest for its REQ and waits (briefly) until its
+   * thread has given its place (and itself) back; false if none is waiting for a REQ.
+   */
+  private boolean makeRoom() {
+    Socket oldest = handshaking.pollFirst();
+    if (oldest == null) return false;
+    CountDownLatch done = released.get(oldest);
+    evicted.add(oldest); // its thread says why
+    closeQuietly(oldest);
+    try {
+      if (done != null) done.await(EVICTION_WAIT_MILLIS, TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    return true;
   }
 
   private void refuse(Socket s, String peer, String why) {
@@ -232,6 +254,8 @@ final class CmListener {
       handshaking.remove(raw);
       evicted.remove(raw);
       pending.decrementAndGet();
+      CountDownLatch done = released.remove(raw);
+      if (done != null) done.countDown();
     }
     CmLink.passive(c, this::request, resources).runPassive(req);
   }
