@@ -1,6 +1,8 @@
 package dev.pekkordma.soft;
 
 import dev.pekkordma.verbs.RdmaException;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.security.SecureRandom;
 
 /**
@@ -9,18 +11,22 @@ import java.security.SecureRandom;
  * ibv_inc_rkey} changes, random as well: no key says anything about another, so a peer that
  * holds one cannot guess its neighbours', and a stale key finds nothing. The table is open
  * addressing on the identity (random already, so it is its own hash), at most half full; lookups
- * take no lock and allocate nothing.
+ * take no lock and allocate nothing, and never find one key's object under another key.
  */
 final class KeyTable<T> {
   private static final SecureRandom RANDOM = new SecureRandom();
-  /** A removed entry: lookups go past it, additions may reuse its place. */
-  private static final Entry REMOVED = new Entry(0, null);
+  /** A removed entry's place: lookups go past it, additions may reuse it. */
+  private static final Object REMOVED = new Object();
+  private static final VarHandle OBJECTS = MethodHandles.arrayElementVarHandle(Object[].class);
+  private static final VarHandle INTS = MethodHandles.arrayElementVarHandle(int[].class);
 
-  /** One key and its object: replaced whole, so a lookup never sees a key with another's value. */
-  private record Entry(int key, Object value) {}
-
-  /** Written under the monitor, read without it; each change is published by a volatile write. */
-  private volatile Entry[] table;
+  /**
+   * The objects place by place (null where none ever was, {@link #REMOVED} where one was), and
+   * in the last place the {@code int[]} of their keys: one volatile read gives a lookup both
+   * arrays of the same size. Places are written under the monitor with release stores (a key
+   * before its object), read without it with acquire loads.
+   */
+  private volatile Object[] slots;
   private int live;
   private int occupied; // live and REMOVED places
   private final int max;
@@ -41,7 +47,7 @@ final class KeyTable<T> {
       throw new IllegalArgumentException(what + ": " + max + " entries are more than half the "
           + identities + " identities of " + keyBits + "-bit keys");
     }
-    this.table = new Entry[capacityFor(Math.min(initial, max))];
+    this.slots = table(capacityFor(Math.min(initial, max)));
     this.max = max;
     this.keyBits = keyBits;
     this.tagBits = tagBits;
@@ -54,17 +60,19 @@ final class KeyTable<T> {
       throw new RdmaException("alloc", RdmaException.ENOMEM,
           "no more than " + max + " " + what + " on this device");
     }
-    if ((occupied + 1) * 2 > table.length) rehash();
-    Entry[] t = table;
+    if ((occupied + 1) * 2 > places(slots)) rehash();
+    Object[] s = slots;
+    int[] k = keysOf(s);
+    int mask = places(s) - 1;
     while (true) {
       int key = newKey();
       int free = -1;
-      int i = identity(key) & (t.length - 1);
+      int i = identity(key) & mask;
       boolean taken = false;
-      for (Entry e = t[i]; e != null; i = (i + 1) & (t.length - 1), e = t[i]) {
-        if (e == REMOVED) {
+      for (; s[i] != null; i = (i + 1) & mask) {
+        if (s[i] == REMOVED) {
           if (free < 0) free = i;
-        } else if (identity(e.key) == identity(key)) {
+        } else if (identity(k[i]) == identity(key)) {
           taken = true;
           break;
         }
@@ -74,9 +82,9 @@ final class KeyTable<T> {
         free = i;
         occupied++;
       }
-      t[free] = new Entry(key, value);
+      INTS.setRelease(k, free, key);
+      OBJECTS.setRelease(s, free, value);
       live++;
-      table = t; // publish
       return key;
     }
   }
@@ -84,29 +92,29 @@ final class KeyTable<T> {
   /** Replaces the tag of an existing entry (a new key for the same object, as rebinding gives). */
   synchronized int retag(int oldKey, int newTag) {
     int key = (oldKey & ~0xff) | (newTag & 0xff);
-    Entry[] t = table;
-    int i = find(t, oldKey);
-    if (i >= 0) {
-      t[i] = new Entry(key, t[i].value);
-      table = t;
-    }
+    Object[] s = slots;
+    int i = place(s, oldKey);
+    if (i >= 0) INTS.setRelease(keysOf(s), i, key);
     return key;
   }
 
   @SuppressWarnings("unchecked")
   T get(int key) {
-    Entry[] t = table;
-    int i = find(t, key);
-    return i < 0 ? null : (T) t[i].value;
+    Object[] s = slots;
+    int[] k = keysOf(s);
+    int i = place(s, key);
+    if (i < 0) return null;
+    Object v = OBJECTS.getAcquire(s, i);
+    // freed, or freed and taken again, since the place was found: its key says whose it is
+    return v != REMOVED && (int) INTS.getAcquire(k, i) == key ? (T) v : null;
   }
 
   synchronized void remove(int key) {
-    Entry[] t = table;
-    int i = find(t, key);
+    Object[] s = slots;
+    int i = place(s, key);
     if (i >= 0) {
-      t[i] = REMOVED;
+      OBJECTS.setRelease(s, i, REMOVED);
       live--;
-      table = t;
     }
   }
 
@@ -114,14 +122,17 @@ final class KeyTable<T> {
     return live;
   }
 
-  /** Where {@code key} sits in {@code t}, or -1: its identity's entry must carry it whole. */
-  private int find(Entry[] t, int key) {
+  /** Where {@code key} sits in {@code s}, or -1: its identity's place must hold it whole. */
+  private int place(Object[] s, int key) {
+    int[] k = keysOf(s);
     int id = identity(key);
-    int mask = t.length - 1;
+    int mask = places(s) - 1;
     for (int i = id & mask; ; i = (i + 1) & mask) {
-      Entry e = t[i];
-      if (e == null) return -1;
-      if (e != REMOVED && identity(e.key) == id) return e.key == key ? i : -1;
+      Object v = OBJECTS.getAcquire(s, i);
+      if (v == null) return -1;
+      if (v == REMOVED) continue;
+      int found = (int) INTS.getAcquire(k, i);
+      if (identity(found) == id) return found == key ? i : -1;
     }
   }
 
@@ -142,16 +153,36 @@ final class KeyTable<T> {
 
   /** Grows (or, with many removed places, only cleans) the table, keeping it at most half full. */
   private void rehash() {
-    Entry[] old = table;
-    Entry[] t = new Entry[Math.max(old.length, capacityFor(live + 1))];
-    for (Entry e : old) {
-      if (e == null || e == REMOVED) continue;
-      int i = identity(e.key) & (t.length - 1);
-      while (t[i] != null) i = (i + 1) & (t.length - 1);
-      t[i] = e;
+    Object[] old = slots;
+    int[] oldKeys = keysOf(old);
+    Object[] s = table(Math.max(places(old), capacityFor(live + 1)));
+    int[] k = keysOf(s);
+    int mask = places(s) - 1;
+    for (int j = 0; j < places(old); j++) {
+      Object v = old[j];
+      if (v == null || v == REMOVED) continue;
+      int i = identity(oldKeys[j]) & mask;
+      while (s[i] != null) i = (i + 1) & mask;
+      k[i] = oldKeys[j];
+      s[i] = v;
     }
     occupied = live;
-    table = t;
+    slots = s; // publishes both arrays
+  }
+
+  /** A table of {@code places} places, its keys' array in the last. */
+  private static Object[] table(int places) {
+    Object[] s = new Object[places + 1];
+    s[places] = new int[places];
+    return s;
+  }
+
+  private static int places(Object[] s) {
+    return s.length - 1;
+  }
+
+  private static int[] keysOf(Object[] s) {
+    return (int[]) s[s.length - 1];
   }
 
   /** A power of two at least twice {@code entries} (and at least 4 places). */

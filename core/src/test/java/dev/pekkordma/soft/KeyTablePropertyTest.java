@@ -40,6 +40,52 @@ class KeyTablePropertyTest {
     check(new KeyTable<>(4, 300, 24, 0, "QPs"), steps, 300, false);
   }
 
+  /**
+   * Lookups without the lock while another thread adds, removes, retags and grows the table: a
+   * key that stays live is always found, and no key ever finds another key's object.
+   */
+  @net.jqwik.api.Example
+  void lookupsRacingWithChangesNeverMissALiveKeyNorFindAnotherKeysObject() throws Exception {
+    KeyTable<Object> table = new KeyTable<>(4, 1 << 16, 32, 8, "memory keys");
+    Map<Integer, Object> stable = new HashMap<>();
+    for (int i = 0; i < 64; i++) {
+      Object o = new Object();
+      stable.put(table.add(o), o);
+    }
+    int[] transientKeys = new int[256];
+    Object[] transientObjects = new Object[256];
+    java.util.concurrent.atomic.AtomicBoolean done = new java.util.concurrent.atomic.AtomicBoolean();
+    java.util.concurrent.atomic.AtomicReference<String> wrong =
+        new java.util.concurrent.atomic.AtomicReference<>();
+    Thread reader = new Thread(() -> {
+      java.util.Random r = new java.util.Random(1);
+      Integer[] keys = stable.keySet().toArray(new Integer[0]);
+      while (!done.get() && wrong.get() == null) {
+        int key = keys[r.nextInt(keys.length)];
+        if (table.get(key) != stable.get(key)) wrong.set("a live key was missed: " + key);
+        int t = r.nextInt(transientKeys.length);
+        int k = transientKeys[t];
+        Object found = table.get(k);
+        Object other = table.get(k ^ 0x01);
+        if (found != null && stable.containsValue(found)) wrong.set("another key's object");
+        if (other != null && other == transientObjects[t]) wrong.set("a key found by another");
+      }
+    });
+    reader.start();
+    java.util.Random r = new java.util.Random(2);
+    for (int round = 0; round < 200_000 && wrong.get() == null; round++) {
+      int t = r.nextInt(transientKeys.length);
+      if (transientObjects[t] != null) table.remove(transientKeys[t]);
+      Object o = new Object();
+      transientObjects[t] = o;
+      transientKeys[t] = table.add(o);
+      if (round % 7 == 0) transientKeys[t] = table.retag(transientKeys[t], r.nextInt(256));
+    }
+    done.set(true);
+    reader.join();
+    if (wrong.get() != null) throw new AssertionError(wrong.get());
+  }
+
   private static void check(KeyTable<Object> table, List<Step> steps, int max, boolean tagged) {
     Map<Integer, Object> model = new HashMap<>();
     List<Integer> dead = new ArrayList<>();
