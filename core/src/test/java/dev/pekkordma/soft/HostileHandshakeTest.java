@@ -93,10 +93,8 @@ class HostileHandshakeTest {
   void thisFabricConfirmsItsNoncesOnlyForTheConnectionTheyWentOutOn() throws Exception {
     try (RawFabricPeer rogue = new RawFabricPeer()) {
       rogue.answerHellos(RawFabricPeer.HOLDS);
-      QueuePair toRogue = fx.pd.createQp(QpInitAttributes.of(QpType.RC, fx.cq, fx.cq));
+      QueuePair toRogue = writingTo(rogue, 17, 7);
       try {
-        HostileFabric.connect(toRogue, rogue.gid(1), HostileFabric.PEER_QPN, 17, 7);
-        post(toRogue);
         RawFabricPeer.Captured first = rogue.awaitHello(10_000);
         assertEquals(RawFabricPeer.ours(), first.hello().from);
         assertEquals(rogue.address(), first.hello().to);
@@ -162,10 +160,8 @@ class HostileHandshakeTest {
   void aRefusalOfThisProcesssHelloIsReportedWithItsReason() throws Exception {
     try (RawFabricPeer refusing = new RawFabricPeer()) {
       refusing.answerHellos(FabricWire.BUSY);
-      QueuePair qp = fx.pd.createQp(QpInitAttributes.of(QpType.RC, fx.cq, fx.cq));
+      QueuePair qp = writingTo(refusing, 14, 7);
       try {
-        HostileFabric.connect(qp, refusing.gid(1), HostileFabric.PEER_QPN, 14, 7);
-        post(qp);
         assertEquals(WcStatus.RETRY_EXC_ERR, await());
         String cause = qp.errorCause().orElseThrow();
         assertTrue(cause.contains(refusing.address().toString())
@@ -320,12 +316,16 @@ class HostileHandshakeTest {
     }
   }
 
-  private void post(QueuePair qp) {
+  /** A QP of ours connected to {@code peer}, with a WRITE posted: our fabric dials it. */
+  private QueuePair writingTo(RawFabricPeer peer, int timeout, int retry) {
+    QueuePair qp = fx.pd.createQp(QpInitAttributes.of(QpType.RC, fx.cq, fx.cq));
+    HostileFabric.connect(qp, peer.gid(1), HostileFabric.PEER_QPN, timeout, retry);
     try (SendRequests s = new SendRequests(1, 1)) {
       s.add(1, WrOpcode.RDMA_WRITE, SendRequests.SIGNALED).sge(fx.region.mr, 0, 8)
           .rdma(0x1000, 0x77);
       qp.postSend(s);
     }
+    return qp;
   }
 
   private WcStatus await() throws InterruptedException {
