@@ -18,10 +18,10 @@
 #       [--repo LOCAL_REPO] [--only STEP,...] [extra mvn args]
 #
 # The steps are vm-test-steps.sh's (--only: just those). Each attempt boots the VM and runs the
-# steps not yet finished, for at most --timeout (2400 s); a VM that died (vm's 125: it did not
-# boot, or hung) is booted again for the rest, but only while what is left fits before the
-# deadline (PEKKO_RDMA_VM_DEADLINE, which .ci/run sets from CI's limit; by default two attempts'
-# worth). The log, every step's reports, and the thread dumps of a step that ran past its own
+# steps not yet finished, until the deadline (PEKKO_RDMA_VM_DEADLINE, which .ci/run sets from
+# CI's limit, or --deadline; by default --timeout, 5400 s, from now); each step has a deadline of
+# its own. A VM that died (vm's 125: it did not boot, or hung) is booted again for the rest, but
+# only while what is left fits, at its usual length, before the deadline. The log, every step's reports, and the thread dumps of a step that ran past its own
 # deadline stay in native/target/softroce.
 #
 # `mvn verify -Dsoftroce` runs it (native's softroce profile, integration-test phase; without
@@ -29,7 +29,7 @@
 # exits 0: the VM needs root. Exit status: the VM's test run's (1 also for a leak), or vm's
 # (125: the VM did not run the command to its end).
 set -euo pipefail
-timeout_s=2400
+timeout_s=5400
 repo=${MAVEN_REPO_LOCAL:-$HOME/.m2/repository}
 deadline=${PEKKO_RDMA_VM_DEADLINE:-}
 only=()
@@ -43,8 +43,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-# by default, room for one whole attempt and a second of the same length
-deadline=${deadline:-$(( $(date +%s) + 2 * timeout_s ))}
+deadline=${deadline:-$(( $(date +%s) + timeout_s ))}
 vm=$root/native/softroce/vm
 link=$root/native/softroce/link.sh
 say() { echo "run-native-tests: $*"; }
@@ -100,11 +99,10 @@ for attempt in 1 2 3; do
     say "not booting the VM again: what is left needs about ${need} s and the deadline is ${left} s away"
     break
   fi
-  limit=$(( left < timeout_s ? left : timeout_s ))
-  (( limit > 0 )) || { say "no time left for the VM before the deadline"; break; }
-  say "attempt $attempt: booting the VM (at most ${limit} s; the steps left need about ${need} s)"
+  (( left > 0 )) || { say "no time left for the VM before the deadline"; break; }
+  say "attempt $attempt: booting the VM (at most ${left} s, to the deadline; the steps left need about ${need} s)"
   set +e
-  "$vm" --timeout "$limit" --boot-timeout 300 --stall-timeout 600 -- \
+  "$vm" --timeout "$left" --boot-timeout 300 --stall-timeout 600 -- \
     bash "$steps" --repo "$repo" --state "$out/state" --reports "$out/reports" "${only[@]}" "$@" 2>&1 |
     tee "$out/vm-attempt$attempt.log"
   rc=${PIPESTATUS[0]}
@@ -114,8 +112,7 @@ for attempt in 1 2 3; do
   if [[ -s $out/state/current ]]; then
     read -r name module <"$out/state/current"
     say "attempt $attempt ended in step $name; its partial reports are in $out/reports/$name.attempt$attempt"
-    [[ -d $module/target/surefire-reports ]] &&
-      mv "$module/target/surefire-reports" "$out/reports/$name.attempt$attempt"
+    [[ -d $out/reports/$name ]] && mv "$out/reports/$name" "$out/reports/$name.attempt$attempt"
     rm -f "$out/state/current"
   fi
   say "the VM did not run the steps to their end (vm: 125); the next attempt runs those not finished"
