@@ -30,12 +30,12 @@ import org.junit.platform.launcher.TestPlan;
  * {@code -Dpekko-rdma.test.progress.slow-seconds} (60 by default) is named again each time that
  * much more has passed, so a hang names its test. A test that fails on its timeout, or runs past
  * {@code -Dpekko-rdma.test.progress.dump-seconds} (240 by default; for engines without timeouts,
- * such as jqwik's), gets a dump of every thread in this JVM's output (the surefire report's
- * {@code -output.txt}).
+ * such as jqwik's), gets a dump of every thread in this JVM's test output (Surefire's
+ * {@code -output.txt}; in the VM, the step's {@code output.txt}).
  *
  * <p>Registered for every module that uses core's test-jar, through
  * {@code META-INF/services/org.junit.platform.launcher.TestExecutionListener}; without the
- * property it only dumps the threads on a timeout.
+ * property it only dumps the threads.
  */
 public final class TestProgress implements TestExecutionListener {
   private static final String SINK = "pekko-rdma.test.progress";
@@ -98,7 +98,7 @@ public final class TestProgress implements TestExecutionListener {
     if (timedOut) {
       dumpThreads(testName(id) + " timed out");
       say(testName(id) + " TIMED OUT: " + result.getThrowable().get().getMessage()
-          + " (every thread's stack is in its surefire report output)");
+          + " (every thread's stack is in the test output)");
     }
     if (id.isTest()) {
       running.remove(id);
@@ -144,7 +144,7 @@ public final class TestProgress implements TestExecutionListener {
       if (seconds >= slow.toSeconds()) say(testName(id) + " still running after " + seconds + " s");
       if (seconds >= dump.toSeconds() && dumped.add(id)) {
         dumpThreads(testName(id) + " has run " + seconds + " s");
-        say(testName(id) + ": every thread's stack is in its surefire report output");
+        say(testName(id) + ": every thread's stack is in the test output");
       }
     });
   }
