@@ -101,6 +101,19 @@ dump_threads() { # DIR
   sync
 }
 
+# What a step's JVM left running when it ended (a peer JVM, an rdma-core tool): each holds what
+# later steps need (a device context keeps `rdma link delete` waiting, a port, a CPU), so it is
+# named, killed, and fails the step.
+leftovers() { # NAME
+  local pids
+  pids=$(pgrep -x 'java|rping|ibv_rc_pingpong|ibv_ud_pingpong|udaddy|mckey|rdma_server|rdma_client|ib_write_bw|ib_send_bw|ib_read_bw|ib_atomic_bw|ib_send_lat|ib_write_lat')
+  [[ -z $pids ]] && return 0
+  say "step $1 left processes running, killed now:"
+  ps -o pid=,etime=,args= -p "$(echo $pids | tr ' ' ,)" | cut -c1-200
+  kill -9 $pids 2>/dev/null
+  return 1
+}
+
 rc=0
 # step NAME USUAL_SECONDS MODULE [mvn args...]: `mvn test -pl MODULE args` as described above
 step() {
@@ -139,6 +152,7 @@ step() {
   kill "$dumper" 2>/dev/null; wait "$dumper" 2>/dev/null
   took=$(( $(date +%s) - start ))
   (( step_rc == 124 || step_rc == 137 )) && say "step $name: KILLED at its deadline (${limit} s)"
+  leftovers "$name" || step_rc=1
   say "step $name ended: exit $step_rc in ${took} s"
   echo "$step_rc" >"$state/$name.rc"
   echo "$took" >"$state/$name.seconds"
