@@ -22,6 +22,7 @@ final class Deadline {
   private final List<Closeable> guarded = new CopyOnWriteArrayList<>();
   private final AtomicBoolean decided = new AtomicBoolean();
   private volatile boolean expired;
+  private final Runnable onExpiry;
   private final ScheduledFuture<?> timer;
 
   /**
@@ -31,12 +32,16 @@ final class Deadline {
   Deadline(ScheduledExecutorService timers, long nanos, String setting, Runnable onExpiry) {
     this.at = System.nanoTime() + nanos;
     this.setting = setting;
+    this.onExpiry = onExpiry;
     this.timer = timers.schedule(() -> {
-      if (!decided.compareAndSet(false, true)) return;
-      expired = true;
-      for (Closeable c : guarded) closeQuietly(c);
-      onExpiry.run();
+      if (decided.compareAndSet(false, true)) expire();
     }, nanos, TimeUnit.NANOSECONDS);
+  }
+
+  private void expire() {
+    expired = true;
+    for (Closeable c : guarded) closeQuietly(c);
+    onExpiry.run();
   }
 
   /** Closes {@code c} when the time runs out (at once, if it has). */
@@ -45,11 +50,16 @@ final class Deadline {
     if (expired) closeQuietly(c);
   }
 
-  /** Ends the count: true if the handshake was in time, false if the timer got there first. */
+  /**
+   * Ends the count: true if the handshake was in time, false if the time ran out first, whether
+   * or not the timer has fired yet (a step that failed for want of time is not the peer's fault).
+   */
   boolean settle() {
     if (!decided.compareAndSet(false, true)) return false;
     timer.cancel(false);
-    return true;
+    if (at - System.nanoTime() > 0) return true;
+    expire();
+    return false;
   }
 
   boolean expired() {
