@@ -187,9 +187,12 @@ steps() {
   step native 240 native --scan-classpath=target/test-classes \
     --scan-classpath="$(core_tests_jar)" \
     --include-classname='.*\.(conformance|nativeverbs)\.[^.$]*Test$' "${props[@]}"
+  # (streams' differential property, 200 random connection lives on Tcp and on RDMA, is the host
+  # suite's, on the software provider; here its shrunk cases run on the native one)
   for m in runtime actors streams; do
     step "$m" "$( [[ $m == streams ]] && echo 600 || echo 180 )" "$m" \
-      --scan-classpath=target/test-classes "${tests_of_module[@]}" "${props[@]}"
+      --scan-classpath=target/test-classes "${tests_of_module[@]}" \
+      --exclude-classname='.*\.TcpDifferentialPropertyTest$' "${props[@]}"
   done
   # then what changes rxe0: it goes away (rdma link delete) and comes back
   step actors-removal 90 actors --select-class=$actors.DeviceRemovalTest \
