@@ -11,10 +11,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
+import java.util.function.Consumer;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.io.Inet;
 import org.apache.pekko.japi.Pair;
 import org.apache.pekko.stream.BindFailedException;
 import org.apache.pekko.stream.BoundedSourceQueue;
@@ -23,6 +26,9 @@ import org.apache.pekko.stream.javadsl.Keep;
 import org.apache.pekko.stream.javadsl.Sink;
 import org.apache.pekko.stream.javadsl.Source;
 import org.apache.pekko.stream.javadsl.Tcp;
+import org.apache.pekko.stream.javadsl.Tcp.IncomingConnection;
+import org.apache.pekko.stream.javadsl.Tcp.OutgoingConnection;
+import org.apache.pekko.stream.javadsl.Tcp.ServerBinding;
 import org.apache.pekko.util.ByteString;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -147,82 +153,70 @@ class TcpDropInTest {
     assertTrue(message.toLowerCase().contains("in use"), message);
   }
 
-  /** The two transports as the cases use them. */
+  /**
+   * Tcp and RdmaStreams as the cases use them: the same calls (Tcp's bind and outgoingConnection
+   * with every argument) on either.
+   */
   interface TcpLike {
-    /** Binds {@code host}, port 0, and handles each connection with {@code handler}. */
-    default int bind(String host, boolean halfClose, Flow<ByteString, ByteString, ?> handler)
-        throws Exception {
-      return bind(host, halfClose, 0, handler);
+    /** Tcp's bind with every argument. */
+    interface Bind {
+      Source<IncomingConnection, CompletionStage<ServerBinding>> bind(String host, int port,
+          int backlog, Iterable<Inet.SocketOption> options, boolean halfClose,
+          Optional<Duration> idleTimeout);
     }
 
-    int bind(String host, boolean halfClose, int port, Flow<ByteString, ByteString, ?> handler)
-        throws Exception;
-
-    /** Binds and gives each connection's handle-with to {@code each}. */
-    int bindEach(String host, boolean halfClose, java.util.function.Consumer<Handler> each)
-        throws Exception;
-
-    Flow<ByteString, ByteString, ? extends CompletionStage<?>> connect(InetSocketAddress to,
-        boolean halfClose);
+    /** Tcp's outgoingConnection with every argument. */
+    interface Connect {
+      Flow<ByteString, ByteString, CompletionStage<OutgoingConnection>> outgoingConnection(
+          InetSocketAddress remote, Optional<InetSocketAddress> local,
+          Iterable<Inet.SocketOption> options, boolean halfClose,
+          Optional<Duration> connectTimeout, Optional<Duration> idleTimeout);
+    }
 
     /** A connection's handleWith. */
     interface Handler {
       <M> M apply(Flow<ByteString, ByteString, M> handler);
     }
 
+    /** Binds {@code host}, port 0, and handles each connection with {@code handler}. */
+    default int bind(String host, boolean halfClose, Flow<ByteString, ByteString, ?> handler)
+        throws Exception {
+      return bind(host, halfClose, 0, handler);
+    }
+
+    default int bind(String host, boolean halfClose, int port,
+        Flow<ByteString, ByteString, ?> handler) throws Exception {
+      return bindEach(host, halfClose, port, c -> c.apply(handler));
+    }
+
+    /** Binds and gives each connection's handle-with to {@code each}. */
+    default int bindEach(String host, boolean halfClose, Consumer<Handler> each)
+        throws Exception {
+      return bindEach(host, halfClose, 0, each);
+    }
+
+    int bindEach(String host, boolean halfClose, int port, Consumer<Handler> each)
+        throws Exception;
+
+    Flow<ByteString, ByteString, CompletionStage<OutgoingConnection>> connect(
+        InetSocketAddress to, boolean halfClose);
+
     static TcpLike tcp(ActorSystem<?> system) {
       Tcp tcp = Tcp.get(system);
-      return new TcpLike() {
-        @Override
-        public int bind(String host, boolean halfClose, int port,
-            Flow<ByteString, ByteString, ?> handler) throws Exception {
-          return bindEach(host, halfClose, port, c -> c.apply(handler));
-        }
-
-        @Override
-        public int bindEach(String host, boolean halfClose,
-            java.util.function.Consumer<Handler> each) throws Exception {
-          return bindEach(host, halfClose, 0, each);
-        }
-
-        private int bindEach(String host, boolean halfClose, int port,
-            java.util.function.Consumer<Handler> each) throws Exception {
-          return await(tcp.bind(host, port, 100, List.of(), halfClose, java.util.Optional.empty())
-              .to(Sink.foreach(c -> each.accept(new Handler() {
-                @Override
-                public <M> M apply(Flow<ByteString, ByteString, M> h) {
-                  return c.handleWith(h, system);
-                }
-              }))).run(system)).localAddress().getPort();
-        }
-
-        @Override
-        public Flow<ByteString, ByteString, ? extends CompletionStage<?>> connect(
-            InetSocketAddress to, boolean halfClose) {
-          return tcp.outgoingConnection(to, java.util.Optional.empty(), List.of(), halfClose,
-              java.util.Optional.empty(), java.util.Optional.empty());
-        }
-      };
+      return of(system, tcp::bind, tcp::outgoingConnection);
     }
 
     static TcpLike rdma(ActorSystem<?> system) {
       RdmaStreams rdma = RdmaStreams.get(system);
+      return of(system, rdma::bind, rdma::outgoingConnection);
+    }
+
+    private static TcpLike of(ActorSystem<?> system, Bind bind, Connect connect) {
       return new TcpLike() {
         @Override
-        public int bind(String host, boolean halfClose, int port,
-            Flow<ByteString, ByteString, ?> handler) throws Exception {
-          return bindEach(host, halfClose, port, c -> c.apply(handler));
-        }
-
-        @Override
-        public int bindEach(String host, boolean halfClose,
-            java.util.function.Consumer<Handler> each) throws Exception {
-          return bindEach(host, halfClose, 0, each);
-        }
-
-        private int bindEach(String host, boolean halfClose, int port,
-            java.util.function.Consumer<Handler> each) throws Exception {
-          return await(rdma.bind(host, port, rdma.settings(), halfClose)
+        public int bindEach(String host, boolean halfClose, int port, Consumer<Handler> each)
+            throws Exception {
+          return await(bind.bind(host, port, 100, List.of(), halfClose, Optional.empty())
               .to(Sink.foreach(c -> each.accept(new Handler() {
                 @Override
                 public <M> M apply(Flow<ByteString, ByteString, M> h) {
@@ -232,9 +226,10 @@ class TcpDropInTest {
         }
 
         @Override
-        public Flow<ByteString, ByteString, ? extends CompletionStage<?>> connect(
+        public Flow<ByteString, ByteString, CompletionStage<OutgoingConnection>> connect(
             InetSocketAddress to, boolean halfClose) {
-          return rdma.outgoingConnection(to, rdma.settings(), halfClose);
+          return connect.outgoingConnection(to, Optional.empty(), List.of(), halfClose,
+              Optional.empty(), Optional.empty());
         }
       };
     }

@@ -206,7 +206,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
         AsyncCallback<Done> unbind = createAsyncCallback(d -> {
           if (phase == Phase.LISTENING) completeStage();
         });
-        mat.binding().complete(Handles.get().binding(bound, () -> {
+        mat.binding().complete(TcpHandles.binding(bound, () -> {
           unbind.invoke(Done.getInstance());
           return unbound;
         }, unbound));
@@ -366,7 +366,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     phase = Phase.RUNNING;
     established = true;
     cancelTimer("connect");
-    mat.connected().complete(Handles.get().outgoing(remote, id.localAddress()));
+    mat.connected().complete(TcpHandles.outgoing(remote, id.localAddress()));
     meter = rt.meter.opened(active() ? "client" : "server", peer(), id.localAddress(),
         writer.sent, receiver.received);
     if (!isClosed(in) && !upstreamDone) pull(in);
