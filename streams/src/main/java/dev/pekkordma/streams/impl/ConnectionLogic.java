@@ -11,7 +11,6 @@ import dev.pekkordma.streams.TransferResult;
 import dev.pekkordma.verbs.WcStatus;
 import dev.pekkordma.verbs.WorkCompletions;
 import java.net.InetSocketAddress;
-import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.IntSupplier;
@@ -37,7 +36,9 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   private static final Logger log = LoggerFactory.getLogger(ConnectionStage.class);
   private static final Duration FLUSH_GRACE = Duration.ofMillis(300);
 
-  private enum Phase { LISTENING, RESOLVING_ADDRESS, RESOLVING_ROUTE, CONNECTING, RUNNING }
+  private enum Phase {
+    LISTENING, RESOLVING_HOST, RESOLVING_ADDRESS, RESOLVING_ROUTE, CONNECTING, RUNNING
+  }
 
   private final StreamsRuntime rt;
   private final RdmaStreamSettings settings;
@@ -190,11 +191,32 @@ final class ConnectionLogic extends TimerGraphStageLogic {
       writer.burstOver();
       progress();
     });
-    if (active() && remote.isUnresolved()) { // as Tcp's, an UnknownHostException
-      fail(new RdmaStreamException("RDMA connection to", remote, "unknown host",
-          new UnknownHostException(remote.getHostString())));
+    if (active() && remote.isUnresolved()) { // as Tcp's: resolved first
+      phase = Phase.RESOLVING_HOST;
+      scheduleOnce("connect", settings.connectTimeout());
+      AsyncCallback<Object> resolved = createAsyncCallback(this::onResolved);
+      HostResolver.resolve(rt.system, remote).whenComplete((address, failure) ->
+          resolved.invoke(failure != null ? failure : address));
       return;
     }
+    start();
+  }
+
+  /** The remote host's address (an InetSocketAddress), or why there is none. */
+  private void onResolved(Object result) {
+    if (stopped() || phase != Phase.RESOLVING_HOST) return;
+    if (result instanceof InetSocketAddress address) {
+      remote = address;
+      start();
+      return;
+    }
+    Throwable why = result instanceof java.util.concurrent.CompletionException c
+        && c.getCause() != null ? c.getCause() : (Throwable) result;
+    fail(new RdmaStreamException("RDMA connection to", remote, "unknown host ("
+        + why.getClass().getSimpleName() + ": " + why.getMessage() + ")", why));
+  }
+
+  private void start() {
     try {
       if (role instanceof ConnectionStage.Role.ListenOnce once) {
         InetSocketAddress listenAt = once.address();
@@ -212,7 +234,8 @@ final class ConnectionLogic extends TimerGraphStageLogic {
         }, unbound));
         return;
       }
-      scheduleOnce("connect", settings.connectTimeout());
+      if (phase != Phase.RESOLVING_HOST) scheduleOnce("connect", settings.connectTimeout());
+      phase = Phase.RESOLVING_ADDRESS;
       if (active()) {
         id = rt.createId("stream to " + peerName(), cmEvents, cmStopped);
         res = plan.resources(rt, id); // what it opens goes with the id
@@ -366,7 +389,9 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     phase = Phase.RUNNING;
     established = true;
     cancelTimer("connect");
-    mat.connected().complete(TcpHandles.outgoing(remote, id.localAddress()));
+    // the address as the application named it, as Tcp's (resolved or not)
+    mat.connected().complete(TcpHandles.outgoing(
+        role instanceof ConnectionStage.Role.Outgoing o ? o.remote() : remote, id.localAddress()));
     meter = rt.meter.opened(active() ? "client" : "server", peer(), id.localAddress(),
         writer.sent, receiver.received);
     if (!isClosed(in) && !upstreamDone) pull(in);
