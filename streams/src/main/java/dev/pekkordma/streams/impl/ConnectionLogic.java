@@ -66,6 +66,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   private AsyncCallback<RuntimeException> cmStopped;
   private AsyncCallback<Boolean> wake;
   private AsyncCallback<Boolean> burstEnd;
+  private AsyncCallback<Done> stop;
 
   ConnectionLogic(ConnectionStage stage, ConnectionStage.Mat mat) {
     super(stage.shape());
@@ -179,7 +180,9 @@ final class ConnectionLogic extends TimerGraphStageLogic {
       } else {
         mat.closed().completeExceptionally(writeFailure);
       }
-      completeStage();
+      // after the events this one raised: a cancel with a cause, made just now, reaches our
+      // upstream with its cause (a completion at once would cancel it again, plainly, first)
+      stop.invoke(Done.getInstance());
     }
 
     @Override
@@ -219,6 +222,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     cmStopped = createAsyncCallback(this::onCmStopped);
     wake = createAsyncCallback(x -> drainCq());
     burstEnd = createAsyncCallback(x -> protocol.burstOver());
+    stop = createAsyncCallback(x -> completeStage());
     if (active() && remote.isUnresolved()) { // as Tcp's: resolved first
       phase = Phase.RESOLVING_HOST;
       scheduleOnce(CONNECT_TIMER, settings.connectTimeout());

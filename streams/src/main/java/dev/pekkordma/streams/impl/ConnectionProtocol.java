@@ -469,11 +469,12 @@ final class ConnectionProtocol {
     receiver.reclaim(); // released since: no need to wait
     Arrivals arrivals = receiver.arrivals;
     while (arrivals.size() > 0) {
-      // the FIN too waits for demand: downstream asking again is what says it has taken the
-      // last message, and only then may the FIN_ACK say so; the peer's RING carries nothing
-      // for downstream, and is taken at once (a CANCEL after it does not count it lost)
-      if (reading && !demanded && arrivals.nextKind() != Arrivals.SKIP) return;
-      if (arrivals.nextKind() == Arrivals.FIN) {
+      // what goes downstream waits for demand; the peer's end does not (a completion needs no
+      // demand, as Tcp's does not), nor does its RING, which carries nothing for downstream (a
+      // CANCEL after it does not count it lost)
+      byte next = arrivals.nextKind();
+      if (reading && !demanded && next != Arrivals.FIN && next != Arrivals.SKIP) return;
+      if (next == Arrivals.FIN) {
         arrivals.pop();
         peerWriting = PeerWriting.FIN_TAKEN;
         if (reading) {
@@ -503,6 +504,7 @@ final class ConnectionProtocol {
    */
   private void stopReading() {
     if (receiver != null) receiver.discarding = true;
+    rules.stoppedReading();
     if (cancel != Cancel.NONE || peerWriting == PeerWriting.FIN_ACKED) return;
     if (receiver != null && peerWriting != PeerWriting.OPEN && receiver.arrivals.size() <= 1
         && !receiver.partial()) {
@@ -577,7 +579,8 @@ final class ConnectionProtocol {
 
   /**
    * A write of ours can never reach the peer's application: our upstream fails with why (if it
-   * has not ended), and the connection's end reports it.
+   * has not ended), and the connection's end reports it. Our reading goes on to the peer's end,
+   * with half-close or without (where Tcp's write vanishes, its reading goes on too).
    */
   private void writeFailed(String reason) {
     RuntimeException cause = failure.apply(reason);
@@ -618,10 +621,9 @@ final class ConnectionProtocol {
         post(Wire.FIN_ACK, takeCredits());
         peerWriting = PeerWriting.FIN_ACKED;
       }
-      // no FIN to a peer that stopped reading: it is not waiting for one, and the element
-      // dropped may have been half written
-      if (!writing && !writer.busy() && !finSent && peerReading == PeerReading.READING
-          && sender.mayControl()) {
+      // our end of data, always (to a peer that stopped reading too, after an element it made
+      // us drop half written): a connection left without it is an abort
+      if (!writing && !writer.busy() && !finSent && sender.mayControl()) {
         post(Wire.FIN, takeCredits());
         rules.sentFin();
         finSent = true;
@@ -760,25 +762,23 @@ final class ConnectionProtocol {
   }
 
   /**
-   * The peer is gone. Gracefully if its data was answered or refused: then what we wrote is
-   * lost unless it took it all or refused it (our writing fails, as Tcp's write after the peer's
-   * close), and our upstream, if still open, decides the end (an element fails, its end ends the
-   * connection). Else the peer vanished or aborted: every end fails.
+   * The peer is gone. Gracefully if it had ended its writing (its FIN came) and took all we sent
+   * or refused it: our upstream, if still open, then decides the end (an element fails, nothing
+   * reaches the peer any more; its end ends the connection). Else the peer vanished or aborted,
+   * as Tcp's reset: every end fails.
    */
   private void peerGone(String reason) {
     if (over()) return;
-    if (!receivingDone()) {
+    if (peerWriting == PeerWriting.OPEN) {
       fail(reason + " without closing the stream");
+      return;
+    }
+    if (peerReading == PeerReading.READING) {
+      fail("the peer closed the connection before acknowledging our last messages");
       return;
     }
     link = Link.GONE;
     actions.close();
-    boolean nothingWritten = sender == null || (sender.writes() == 0 && !writer.busy());
-    if (peerReading == PeerReading.READING && !nothingWritten) {
-      writer.abandon();
-      writeFailed(finSent ? "the peer closed the connection before acknowledging our last"
-          + " messages" : reason + " before it had taken all we sent");
-    }
     endIfDone();
   }
 
