@@ -115,7 +115,7 @@ record LifecycleScript(boolean clientHalfClose, boolean serverHalfClose, Shape s
      * (an echo does): the application's own abort.
      */
     boolean carriedLoudFailure() {
-      return writing == EndProbe.How.CANCELLED_WITH_FAILURE && loud(writingCause)
+      return writing == EndProbe.How.CANCELLED_WITH_FAILURE && TcpDifferences.loud(writingCause)
           && reading == EndProbe.How.CANCELLED_WITH_FAILURE
           && String.valueOf(writingCause).equals(readingCause);
     }
@@ -313,11 +313,12 @@ record LifecycleScript(boolean clientHalfClose, boolean serverHalfClose, Shape s
   // ------------------------------------------------------------ the comparison
 
   /**
-   * Runs the script on both transports (at once) and compares what they saw: the unexplained
-   * differences, each run and its report, when all of three runs have some (the second and
-   * third one transport after the other); none when one run agrees.
+   * Runs the script on both transports (at once) and compares what they saw ({@link
+   * TcpDifferences}): none unexplained when one run of three agrees (the second and third one
+   * transport after the other), else each run's report.
    */
-  List<String> compare(TcpLike tcp, TcpLike rdma, ActorSystem<?> system) throws Exception {
+  TcpDifferences.Result compare(TcpLike tcp, TcpLike rdma, ActorSystem<?> system)
+      throws Exception {
     List<String> reports = new ArrayList<>();
     for (int run = 0; run < 3; run++) {
       Seen onTcp;
@@ -336,130 +337,13 @@ record LifecycleScript(boolean clientHalfClose, boolean serverHalfClose, Shape s
         onTcp = run(tcp, system);
         onRdma = run(rdma, system);
       }
-      List<String> d = differences(onTcp, onRdma);
-      if (d.isEmpty()) return List.of();
-      reports.add("run " + (run + 1) + ": " + d + "\n    Tcp:  " + onTcp + "\n    RDMA: " + onRdma);
+      TcpDifferences.Result r = TcpDifferences.compare(this, onTcp, onRdma);
+      if (r.unexplained().isEmpty()) return r;
+      reports.add("run " + (run + 1) + ": " + r.unexplained() + "\n    Tcp:  " + onTcp
+          + "\n    RDMA: " + onRdma);
     }
     reports.add(0, toString());
-    return reports;
-  }
-
-  /** A loud write failure's cause, as the streams say it. */
-  static boolean loud(String cause) {
-    return cause != null && (cause.contains("the peer stopped reading")
-        || cause.contains("the peer closed the connection"));
-  }
-
-  /**
-   * What differs between Tcp's run and RDMA's that the documented differences (docs/streams.md,
-   * "Where RDMA differs from Tcp") do not explain; empty when the runs agree. Bytes are compared
-   * concatenated (Tcp keeps no message boundaries).
-   *
-   * <p>A write the peer's application could never take (RDMA's run shows it: that side wrote
-   * more than the peer read, and the peer's reading had ended) may fail RDMA's writing side,
-   * naming why, where Tcp's write vanished or reset the connection. That side's reading runs on
-   * to the peer's end, where Tcp's reset failed it or, without half-close, the application's own
-   * end of writing (which RDMA's connection no longer hears) closed it: each read a prefix of what
-   * the other did. Its consequences: an application that carries the failure to its reading side
-   * (an echo) aborts the connection, which the other side sees; one that then fails the upstream
-   * RDMA cancelled already aborts nothing there, where Tcp's other side sees the abort.
-   *
-   * <p>Tcp's close (without half-close) of a connection holding data its application never asked
-   * for leaves that application's reading side open; RDMA's completes it.
-   *
-   * <p>A peer's abort fails RDMA's ends still open at once, where Tcp's hear of it when they
-   * next read or write (after the peer's end of data, write), and may end as their application
-   * ends them meanwhile. And after any abort (a side's upstream or reading failed, the idle
-   * timeout) what was on its way may arrive or not, on either transport: each read a prefix of
-   * what the other did.
-   */
-  List<String> differences(Seen tcp, Seen rdma) {
-    List<String> d = new ArrayList<>();
-    boolean carried = rdma.client().carriedLoudFailure() || rdma.server().carriedLoudFailure();
-    boolean aborts = idleTimeout || carried || steps.stream().anyMatch(s ->
-        s.action() == Action.FAIL || s.action() == Action.FAIL_READING);
-    if (!tcp.connection().equals(rdma.connection())) {
-      d.add("the client's connection: Tcp " + tcp.connection() + ", RDMA " + rdma.connection());
-    }
-    for (Side side : Side.values()) {
-      Side other = side == Side.CLIENT ? Side.SERVER : Side.CLIENT;
-      SideSeen t = tcp.side(side);
-      SideSeen r = rdma.side(side);
-      SideSeen peer = rdma.side(other);
-      String who = side.name().toLowerCase();
-      boolean loudWrite = loudWrite(r, peer);
-      // an abort one transport's connection saw and the other's did not: the peer's
-      // application carried its loud failure to its reading side, or failed an upstream that
-      // RDMA had cancelled already
-      boolean abortedByPeer = peer.carriedLoudFailure() || (loudWrite(peer, r)
-          && steps.stream().anyMatch(s -> s.side() == other && s.action() == Action.FAIL));
-      // the peer's abort: Tcp hears it when it next reads or writes (after the peer's end of
-      // data, writes), RDMA at once, failing what is still open
-      boolean peerAborts = aborts(other);
-      if (failed(t.writing()) != failed(r.writing()) && !loudWrite && !abortedByPeer
-          && !heardAtOnce(peerAborts, t.writing(), r.writing())) {
-        d.add(who + "'s writing side: Tcp " + t.writing() + ", RDMA " + r.writing()
-            + (r.writingCause() == null ? "" : " (" + r.writingCause() + ")"));
-      }
-      boolean readsOn = loudWrite && (prefix(t.read(), r.read()) || prefix(r.read(), t.read()));
-      // Tcp's close (without half-close) of a connection holding data its application never
-      // asked for leaves that application's reading side open (until an idle timeout fails it);
-      // RDMA's completes it
-      boolean closedUnread = !(side == Side.CLIENT ? clientHalfClose : serverHalfClose)
-          && r.writing() == EndProbe.How.COMPLETED && t.writing() == EndProbe.How.COMPLETED
-          && r.reading() == EndProbe.How.COMPLETED && t.reading() != EndProbe.How.COMPLETED
-          && tcp.side(other).written().size() > t.read().size();
-      if (failed(t.reading()) != failed(r.reading()) && !readsOn && !abortedByPeer
-          && !r.carriedLoudFailure() && !heardAtOnce(peerAborts, t.reading(), r.reading())
-          && !closedUnread) {
-        d.add(who + "'s reading side: Tcp " + t.reading() + ", RDMA " + r.reading());
-      }
-      boolean inFlight = aborts && (prefix(t.read(), r.read()) || prefix(r.read(), t.read()));
-      if (!t.read().equals(r.read()) && !readsOn && !inFlight) {
-        d.add(who + " read " + t.read().size() + " bytes on Tcp, " + r.read().size()
-            + " on RDMA");
-      }
-    }
-    return d;
-  }
-
-  /**
-   * An end RDMA failed when the peer aborted, where Tcp's had not heard of it yet: left open,
-   * or ended by its application meanwhile.
-   */
-  private static boolean heardAtOnce(boolean peerAborts, EndProbe.How tcp, EndProbe.How rdma) {
-    return peerAborts && failed(tcp) != EndProbe.How.FAILED
-        && failed(rdma) == EndProbe.How.FAILED;
-  }
-
-  /** Whether the script aborts {@code side}: fails its upstream or reading, or idles. */
-  private boolean aborts(Side side) {
-    return idleTimeout || steps.stream().anyMatch(s -> s.side() == side
-        && (s.action() == Action.FAIL || s.action() == Action.FAIL_READING));
-  }
-
-  /**
-   * Whether {@code side}'s writing failed loudly on RDMA, and rightly: it wrote more than its
-   * {@code peer}'s application read, and the peer's reading had ended.
-   */
-  private static boolean loudWrite(SideSeen side, SideSeen peer) {
-    return side.written().size() > peer.read().size() && peer.reading() != EndProbe.How.OPEN
-        && side.writing() == EndProbe.How.CANCELLED_WITH_FAILURE && loud(side.writingCause());
-  }
-
-  /** Whether {@code a} is where {@code b} begins. */
-  private static boolean prefix(ByteString a, ByteString b) {
-    return a.size() <= b.size() && b.take(a.size()).equals(a);
-  }
-
-  /**
-   * An end as the comparison sees it: failed, whether its stream failed there or was cancelled
-   * with a failure. (A connection that fails fails its inlet and outlet at once, and an echo
-   * carries each to the other: which reaches a probe first is Pekko's ordering, not the
-   * transport's.)
-   */
-  private static EndProbe.How failed(EndProbe.How how) {
-    return how == EndProbe.How.CANCELLED_WITH_FAILURE ? EndProbe.How.FAILED : how;
+    return new TcpDifferences.Result(reports, java.util.Set.of());
   }
 
   /** A sink that never asks for anything: an application that does not read. */
