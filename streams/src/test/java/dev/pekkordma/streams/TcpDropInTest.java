@@ -17,7 +17,6 @@ import java.util.concurrent.ExecutionException;
 import java.util.function.Consumer;
 import org.apache.pekko.Done;
 import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.io.Inet;
 import org.apache.pekko.japi.Pair;
 import org.apache.pekko.stream.BindFailedException;
 import org.apache.pekko.stream.BoundedSourceQueue;
@@ -25,10 +24,7 @@ import org.apache.pekko.stream.javadsl.Flow;
 import org.apache.pekko.stream.javadsl.Keep;
 import org.apache.pekko.stream.javadsl.Sink;
 import org.apache.pekko.stream.javadsl.Source;
-import org.apache.pekko.stream.javadsl.Tcp;
-import org.apache.pekko.stream.javadsl.Tcp.IncomingConnection;
 import org.apache.pekko.stream.javadsl.Tcp.OutgoingConnection;
-import org.apache.pekko.stream.javadsl.Tcp.ServerBinding;
 import org.apache.pekko.util.ByteString;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -58,22 +54,16 @@ class TcpDropInTest {
     return name.equals("tcp") ? TcpLike.tcp(system) : TcpLike.rdma(system);
   }
 
-  private static ByteString join(List<ByteString> parts) {
-    ByteString all = ByteString.emptyByteString();
-    for (ByteString b : parts) all = all.concat(b);
-    return all;
-  }
-
   /** TcpSpec "properly half-close by default": a server that cancels its reading still answers. */
   @ParameterizedTest
   @ValueSource(strings = {"tcp", "rdma"})
   void aServerThatNeverReadsIsHeardInFull(String name) throws Exception {
     TcpLike t = transport(name);
-    int port = t.bind(HOST, true, Flow.fromSinkAndSource(Sink.cancelled(),
+    int port = bind(t, true, Flow.fromSinkAndSource(Sink.cancelled(),
         Source.single(ByteString.fromString("Early response"))));
     List<ByteString> back = await(Source.single(ByteString.fromString("hello"))
-        .via(t.connect(new InetSocketAddress(HOST, port), true)).runWith(Sink.seq(), system));
-    assertEquals("Early response", join(back).utf8String());
+        .via(connect(t, new InetSocketAddress(HOST, port), true)).runWith(Sink.seq(), system));
+    assertEquals("Early response", StreamsTestKit.join(back).utf8String());
   }
 
   /**
@@ -87,11 +77,11 @@ class TcpDropInTest {
     TcpLike t = transport(name);
     var served = new java.util.concurrent.CompletableFuture<Pair<CompletionStage<List<ByteString>>,
         Pair<BoundedSourceQueue<ByteString>, CompletionStage<Done>>>>();
-    int port = t.bindEach(HOST, false, c -> served.complete(c.apply(
+    int port = bindEach(t, false, 0, c -> served.complete(c.apply(
         Flow.fromSinkAndSourceMat(Sink.<ByteString>seq(),
             Source.<ByteString>queue(16).watchTermination(Keep.both()), Keep.both()))));
     var client = Source.<ByteString>queue(16)
-        .viaMat(t.connect(new InetSocketAddress(HOST, port), true), Keep.both())
+        .viaMat(connect(t, new InetSocketAddress(HOST, port), true), Keep.both())
         .toMat(Sink.queue(), Keep.both()).run(system);
     await(client.first().second()); // connected: Tcp's client ends whole if cancelled before
     var server = await(served);
@@ -101,7 +91,7 @@ class TcpDropInTest {
     Thread.sleep(100);
     client.first().first().offer(ByteString.fromString("from the client"));
     client.first().first().complete();
-    assertEquals("from the client", join(await(server.first())).utf8String(),
+    assertEquals("from the client", StreamsTestKit.join(await(server.first())).utf8String(),
         "the server reads the client's bytes and its end");
     CompletionStage<Done> serverWrites = server.second().second();
     Thread.sleep(100);
@@ -120,9 +110,9 @@ class TcpDropInTest {
   @ValueSource(strings = {"tcp", "rdma"})
   void aServerWithoutHalfCloseThatCancelsItsInputCloses(String name) throws Exception {
     TcpLike t = transport(name);
-    int port = t.bind(HOST, false, Flow.fromSinkAndSource(Sink.cancelled(), Source.maybe()));
+    int port = bind(t, false, Flow.fromSinkAndSource(Sink.cancelled(), Source.maybe()));
     List<ByteString> back = await(Source.<ByteString>maybe()
-        .via(t.connect(new InetSocketAddress(HOST, port), true))
+        .via(connect(t, new InetSocketAddress(HOST, port), true))
         .runWith(Sink.seq(), system), Duration.ofSeconds(5));
     assertEquals(List.of(), back);
   }
@@ -132,11 +122,11 @@ class TcpDropInTest {
   @ValueSource(strings = {"tcp", "rdma"})
   void anUnresolvedAddressIsResolved(String name) throws Exception {
     TcpLike t = transport(name);
-    int port = t.bind(HOST, false, Flow.of(ByteString.class));
+    int port = bind(t, false, Flow.of(ByteString.class));
     List<ByteString> back = await(Source.single(ByteString.fromString("hi"))
-        .via(t.connect(InetSocketAddress.createUnresolved("localhost", port), true))
+        .via(connect(t, InetSocketAddress.createUnresolved("localhost", port), true))
         .runWith(Sink.seq(), system));
-    assertEquals("hi", join(back).utf8String());
+    assertEquals("hi", StreamsTestKit.join(back).utf8String());
   }
 
   /** A bind on a port in use: a BindFailedException whose own message names the address and why. */
@@ -144,94 +134,46 @@ class TcpDropInTest {
   @ValueSource(strings = {"tcp", "rdma"})
   void aBindOnAPortInUseSaysWhereAndWhy(String name) throws Exception {
     TcpLike t = transport(name);
-    int port = t.bind(HOST, false, Flow.of(ByteString.class));
+    int port = bind(t, false, Flow.of(ByteString.class));
     ExecutionException e = assertThrows(ExecutionException.class,
-        () -> t.bind(HOST, false, port, Flow.of(ByteString.class)));
+        () -> bind(t, false, port, Flow.of(ByteString.class)));
     BindFailedException bind = assertInstanceOf(BindFailedException.class, e.getCause());
     String message = bind.getMessage();
     assertTrue(message.contains(HOST) && message.contains(String.valueOf(port)), message);
     assertTrue(message.toLowerCase().contains("in use"), message);
   }
 
-  /**
-   * Tcp and RdmaStreams as the cases use them: the same calls (Tcp's bind and outgoingConnection
-   * with every argument) on either.
-   */
-  interface TcpLike {
-    /** Tcp's bind with every argument. */
-    interface Bind {
-      Source<IncomingConnection, CompletionStage<ServerBinding>> bind(String host, int port,
-          int backlog, Iterable<Inet.SocketOption> options, boolean halfClose,
-          Optional<Duration> idleTimeout);
-    }
+  /** A connection's handleWith. */
+  interface Handler {
+    <M> M apply(Flow<ByteString, ByteString, M> handler);
+  }
 
-    /** Tcp's outgoingConnection with every argument. */
-    interface Connect {
-      Flow<ByteString, ByteString, CompletionStage<OutgoingConnection>> outgoingConnection(
-          InetSocketAddress remote, Optional<InetSocketAddress> local,
-          Iterable<Inet.SocketOption> options, boolean halfClose,
-          Optional<Duration> connectTimeout, Optional<Duration> idleTimeout);
-    }
+  /** Binds {@code host}, port 0, and handles each connection with {@code handler}. */
+  private static int bind(TcpLike t, boolean halfClose, Flow<ByteString, ByteString, ?> handler)
+      throws Exception {
+    return bind(t, halfClose, 0, handler);
+  }
 
-    /** A connection's handleWith. */
-    interface Handler {
-      <M> M apply(Flow<ByteString, ByteString, M> handler);
-    }
+  private static int bind(TcpLike t, boolean halfClose, int port,
+      Flow<ByteString, ByteString, ?> handler) throws Exception {
+    return bindEach(t, halfClose, port, c -> c.apply(handler));
+  }
 
-    /** Binds {@code host}, port 0, and handles each connection with {@code handler}. */
-    default int bind(String host, boolean halfClose, Flow<ByteString, ByteString, ?> handler)
-        throws Exception {
-      return bind(host, halfClose, 0, handler);
-    }
+  /** Binds and gives each connection's handleWith to {@code each}. */
+  private static int bindEach(TcpLike t, boolean halfClose, int port, Consumer<Handler> each)
+      throws Exception {
+    return await(t.bind(HOST, port, 100, List.of(), halfClose, Optional.empty())
+        .to(Sink.foreach(c -> each.accept(new Handler() {
+          @Override
+          public <M> M apply(Flow<ByteString, ByteString, M> h) {
+            return c.handleWith(h, system);
+          }
+        }))).run(system)).localAddress().getPort();
+  }
 
-    default int bind(String host, boolean halfClose, int port,
-        Flow<ByteString, ByteString, ?> handler) throws Exception {
-      return bindEach(host, halfClose, port, c -> c.apply(handler));
-    }
-
-    /** Binds and gives each connection's handle-with to {@code each}. */
-    default int bindEach(String host, boolean halfClose, Consumer<Handler> each)
-        throws Exception {
-      return bindEach(host, halfClose, 0, each);
-    }
-
-    int bindEach(String host, boolean halfClose, int port, Consumer<Handler> each)
-        throws Exception;
-
-    Flow<ByteString, ByteString, CompletionStage<OutgoingConnection>> connect(
-        InetSocketAddress to, boolean halfClose);
-
-    static TcpLike tcp(ActorSystem<?> system) {
-      Tcp tcp = Tcp.get(system);
-      return of(system, tcp::bind, tcp::outgoingConnection);
-    }
-
-    static TcpLike rdma(ActorSystem<?> system) {
-      RdmaStreams rdma = RdmaStreams.get(system);
-      return of(system, rdma::bind, rdma::outgoingConnection);
-    }
-
-    private static TcpLike of(ActorSystem<?> system, Bind bind, Connect connect) {
-      return new TcpLike() {
-        @Override
-        public int bindEach(String host, boolean halfClose, int port, Consumer<Handler> each)
-            throws Exception {
-          return await(bind.bind(host, port, 100, List.of(), halfClose, Optional.empty())
-              .to(Sink.foreach(c -> each.accept(new Handler() {
-                @Override
-                public <M> M apply(Flow<ByteString, ByteString, M> h) {
-                  return c.handleWith(h, system);
-                }
-              }))).run(system)).localAddress().getPort();
-        }
-
-        @Override
-        public Flow<ByteString, ByteString, CompletionStage<OutgoingConnection>> connect(
-            InetSocketAddress to, boolean halfClose) {
-          return connect.outgoingConnection(to, Optional.empty(), List.of(), halfClose,
-              Optional.empty(), Optional.empty());
-        }
-      };
-    }
+  private static Flow<ByteString, ByteString, CompletionStage<OutgoingConnection>> connect(
+      TcpLike t, InetSocketAddress to, boolean halfClose) {
+    return t.outgoingConnection(to, Optional.empty(), List.of(), halfClose, Optional.empty(),
+        Optional.empty());
   }
 }

@@ -5,15 +5,8 @@ import dev.pekkordma.memory.NativeMemory;
 import dev.pekkordma.memory.OffHeapBuffer;
 import dev.pekkordma.streams.RdmaStreamSettings;
 import dev.pekkordma.streams.TransferResult;
-import dev.pekkordma.verbs.MemoryRegion;
-import dev.pekkordma.verbs.MemoryWindow;
-import dev.pekkordma.verbs.ProtectionDomain;
-import dev.pekkordma.verbs.QpAttributes;
-import dev.pekkordma.verbs.QpCapabilities;
 import dev.pekkordma.verbs.QpState;
-import dev.pekkordma.verbs.QpType;
 import dev.pekkordma.verbs.QueuePair;
-import dev.pekkordma.verbs.RecvRequests;
 import dev.pekkordma.verbs.SendRequests;
 import dev.pekkordma.verbs.WcOpcode;
 import dev.pekkordma.verbs.WcStatus;
@@ -97,6 +90,12 @@ final class ProtocolSim implements AutoCloseable {
   /** Makes the {@code lie.at()}-th message transmitted a lie. */
   void lie(Lie lie) {
     this.lie = lie;
+  }
+
+  /** Registered memory with a key of its own, its lkey and rkey alike. */
+  private FakeMr mr(OffHeapBuffer memory) {
+    int key = keys++;
+    return new FakeMr(memory, key, key);
   }
 
   void violation(String what) {
@@ -274,7 +273,7 @@ final class ProtocolSim implements AutoCloseable {
 
     private SendBuffers.Area area(int count, int size) {
       OffHeapBuffer m = OffHeapBuffer.allocate((long) count * size);
-      SendBuffers.Area a = new SendBuffers.Area(new Registered(m, new Mr(m, keys++), null),
+      SendBuffers.Area a = new SendBuffers.Area(new Registered(m, mr(m), null),
           count, size);
       areas.add(a);
       return a;
@@ -316,7 +315,7 @@ final class ProtocolSim implements AutoCloseable {
     public ConnectionResources.ReceiveRing openRing(int count, int size) {
       OffHeapBuffer m = OffHeapBuffer.allocate((long) count * size);
       ConnectionResources.ReceiveRing r = new ConnectionResources.ReceiveRing(
-          new Registered(m, new Mr(m, keys++), null), count, size);
+          new Registered(m, mr(m), null), count, size);
       rings.add(r);
       if (protocol != null) ringsOpened++; // after the first
       return r;
@@ -648,7 +647,7 @@ final class ProtocolSim implements AutoCloseable {
     }
 
     /** What it posts goes on its wire, checked. */
-    private final class Qp implements QueuePair {
+    private final class Qp extends PostOnlyQp {
       @Override
       public void postSend(SendRequests r) {
         if (closed) violation(name + " posted after its QP was gone");
@@ -678,98 +677,9 @@ final class ProtocolSim implements AutoCloseable {
       }
 
       @Override
-      public void postRecv(RecvRequests requests) {
-        throw new UnsupportedOperationException("receives go through postReceives");
-      }
-
-      @Override
-      public ProtectionDomain pd() {
-        throw new UnsupportedOperationException();
-      }
-
-      @Override
-      public int qpNum() {
-        return 7;
-      }
-
-      @Override
-      public QpType type() {
-        return QpType.RC;
-      }
-
-      @Override
       public QpState state() {
         return closed ? QpState.ERR : QpState.RTS;
       }
-
-      @Override
-      public QpCapabilities capabilities() {
-        return new QpCapabilities(SETTINGS.sendQueueDepth(), plan.rqDepth(), 1, 1,
-            SETTINGS.inlineThreshold());
-      }
-
-      @Override
-      public QpAttributes query() {
-        throw new UnsupportedOperationException();
-      }
-
-      @Override
-      public void modify(QpAttributes attributes) {}
-
-      @Override
-      public int bindMemoryWindow(MemoryWindow mw, long wrId, int flags, MemoryRegion mr,
-          long address, long length, int access) {
-        throw new UnsupportedOperationException();
-      }
-
-      @Override
-      public void close() {}
     }
-  }
-
-  /** Registered memory with a key of its own (lkey and rkey alike). */
-  private record Mr(OffHeapBuffer memory, int key) implements MemoryRegion {
-    @Override
-    public ProtectionDomain pd() {
-      throw new UnsupportedOperationException();
-    }
-
-    @Override
-    public long address() {
-      return memory.address();
-    }
-
-    @Override
-    public long length() {
-      return memory.length();
-    }
-
-    @Override
-    public int lkey() {
-      return key;
-    }
-
-    @Override
-    public int rkey() {
-      return key;
-    }
-
-    @Override
-    public int access() {
-      return 0;
-    }
-
-    @Override
-    public long handle() {
-      return 0;
-    }
-
-    @Override
-    public void reRegister(long address, long length, int access) {
-      throw new UnsupportedOperationException();
-    }
-
-    @Override
-    public void close() {}
   }
 }
