@@ -85,4 +85,32 @@ class TcpDifferentialCasesTest {
     agrees(new LifecycleScript(true, false, Shape.NEVER_READ, true,
         List.of(client(Action.WRITE, 1), server(Action.COMPLETE, 0))));
   }
+
+  /**
+   * An echo server whose client stopped reading: Tcp's echoes vanish; RDMA's fail the echo's
+   * upstream, and the echo carries that failure to its reading side, an abort the client sees.
+   */
+  @Test
+  void anEchoToAClientThatStoppedReadingAborts() throws Exception {
+    agrees(new LifecycleScript(true, true, Shape.ECHO, false,
+        List.of(client(Action.CANCEL, 0), client(Action.WRITE, 1))));
+  }
+
+  /**
+   * A server whose write failed (its client stopped reading) then fails its upstream: Tcp's
+   * connection resets, RDMA's had cancelled that upstream already.
+   */
+  @Test
+  void aFailureOfAnUpstreamRdmaCancelledAbortsNothing() throws Exception {
+    agrees(new LifecycleScript(true, true, Shape.SCRIPTED, false,
+        List.of(client(Action.CANCEL, 0), server(Action.WRITE, 1), server(Action.FAIL, 0))));
+  }
+
+  /** A client's abort after its end of data: RDMA's server hears it at once, Tcp's later. */
+  @Test
+  void anAbortAfterTheEndOfDataIsHeardAtOnce() throws Exception {
+    agrees(new LifecycleScript(true, true, Shape.SCRIPTED, false,
+        List.of(client(Action.COMPLETE, 0), server(Action.WRITE, 1),
+            client(Action.FAIL_READING, 0))));
+  }
 }
