@@ -52,7 +52,9 @@ class LossyLinkClusterTest {
         + " disconnect-timeout = 5s }\n"
         // emulation delays heartbeats by seconds: no member is to be downed for that
         + "pekko.cluster.failure-detector.acceptable-heartbeat-pause = 20s\n"
-        + "pekko.cluster.split-brain-resolver.stable-after = 30s\n";
+        + "pekko.cluster.split-brain-resolver.stable-after = 30s\n"
+        // leaving the cluster and closing the RDMA link took more than the default 10 s there
+        + "pekko.actor.testkit.typed.system-shutdown-default = 60s\n";
   }
 
   @BeforeAll

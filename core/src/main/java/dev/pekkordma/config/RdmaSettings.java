@@ -72,8 +72,10 @@ public final class RdmaSettings {
     public final String fabricAdvertisedHost;
     public final int fabricAdvertisedPort;
     public final int fabricMaxConnections;
+    public final int fabricMaxHandshakes;
     public final Duration fabricHandshakeTimeout;
     public final Duration fabricFrameTimeout;
+    public final Duration fabricIdleTimeout;
     /** The UDP port multicast datagrams travel on between processes (IP multicast). */
     public final int fabricMulticastPort;
     public final int maxQp, maxQpWr, maxSge, maxCq, maxCqe, maxMr, maxPd, maxMw, maxSrq,
@@ -102,8 +104,10 @@ public final class RdmaSettings {
       fabricAdvertisedHost = c.getString(P + "fabric.advertised-host");
       fabricAdvertisedPort = port(c, P + "fabric.advertised-port");
       fabricMaxConnections = ConfigChecks.atLeast(c, P + "fabric.max-connections", 1);
+      fabricMaxHandshakes = ConfigChecks.atLeast(c, P + "fabric.max-handshakes", 1);
       fabricHandshakeTimeout = positive(c, P + "fabric.handshake-timeout");
       fabricFrameTimeout = positive(c, P + "fabric.frame-timeout");
+      fabricIdleTimeout = positive(c, P + "fabric.idle-timeout");
       fabricMulticastPort = port(c, P + "fabric.multicast-port");
       if (fabricMulticastPort == 0) {
         throw new ConfigException.BadValue(P + "fabric.multicast-port",
@@ -121,9 +125,10 @@ public final class RdmaSettings {
       maxSrqWr = limit(c, "max-srq-wr");
       maxInlineData = limit(c, "max-inline-data");
       maxQpRdAtom = limit(c, "max-qp-rd-atom");
-      if ((long) maxMr + maxMw > 0xffffff) { // a memory key's 24-bit index names them all
+      // a memory key's 24-bit identity is drawn at random: at most half of them are in use
+      if ((long) maxMr + maxMw > 1 << 23) {
         throw new ConfigException.BadValue(P + "limits.max-mr",
-            "max-mr + max-mw must be at most 16777215, was " + ((long) maxMr + maxMw));
+            "max-mr + max-mw must be at most 8388608, was " + ((long) maxMr + maxMw));
       }
       maxMrSize = c.getLong(P + "limits.max-mr-size");
       if (maxMrSize <= 0) {
@@ -160,6 +165,22 @@ public final class RdmaSettings {
   }
 
   /**
+   * A certificate, by its subject's distinguished name or its SHA-256 fingerprint (hex, colons
+   * allowed), and the fabric addresses ({@code a.b.c.d} or {@code a.b.c.d:port}) it may claim.
+   */
+  public record TlsIdentity(String certificate, List<String> addresses) {
+    /** Whether {@code s} is a SHA-256 fingerprint rather than a distinguished name. */
+    public static boolean isFingerprint(String s) {
+      return fingerprint(s).matches("[0-9a-f]{64}");
+    }
+
+    /** {@code s} as a fingerprint compares: lower-case hex, no colons. */
+    public static String fingerprint(String s) {
+      return s.replace(":", "").toLowerCase(java.util.Locale.ROOT);
+    }
+  }
+
+  /**
    * Mutual TLS for the software provider ({@code pekko-rdma.soft.tls}). When enabled, the stores
    * are opened here, so a missing, unreadable or locked one fails at start naming its setting.
    */
@@ -178,6 +199,8 @@ public final class RdmaSettings {
     public final List<String> enabledAlgorithms;
     public final boolean requireMutualAuthentication;
     public final Duration handshakeTimeout;
+    /** The fabric addresses certificates may claim, beyond their IP subject alternative names. */
+    public final List<TlsIdentity> identities;
 
     TlsSettings(Config c) {
       enabled = c.getBoolean(P + "enabled");
@@ -192,7 +215,40 @@ public final class RdmaSettings {
       enabledAlgorithms = List.copyOf(c.getStringList(P + "enabled-algorithms"));
       requireMutualAuthentication = c.getBoolean(P + "require-mutual-authentication");
       handshakeTimeout = positive(c, P + "handshake-timeout");
+      identities = identities(c);
       if (enabled) check(c);
+    }
+
+    private static List<TlsIdentity> identities(Config c) {
+      String path = P + "identities";
+      List<TlsIdentity> ids = new java.util.ArrayList<>();
+      for (Config entry : c.getConfigList(path)) {
+        String certificate = entry.hasPath("certificate") ? entry.getString("certificate") : "";
+        if (!TlsIdentity.isFingerprint(certificate)) {
+          try {
+            new javax.security.auth.x500.X500Principal(certificate);
+          } catch (IllegalArgumentException e) {
+            throw new ConfigException.BadValue(path, "certificate '" + certificate + "' is"
+                + " neither a SHA-256 fingerprint nor a distinguished name (" + e.getMessage()
+                + ")");
+          }
+        }
+        List<String> addresses = entry.hasPath("addresses") ? entry.getStringList("addresses")
+            : List.of();
+        if (addresses.isEmpty()) {
+          throw new ConfigException.BadValue(path, "certificate '" + certificate
+              + "' is given no addresses");
+        }
+        for (String a : addresses) {
+          if (!a.matches("(\\d{1,3}\\.){3}\\d{1,3}(:\\d{1,5})?")
+              || a.contains(":") && Integer.parseInt(a.substring(a.indexOf(':') + 1)) > 65535) {
+            throw new ConfigException.BadValue(path, "'" + a + "' is not an IPv4 address, with"
+                + " or without a port (10.0.0.1, 10.0.0.1:7070)");
+          }
+        }
+        ids.add(new TlsIdentity(certificate, List.copyOf(addresses)));
+      }
+      return List.copyOf(ids);
     }
 
     private void check(Config c) {

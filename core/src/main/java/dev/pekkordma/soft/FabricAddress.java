@@ -7,6 +7,9 @@ import java.util.Arrays;
 
 /** Where a process's fabric answers: an IPv4 address and a port, as its devices' GIDs say. */
 final class FabricAddress {
+  /** No address: 0.0.0.0:0, where a handshake message names none. */
+  static final FabricAddress NONE = new FabricAddress(new byte[4], 0);
+
   private final byte[] ip;
   private final int port;
 
@@ -25,12 +28,17 @@ final class FabricAddress {
     return port;
   }
 
-  InetSocketAddress socketAddress() {
+  /** The address as Java names it (IPv4: no lookup). */
+  InetAddress inetAddress() {
     try {
-      return new InetSocketAddress(InetAddress.getByAddress(ip), port);
+      return InetAddress.getByAddress(ip);
     } catch (UnknownHostException e) {
       throw new IllegalStateException(e); // four bytes are always an address
     }
+  }
+
+  InetSocketAddress socketAddress() {
+    return new InetSocketAddress(inetAddress(), port);
   }
 
   /** A device's GID: fe80::, this address and port, the device's serial. */

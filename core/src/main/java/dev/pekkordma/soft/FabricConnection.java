@@ -11,28 +11,41 @@ import java.net.Socket;
 import java.net.SocketTimeoutException;
 
 /**
- * One TCP connection of the fabric (plain or TLS) with the frame-level reads and writes both
- * its ends need. Reading and writing may run in two threads; each side is one thread's at a time.
- * A frame begun must arrive whole within the frame timeout, and its payload streams through a
- * fixed buffer: nothing the peer announces sizes an allocation.
+ * One TCP connection of the fabric (plain or TLS), after its handshake, with the frame-level
+ * reads and writes both its ends need. Reading and writing may run in two threads; each side is
+ * one thread's at a time. A frame begun must keep arriving: its header, and then each {@link
+ * Segments#CHUNK} bytes of its payload, within the frame timeout each, however their bytes
+ * trickle in (a deadline per piece, not a timeout per read, which every byte would restart). The
+ * {@link ConnectionWatch} enforces it, closing a connection whose piece is overdue, so that reads
+ * block plainly: a timed read costs every message a few microseconds. Its payload streams
+ * through a fixed buffer: nothing the peer announces sizes an allocation. The buffers are made
+ * here, so only for connections that were proven.
  */
 final class FabricConnection implements AutoCloseable {
   private final Socket socket;
   private final InputStream in;
   private final OutputStream out;
   private final String peer;
-  private final int frameTimeoutMillis;
+  private final long frameNanos;
+  private final ConnectionWatch watch;
   private final byte[] inChunk = new byte[Segments.CHUNK];
   private final byte[] outChunk = new byte[Segments.CHUNK];
   private final Incoming incoming = new Incoming();
-  private boolean midFrame;
+  /** When the piece of a frame being read (its header, a chunk) must be whole; 0 between frames. */
+  private volatile long pieceDeadline;
+  /** Closed by the watch because a piece was overdue. */
+  private volatile boolean overdue;
 
-  FabricConnection(Socket socket, String peer, int frameTimeoutMillis) throws IOException {
+  FabricConnection(Socket socket, String peer, long frameNanos, ConnectionWatch watch)
+      throws IOException {
     this.socket = socket;
+    socket.setSoTimeout(0); // the watch keeps the deadlines
     this.in = new BufferedInputStream(socket.getInputStream(), 64 * 1024);
     this.out = new BufferedOutputStream(socket.getOutputStream(), 64 * 1024);
     this.peer = peer;
-    this.frameTimeoutMillis = frameTimeoutMillis;
+    this.frameNanos = frameNanos;
+    this.watch = watch;
+    watch.watch(this);
   }
 
   /** Who is at the other end, for messages: an address, later the process it stands for. */
@@ -40,36 +53,18 @@ final class FabricConnection implements AutoCloseable {
     return peer;
   }
 
-  Socket socket() {
-    return socket;
-  }
-
-  // ---------------------------------------------------------------- handshake
-
-  byte[] readHandshake() throws IOException {
-    byte[] b = new byte[FabricWire.HANDSHAKE_BYTES];
-    readFully(b, 0, b.length);
-    return b;
-  }
-
-  void writeHandshake(FabricWire.Handshake h) throws IOException {
-    out.write(h.encode());
-    out.flush();
-  }
-
-  /** After the handshake: waiting for the next frame may take forever, a frame may not. */
-  void established() throws IOException {
-    socket.setSoTimeout(0);
-  }
-
   // ---------------------------------------------------------------- reading frames
 
   /** Reads the next header (waiting as long as the link is idle) and checks it. */
   void readHeader(FabricWire.Frame f, long maxMessage) throws IOException {
-    int first = in.read();
+    int first;
+    try {
+      first = in.read();
+    } catch (IOException e) {
+      throw overdue ? timedOut() : e;
+    }
     if (first < 0) throw new EOFException(peer + " closed the connection");
-    socket.setSoTimeout(frameTimeoutMillis);
-    midFrame = true;
+    pieceDeadline = System.nanoTime() + frameNanos;
     byte[] b = f.bytes.array();
     b[0] = (byte) first;
     readFully(b, 1, FabricWire.HEADER_BYTES - 1);
@@ -82,12 +77,10 @@ final class FabricConnection implements AutoCloseable {
     return incoming;
   }
 
-  /** The frame just read is done (payload and trailer consumed). */
-  void frameDone() throws IOException {
-    if (midFrame) {
-      midFrame = false;
-      socket.setSoTimeout(0);
-    }
+  /** Reads one piece of a payload (at most a chunk), within a frame timeout of its own. */
+  private void readPiece(byte[] b, int off, int len) throws IOException {
+    pieceDeadline = System.nanoTime() + frameNanos;
+    readFully(b, off, len);
   }
 
   private void readFully(byte[] b, int off, int len) throws IOException {
@@ -98,10 +91,24 @@ final class FabricConnection implements AutoCloseable {
         off += n;
         len -= n;
       }
-    } catch (SocketTimeoutException e) {
-      throw new SocketTimeoutException(peer + " sent part of a frame, then nothing for "
-          + frameTimeoutMillis + " ms (pekko-rdma.soft.fabric.frame-timeout)");
+    } catch (IOException e) {
+      throw overdue ? timedOut() : e;
     }
+  }
+
+  /** For the watch: closes the connection if the piece being read is overdue at {@code now}. */
+  void expireOverdue(long now) {
+    long d = pieceDeadline;
+    if (d != 0 && now - d > 0) {
+      overdue = true;
+      close();
+    }
+  }
+
+  private SocketTimeoutException timedOut() {
+    return new SocketTimeoutException(peer + " sent part of a frame and not the rest of its"
+        + " header, or of 256 KiB of its payload, within " + frameNanos / 1_000_000
+        + " ms (pekko-rdma.soft.fabric.frame-timeout)");
   }
 
   /** A frame's payload, read through {@link #inChunk}; one at a time per connection. */
@@ -131,7 +138,7 @@ final class FabricConnection implements AutoCloseable {
       try {
         while (len > 0) {
           int n = (int) Math.min(len, inChunk.length);
-          readFully(inChunk, 0, n);
+          readPiece(inChunk, 0, n);
           remaining -= n;
           len -= n;
           if (result == Segments.COPIED) {
@@ -153,11 +160,11 @@ final class FabricConnection implements AutoCloseable {
       try {
         while (remaining > 0) {
           int n = (int) Math.min(remaining, inChunk.length);
-          readFully(inChunk, 0, n);
+          readPiece(inChunk, 0, n);
           remaining -= n;
         }
         if (length > 0) { // ending before the trailer is ending mid-frame, not a violation
-          readFully(inChunk, 0, 1);
+          readPiece(inChunk, 0, 1);
           int t = inChunk[0] & 0xff;
           if (t != FabricWire.TRAILER_WHOLE && t != FabricWire.TRAILER_ABORTED) {
             throw new FabricWire.Violation("trailer byte " + t + " (0 or 1 expected)");
@@ -166,7 +173,7 @@ final class FabricConnection implements AutoCloseable {
         } else {
           whole = true;
         }
-        frameDone();
+        pieceDeadline = 0; // the frame is done: waiting for the next one takes no deadline
       } catch (IOException e) {
         throw new UncheckedIOException(e);
       }
@@ -177,7 +184,7 @@ final class FabricConnection implements AutoCloseable {
     boolean readInto(dev.pekkordma.memory.OffHeapBuffer into) {
       int n = (int) remaining;
       try {
-        readFully(inChunk, 0, n);
+        readPiece(inChunk, 0, n);
       } catch (IOException e) {
         throw new UncheckedIOException(e);
       }
@@ -221,6 +228,7 @@ final class FabricConnection implements AutoCloseable {
 
   @Override
   public void close() {
+    watch.forget(this);
     try {
       socket.close();
     } catch (IOException e) {

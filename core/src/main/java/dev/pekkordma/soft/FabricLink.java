@@ -76,6 +76,11 @@ final class FabricLink {
     return attached.contains(qp);
   }
 
+  /** Whether any QP is connected through this link. */
+  boolean holdsAny() {
+    return !attached.isEmpty();
+  }
+
   boolean retired() {
     return retired;
   }

@@ -7,11 +7,15 @@ import java.nio.ByteOrder;
 /**
  * The fabric's wire format, and the checks every field gets before it is used.
  *
- * <p>A connection opens with a handshake of fixed 32-byte messages: the connecting side's
- * HELLO names the listener its own process answers at and a random nonce; the accepting side
- * asks that listener, on a connection of its own, whether it issued the nonce (PROVE); only then
- * does it answer WELCOME, and the connection stands for that process. Requests on it can then
- * only claim source GIDs of that process, as rxe trusts a packet's source address.
+ * <p>A connection opens with a plain 24-byte OPENING that says what it is for: a LINK (a
+ * process that will send requests), or a PROOF about a nonce this side issued. TLS follows, when
+ * on; then the handshake, fixed 72-byte messages. A LINK's HELLO names the listener its process
+ * answers at (from), the listener it was sent to (to) and a random nonce; the accepting side
+ * asks the listener named as from, on a connection of its own (a PROOF), whether it issued that
+ * nonce for a connection bound as the accepting side sees this one: from, to, and under TLS both
+ * certificates ({@link ChannelBinding}). Only then does it answer WELCOME, and the connection
+ * stands for that process; requests on it can only claim source GIDs of that process, as rxe
+ * trusts a packet's source address. A refusal carries a code saying why.
  *
  * <p>Then frames: an 80-byte header, the payload, and after a payload one trailer byte (0: the
  * sender's memory stayed registered while it was read, 1: it did not, so the bytes before are
@@ -19,9 +23,14 @@ import java.nio.ByteOrder;
  */
 final class FabricWire {
   static final int MAGIC = 0x32465250; // "PRF2"
-  static final byte VERSION = 1;
-  static final int HANDSHAKE_BYTES = 32;
+  static final byte VERSION = 2;
+  static final int OPENING_BYTES = 24;
+  static final int HANDSHAKE_BYTES = 72;
   static final int NONCE_BYTES = 16;
+  static final int BINDING_BYTES = 32;
+  // what a connection is for (its opening)
+  static final byte LINK = 1;
+  static final byte PROOF = 2;
   // handshake kinds
   static final byte HELLO = 1;
   static final byte WELCOME = 2;
@@ -29,6 +38,12 @@ final class FabricWire {
   static final byte PROVE = 4;
   static final byte PROVEN = 5;
   static final byte NOT_PROVEN = 6;
+  // why a HELLO was refused (REFUSED's code)
+  static final short NOT_CONFIRMED = 1;
+  static final short RELAYED = 2;
+  static final short OWN_ADDRESS = 3;
+  static final short CERTIFICATE = 4;
+  static final short BUSY = 5;
 
   static final int HEADER_BYTES = 80;
   // frame kinds
@@ -47,47 +62,116 @@ final class FabricWire {
     }
   }
 
-  // ---------------------------------------------------------------- handshake
+  // ---------------------------------------------------------------- opening and handshake
 
-  /** A handshake message: kind, a code (refusals), an IPv4 address and port, a nonce. */
+  /** A connection's first bytes, before TLS: what it is for, and for a PROOF, the nonce. */
+  static byte[] opening(byte purpose, byte[] nonce) {
+    ByteBuffer b = ByteBuffer.allocate(OPENING_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+    b.putInt(MAGIC).put(VERSION).put(purpose).putShort((short) 0);
+    if (nonce != null) b.put(nonce);
+    return b.array();
+  }
+
+  /** Checks an opening's magic, version and purpose; returns the purpose. */
+  static byte purpose(ByteBuffer opening) {
+    ByteBuffer b = opening.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+    b.rewind();
+    checkMagicAndVersion(b.getInt(), b.get());
+    byte purpose = b.get();
+    if (purpose != LINK && purpose != PROOF) {
+      throw new Violation("an opening for purpose " + purpose + " (1 or 2 expected)");
+    }
+    return purpose;
+  }
+
+  /** The nonce a PROOF opening asks about. */
+  static byte[] openingNonce(ByteBuffer opening) {
+    byte[] nonce = new byte[NONCE_BYTES];
+    ByteBuffer b = opening.duplicate();
+    b.position(8);
+    b.get(nonce);
+    return nonce;
+  }
+
+  private static void checkMagicAndVersion(int magic, byte version) {
+    if (magic != MAGIC) {
+      throw new Violation("not a soft RDMA fabric peer (magic 0x" + Integer.toHexString(magic)
+          + ")");
+    }
+    if (version != VERSION) {
+      throw new Violation("fabric protocol version " + version + ", this side speaks "
+          + VERSION);
+    }
+  }
+
+  /** Why a HELLO was refused, in words for the connecting side's error. */
+  static String refusal(short code) {
+    switch (code) {
+      case NOT_CONFIRMED: return "the listener this process named did not confirm the nonce";
+      case RELAYED: return "the HELLO names another listener than the one it reached (relayed)";
+      case OWN_ADDRESS: return "the HELLO claims the accepting fabric's own address";
+      case CERTIFICATE: return "this process's TLS certificate may not claim its address"
+          + " (pekko-rdma.soft.tls.identities, or an IP subject alternative name)";
+      case BUSY: return "it serves as many processes as it may"
+          + " (pekko-rdma.soft.fabric.max-connections)";
+      default: return "code " + code;
+    }
+  }
+
+  /**
+   * A handshake message: kind, a code (refusals), the sender's fabric (from), the listener it
+   * was sent to (to), a nonce, and a channel binding (PROVE).
+   */
   static final class Handshake {
     byte kind;
     short code;
-    final byte[] address = new byte[4];
-    int port;
+    FabricAddress from = FabricAddress.NONE;
+    FabricAddress to = FabricAddress.NONE;
     final byte[] nonce = new byte[NONCE_BYTES];
+    final byte[] binding = new byte[BINDING_BYTES];
+
+    Handshake() {}
+
+    Handshake(byte kind) {
+      this.kind = kind;
+    }
 
     byte[] encode() {
       ByteBuffer b = ByteBuffer.allocate(HANDSHAKE_BYTES).order(ByteOrder.LITTLE_ENDIAN);
-      b.putInt(MAGIC).put(VERSION).put(kind).putShort(code).put(address)
-          .putShort((short) port).putShort((short) 0).put(nonce);
+      b.putInt(MAGIC).put(VERSION).put(kind).putShort(code);
+      put(b, from);
+      put(b, to);
+      b.put(nonce).put(binding);
       return b.array();
     }
 
-    /** Parses {@code bytes} (32 of them), expecting one of {@code kinds}. */
+    /** Parses {@code bytes} (72 of them), expecting one of {@code kinds}. */
     static Handshake decode(byte[] bytes, byte... kinds) {
       ByteBuffer b = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
-      int magic = b.getInt();
-      if (magic != MAGIC) {
-        throw new Violation("not a soft RDMA fabric peer (magic 0x" + Integer.toHexString(magic)
-            + ")");
-      }
-      byte version = b.get();
-      if (version != VERSION) {
-        throw new Violation("fabric protocol version " + version + ", this side speaks "
-            + VERSION);
-      }
+      checkMagicAndVersion(b.getInt(), b.get());
       Handshake h = new Handshake();
       h.kind = b.get();
       boolean expected = false;
       for (byte k : kinds) expected |= k == h.kind;
       if (!expected) throw new Violation("handshake message of kind " + h.kind + " out of turn");
       h.code = b.getShort();
-      b.get(h.address);
-      h.port = b.getShort() & 0xffff;
-      b.getShort();
+      h.from = address(b);
+      h.to = address(b);
       b.get(h.nonce);
+      b.get(h.binding);
       return h;
+    }
+
+    private static void put(ByteBuffer b, FabricAddress a) {
+      b.put(a.ip()).putShort((short) a.port()).putShort((short) 0);
+    }
+
+    private static FabricAddress address(ByteBuffer b) {
+      byte[] ip = new byte[4];
+      b.get(ip);
+      int port = b.getShort() & 0xffff;
+      b.getShort();
+      return new FabricAddress(ip, port);
     }
   }
 

@@ -4,18 +4,19 @@ import dev.pekkordma.memory.OffHeapBuffer;
 import dev.pekkordma.verbs.QpType;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Serves one connection another process opened to this fabric, on a thread of the fabric's
- * bounded pool: the handshake that proves which process it stands for, then its requests,
- * executed against our QPs and answered. A request only reaches a QP connected to a device of
- * that process; a frame that breaks the protocol ends the connection, and the QPs connected to
- * that process fail naming it.
+ * Serves one connection of a process that proved which fabric it stands for, on a thread of its
+ * own: its requests, executed against our QPs and answered. A request only reaches a QP
+ * connected to a device of that process; one for another QP, or for no QP, is counted in the
+ * port counters and logged (at most {@link RefusalLog#PER_SECOND} lines a second). A frame that
+ * breaks the protocol ends the connection, and the QPs connected to that process fail naming
+ * it. A connection none of whose requests reached a QP for the idle timeout, while no QP of ours
+ * is connected to its process, is closed: a process nobody talks to holds no place for ever.
  */
 final class InboundConnection implements Runnable {
   private static final Logger LOG = LoggerFactory.getLogger(InboundConnection.class);
@@ -23,73 +24,68 @@ final class InboundConnection implements Runnable {
   static final int MAX_REFUSED = 100;
 
   private final TcpFabric fabric;
-  private final Socket socket;
+  private final FabricConnection c;
+  private final FabricAddress identity;
   private final String remote;
-  private FabricConnection c;
-  private FabricAddress identity;
+  /** Ended by this side (replaced by a newer connection, or idle): it ends quietly. */
+  private volatile boolean ended;
   private int refused;
+  /** When a request of it last reached a QP (or it was welcomed). */
+  private volatile long lastServed = System.nanoTime();
 
-  InboundConnection(TcpFabric fabric, Socket socket) {
+  InboundConnection(TcpFabric fabric, FabricConnection c, FabricAddress identity,
+      String remote) {
     this.fabric = fabric;
-    this.socket = socket;
-    this.remote = String.valueOf(socket.getRemoteSocketAddress()).replaceFirst("^/", "");
+    this.c = c;
+    this.identity = identity;
+    this.remote = remote;
+  }
+
+  /** A newer connection of the same process took this one's place: it ends quietly. */
+  void replaced() {
+    ended = true;
+    c.close();
+  }
+
+  /**
+   * For the watch: closes the connection, saying why, if none of its requests reached a QP for
+   * the idle timeout while no QP of ours is connected to its process.
+   */
+  void reclaimIfIdle(long now) {
+    long idleNanos = fabric.limits().idle().toNanos();
+    if (ended || now - lastServed < idleNanos || fabric.talksTo(identity)) return;
+    ended = true;
+    LOG.info("soft fabric: closing the connection of {}: none of its requests reached a QP for"
+        + " {} ms and no QP of this process is connected to it"
+        + " (pekko-rdma.soft.fabric.idle-timeout)", who(), idleNanos / 1_000_000);
+    c.close();
   }
 
   @Override
   public void run() {
     try {
-      c = fabric.serverSide(socket, remote);
-      if (!handshake()) return;
       serve();
     } catch (FabricWire.Violation v) {
       fabric.refusals().refuse(who(), v.getMessage() + "; the connection is dropped");
-      if (identity != null) fabric.violated(identity, v.getMessage());
-    } catch (javax.net.ssl.SSLException e) {
-      fabric.refusals().refuse(who(), "TLS: " + e.getMessage());
+      fabric.violated(identity, v.getMessage());
     } catch (java.net.SocketTimeoutException e) {
       fabric.refusals().refuse(who(), e.getMessage() + "; the connection is dropped");
     } catch (IOException | UncheckedIOException e) {
       if (e.getCause() instanceof java.net.SocketTimeoutException) {
         fabric.refusals().refuse(who(), e.getCause().getMessage() + "; the connection is dropped");
-      } else {
-        LOG.debug("soft fabric: connection from {} ended: {}", remote, e.getMessage());
+      } else if (!ended) {
+        LOG.debug("soft fabric: connection from {} ended: {}", who(), e.getMessage());
       }
     } catch (RuntimeException | Error e) {
-      LOG.error("soft fabric: serving {} failed", remote, e);
+      LOG.error("soft fabric: serving {} failed", who(), e);
     } finally {
-      if (c != null) c.close();
-      else closeQuietly();
+      fabric.served().ended(identity, this);
+      c.close();
     }
   }
 
   private String who() {
-    return identity != null ? "the process at " + identity + " (" + remote + ")" : remote;
-  }
-
-  /** HELLO, proven by a call back to the listener it names; or a PROVE asked of us. */
-  private boolean handshake() throws IOException {
-    FabricWire.Handshake h = FabricWire.Handshake.decode(c.readHandshake(), FabricWire.HELLO,
-        FabricWire.PROVE);
-    if (h.kind == FabricWire.PROVE) {
-      FabricWire.Handshake answer = new FabricWire.Handshake();
-      answer.kind = fabric.consumeNonce(h.nonce) ? FabricWire.PROVEN : FabricWire.NOT_PROVEN;
-      c.writeHandshake(answer);
-      return false;
-    }
-    FabricAddress claimed = new FabricAddress(h.address, h.port);
-    FabricWire.Handshake answer = new FabricWire.Handshake();
-    if (!fabric.prove(claimed, h.nonce)) {
-      answer.kind = FabricWire.REFUSED;
-      c.writeHandshake(answer);
-      fabric.refusals().refuse(remote, "it claims to be the fabric at " + claimed
-          + ", which did not confirm it");
-      return false;
-    }
-    identity = claimed;
-    answer.kind = FabricWire.WELCOME;
-    c.writeHandshake(answer);
-    c.established();
-    return true;
+    return "the process at " + identity + " (" + remote + ")";
   }
 
   private void serve() throws IOException {
@@ -116,6 +112,7 @@ final class InboundConnection implements Runnable {
         identity.writeGid(h.srcGid, f.srcDevice); // the source is who the handshake proved
         if (qp == null) { // destroyed, or never was: the requester's timer will tell it
           payload.finish();
+          unknown(f, device);
           continue;
         }
         if (f.kind == FabricWire.DATAGRAM && qp.type == QpType.UD) {
@@ -128,6 +125,7 @@ final class InboundConnection implements Runnable {
             datagramBytes.single(datagramMemory.address(), f.payloadLength);
             qp.responder.handleDatagram(h, datagram.of(datagramBytes));
           }
+          lastServed = System.nanoTime();
           continue;
         }
         if (!qp.isPeer(h.srcGid) || h.srcQpn != qp.destQpn) {
@@ -135,6 +133,7 @@ final class InboundConnection implements Runnable {
           refuse(qp, h);
           continue;
         }
+        lastServed = System.nanoTime();
         if (f.kind == FabricWire.DATAGRAM) { // UC: no answer
           qp.responder.handleRequest(h, payload, r, true);
           payload.finish();
@@ -158,6 +157,7 @@ final class InboundConnection implements Runnable {
 
   /** A request for a QP not connected to the process this connection stands for. */
   private void refuse(SoftQp qp, SoftPeer.RequestHeader h) {
+    qp.device.portTally.refusedRequests.increment();
     fabric.refusals().refuse(who(), "a request from QP " + h.srcQpn + " for QP "
             + qp.qpn + ", which is not connected to it");
     if (++refused > MAX_REFUSED) {
@@ -165,11 +165,10 @@ final class InboundConnection implements Runnable {
     }
   }
 
-  private void closeQuietly() {
-    try {
-      socket.close();
-    } catch (IOException e) {
-      // closing is all we wanted
-    }
+  /** A request for a QP (or device) we do not have: gone since, or guessed. */
+  private void unknown(FabricWire.Frame f, SoftDevice device) {
+    if (device != null) device.portTally.unknownQpnRequests.increment();
+    fabric.refusals().refuse(who(), "a request for QP " + f.destQpn + " of device "
+        + f.destDevice + ", which " + (device == null ? "does not exist" : "has no such QP"));
   }
 }

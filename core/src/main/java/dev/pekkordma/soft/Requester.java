@@ -519,8 +519,13 @@ final class Requester {
           ? readData.copyTo(answerTarget, 0, r.readLength, qp.fence, generation)
           : Segments.copy(r.readSource, 0, answerTarget, 0, r.readLength, qp.fence, generation);
       boolean whole = readData == null || readData.finish();
-      if (copied == Segments.SOURCE_GONE || !whole) status = WcStatus.REM_ACCESS_ERR;
-      else if (copied != Segments.COPIED) status = WcStatus.LOC_PROT_ERR;
+      if (copied == Segments.SOURCE_GONE || !whole) {
+        status = WcStatus.REM_ACCESS_ERR;
+        qp.noteError(qp.describePeer() + " could not finish its answer to RDMA READ (PSN "
+            + r.psn + "): the memory it read was deregistered meanwhile");
+      } else if (copied != Segments.COPIED) {
+        status = WcStatus.LOC_PROT_ERR;
+      }
       len = (int) r.readLength;
     } else if (op.isAtomic()) {
       if (!answerTarget.enter(0)) {

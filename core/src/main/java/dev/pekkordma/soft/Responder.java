@@ -31,8 +31,6 @@ import dev.pekkordma.verbs.WrOpcode;
  */
 final class Responder {
   static final int GRH_BYTES = 40;
-  /** Atomic results kept for answering a retried atomic (IB's responder resources). */
-  private static final int ATOMIC_CACHE = 16;
   // admit's decisions besides a NAK code
   private static final int PLACE = -1;
   private static final int ANSWERED = -2;
@@ -48,9 +46,8 @@ final class Responder {
   private WrOpcode pendingOp;
   private long pendingWrId;
   private int pendingD;
-  private final int[] atomicPsns = new int[ATOMIC_CACHE];
-  private final long[] atomicValues = new long[ATOMIC_CACHE];
-  private int atomicCount;
+  /** The READs and atomics answered last, for answering their repeats. */
+  private final ResponderResources resources = new ResponderResources();
 
   // reused: under the monitor, or by the one placement in progress
   private final Segments target;
@@ -70,7 +67,7 @@ final class Responder {
   void start(int rqPsn) {
     epsn = rqPsn;
     commEstablished = false;
-    atomicCount = 0;
+    resources.clear();
   }
 
   void reset() {
@@ -156,12 +153,12 @@ final class Responder {
     int d = uc ? 0 : ((h.psn - epsn) << 8) >> 8;
     pendingD = d;
     pendingOp = op;
-    if (d > 0) return DROPPED; // after a NAK the rest are dropped until the retry
-    target.clear();
-    if (d < 0 && op != WrOpcode.RDMA_READ) { // a repeat of an answered request
-      r.code = op.isAtomic() ? cachedAtomic(h.psn, r) : ACK;
-      return ANSWERED;
+    if (d > 0) { // after a NAK the rest are dropped until the retry
+      qp.device.portTally.outOfSequenceRequests.increment();
+      return DROPPED;
     }
+    target.clear();
+    if (d < 0) return repeat(op, h, r);
     int code;
     switch (op) {
       case RDMA_WRITE:
@@ -181,7 +178,7 @@ final class Responder {
         break;
       default:
         if (uc) return DROPPED;
-        code = respondInPlace(op, h, r);
+        code = respondInPlace(op, h, r, true);
         if (code == ACK) { // a READ or an atomic: nothing to place here
           settle(ACK, d, r);
           return ANSWERED;
@@ -291,8 +288,34 @@ final class Responder {
     return ACK;
   }
 
-  /** An RDMA READ's or an atomic's answer, which places nothing here. */
-  private int respondInPlace(WrOpcode op, SoftPeer.RequestHeader h, SoftPeer.Response r) {
+  /**
+   * A repeat of a request answered already (its answer was lost, or someone replays it): a WRITE
+   * or a SEND is acknowledged again and not placed again; a READ or an atomic is answered only
+   * from the responder resources, else dropped (a READ) or refused (an atomic), as rxe does.
+   */
+  private int repeat(WrOpcode op, SoftPeer.RequestHeader h, SoftPeer.Response r) {
+    qp.device.portTally.duplicateRequests.increment();
+    if (op == WrOpcode.RDMA_READ) {
+      if (!resources.answeredRead(h.psn, h.rkey, h.remoteAddress, h.readLength)) return DROPPED;
+      int code = respondInPlace(op, h, r, false);
+      if (code != ACK) return code;
+    } else if (op.isAtomic()) {
+      if (!resources.answeredAtomic(h.psn)) {
+        r.code = NAK_INVALID_REQUEST;
+        return ANSWERED;
+      }
+      r.atomicValue = resources.result(h.psn);
+    }
+    r.code = ACK;
+    return ANSWERED;
+  }
+
+  /**
+   * An RDMA READ's or an atomic's answer, which places nothing here; a {@code first} execution
+   * (not a repeat) is kept in the responder resources.
+   */
+  private int respondInPlace(WrOpcode op, SoftPeer.RequestHeader h, SoftPeer.Response r,
+      boolean first) {
     switch (op) {
       case RDMA_READ: {
         if ((qp.accessFlags & Access.REMOTE_READ) == 0) return NAK_INVALID_REQUEST;
@@ -301,6 +324,7 @@ final class Responder {
           return NAK_REMOTE_ACCESS;
         }
         r.readLength = h.readLength;
+        if (first) resources.read(h.psn, h.rkey, h.remoteAddress, h.readLength);
         return ACK;
       }
       case ATOMIC_CMP_AND_SWP:
@@ -318,29 +342,12 @@ final class Responder {
         } finally {
           target.exit(0);
         }
-        cacheAtomic(h.psn, r.atomicValue);
+        resources.atomic(h.psn, r.atomicValue);
         return ACK;
       }
       default:
         return NAK_INVALID_REQUEST;
     }
-  }
-
-  private void cacheAtomic(int psn, long value) {
-    int i = atomicCount++ % ATOMIC_CACHE;
-    atomicPsns[i] = psn;
-    atomicValues[i] = value;
-  }
-
-  /** A retried atomic is answered with the first execution's result, never executed twice. */
-  private int cachedAtomic(int psn, SoftPeer.Response r) {
-    for (int i = 0; i < Math.min(atomicCount, ATOMIC_CACHE); i++) {
-      if (atomicPsns[i] == psn) {
-        r.atomicValue = atomicValues[i];
-        return ACK;
-      }
-    }
-    return NAK_INVALID_REQUEST;
   }
 
   // ---------------------------------------------------------------- receives (monitor)

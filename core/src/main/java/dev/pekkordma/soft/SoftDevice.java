@@ -48,10 +48,10 @@ final class SoftDevice {
     this.settings = provider.settings();
     this.gid = gid;
     this.info = new RdmaDevice(name, guid, "soft-roce", "soft");
-    this.memoryKeys = new KeyTable<>(64, settings.maxMr + settings.maxMw, 32,
+    this.memoryKeys = new KeyTable<>(64, settings.maxMr + settings.maxMw, 32, 8,
         "memory regions and windows");
-    this.qps = new KeyTable<>(64, Math.min(settings.maxQp, 65535), 24, "QPs");
-    this.handles = new KeyTable<>(64, Integer.MAX_VALUE >>> 8, 32, "handles");
+    this.qps = new KeyTable<>(64, Math.min(settings.maxQp, 65535), 24, 0, "QPs");
+    this.handles = new KeyTable<>(64, 1 << 23, 32, 8, "handles");
     this.engine = new SoftEngine("soft-rdma-engine-" + engineName(name, gid),
         Math.min(settings.maxQp, 65535));
     this.localPeer = new LocalPeer(this);

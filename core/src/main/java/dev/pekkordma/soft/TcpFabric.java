@@ -8,17 +8,10 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
-import java.nio.ByteBuffer;
-import java.security.SecureRandom;
+import java.nio.channels.ServerSocketChannel;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Semaphore;
-import java.util.concurrent.SynchronousQueue;
-import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -26,45 +19,41 @@ import org.slf4j.LoggerFactory;
  * The fabric between processes: each process listens on one TCP port and opens one {@link
  * FabricLink} to each process it sends requests to; the other side serves it as an {@link
  * InboundConnection} and executes the requests against its own memory, so one-sided operations
- * need no code of the target application. Inbound connections are capped and served by a
- * bounded pool; each must prove which process it stands for before any frame is read.
+ * need no code of the target application. Connections come in through the {@link FabricGate},
+ * prove which process they stand for ({@link FabricHandshakes}) and are then served ({@link
+ * ServedProcesses}); each stage is bounded on its own, so peers that prove nothing never hold
+ * the places of those that did.
  */
 final class TcpFabric {
   private static final Logger LOG = LoggerFactory.getLogger(TcpFabric.class);
-  /** How long a nonce of ours stays provable: a handshake's time, generously. */
-  private static final long NONCE_NANOS = TimeUnit.SECONDS.toNanos(60);
 
   private final SoftFabric fabric;
-  private final ServerSocket server;
   private final FabricAddress address;
-  private volatile int handshakeMillis;
-  private volatile int frameMillis;
-  private volatile int maxConnections;
+  private volatile FabricLimits limits;
   private final Map<FabricAddress, FabricLink> links = new ConcurrentHashMap<>();
-  private final Map<ByteBuffer, Long> nonces = new ConcurrentHashMap<>();
-  private final SecureRandom random = new SecureRandom();
-  private volatile Semaphore slots;
-  private final ThreadPoolExecutor pool;
+  private final Nonces nonces = new Nonces();
   private final RefusalLog refusals = new RefusalLog(LOG, "soft fabric");
-  private final SoftTls tls;
+  private final ScheduledThreadPoolExecutor timers;
+  private final FabricHandshakes handshakes;
+  private final ServedProcesses served;
+  private final ConnectionWatch watch;
+  private final FabricGate gate;
 
-  private TcpFabric(SoftFabric fabric, ServerSocket server, FabricAddress address,
-      SoftSettings s, SoftTls tls) {
+  private TcpFabric(SoftFabric fabric, ServerSocketChannel server, FabricAddress address,
+      SoftSettings s, SoftTls tls) throws IOException {
     this.fabric = fabric;
-    this.tls = tls;
-    this.server = server;
     this.address = address;
-    this.handshakeMillis = millis(s.fabricHandshakeTimeout.toMillis());
-    this.frameMillis = millis(s.fabricFrameTimeout.toMillis());
-    this.maxConnections = s.fabricMaxConnections;
-    this.slots = new Semaphore(maxConnections);
-    AtomicInteger threads = new AtomicInteger();
-    this.pool = new ThreadPoolExecutor(0, maxConnections, 30, TimeUnit.SECONDS,
-        new SynchronousQueue<>(), r -> {
-          Thread t = new Thread(r, "soft-rdma-fabric-in-" + threads.incrementAndGet());
-          t.setDaemon(true);
-          return t;
-        });
+    this.limits = FabricLimits.of(s);
+    this.timers = new ScheduledThreadPoolExecutor(1, r -> {
+      Thread t = new Thread(r, "soft-rdma-fabric-deadlines");
+      t.setDaemon(true);
+      return t;
+    });
+    timers.setRemoveOnCancelPolicy(true);
+    this.handshakes = new FabricHandshakes(this, tls, limits.maxHandshakes());
+    this.served = new ServedProcesses(this);
+    this.watch = new ConnectionWatch(this, timers);
+    this.gate = new FabricGate(this, server);
   }
 
   static TcpFabric start(RdmaSettings settings, SoftFabric fabric) {
@@ -76,28 +65,28 @@ final class TcpFabric {
         throw new IllegalArgumentException("pekko-rdma.soft.fabric.host must be an IPv4 address, was "
             + s.fabricHost);
       }
-      ServerSocket socket = new ServerSocket();
-      socket.bind(new InetSocketAddress(ip, s.fabricPort), 128);
+      ServerSocketChannel server = ServerSocketChannel.open();
+      server.bind(new InetSocketAddress(ip, s.fabricPort), 128);
+      int localPort = server.socket().getLocalPort();
       InetAddress advertised = s.fabricAdvertisedHost.isEmpty() ? ip
           : InetAddress.getByName(s.fabricAdvertisedHost);
       if (advertised.getAddress().length != 4 || advertised.isAnyLocalAddress()) {
-        socket.close();
+        server.close();
         throw new IllegalArgumentException("pekko-rdma.soft.fabric.advertised-host must be an"
             + " IPv4 address peers can reach (with host " + s.fabricHost + ", set it), was '"
             + s.fabricAdvertisedHost + "'");
       }
-      int port = s.fabricAdvertisedPort != 0 ? s.fabricAdvertisedPort : socket.getLocalPort();
-      TcpFabric f = new TcpFabric(fabric, socket,
+      int port = s.fabricAdvertisedPort != 0 ? s.fabricAdvertisedPort : localPort;
+      TcpFabric f = new TcpFabric(fabric, server,
           new FabricAddress(advertised.getAddress(), port), s, tls);
       if (!ip.isLoopbackAddress() && !tls.enabled()) {
         LOG.warn("soft fabric listens on {}:{}, which other machines may reach, without TLS:"
             + " anyone who can reach it can reach registered memory of this process; set"
             + " pekko-rdma.soft.tls.enabled = on, or bind the loopback address"
-            + " (pekko-rdma.soft.fabric.host)", s.fabricHost, socket.getLocalPort());
+            + " (pekko-rdma.soft.fabric.host)", s.fabricHost, localPort);
       }
-      Thread t = new Thread(f::acceptLoop, "soft-rdma-fabric-accept-" + socket.getLocalPort());
-      t.setDaemon(true);
-      t.start();
+      f.watch.start();
+      f.gate.start();
       return f;
     } catch (IOException e) {
       throw new UncheckedIOException("soft fabric cannot listen on " + s.fabricHost + ":"
@@ -107,14 +96,15 @@ final class TcpFabric {
 
   /**
    * Changes the limits the first provider's settings gave (the fabric is one per JVM): for tests
-   * that need short timeouts or few connections. Connections already served keep theirs.
+   * that need short deadlines or few places. Connections already served keep their places.
    */
-  void limits(int maxConnections, int handshakeMillis, int frameMillis) {
-    this.maxConnections = maxConnections;
-    this.slots = new Semaphore(maxConnections);
-    pool.setMaximumPoolSize(maxConnections);
-    this.handshakeMillis = handshakeMillis;
-    this.frameMillis = frameMillis;
+  void limits(FabricLimits limits) {
+    this.limits = limits;
+    handshakes.resize(limits.maxHandshakes());
+  }
+
+  FabricLimits limits() {
+    return limits;
   }
 
   /** Where peers reach this process: what its devices' GIDs carry. */
@@ -167,121 +157,43 @@ final class TcpFabric {
 
   /** Opens a connection to the fabric at {@code to} and proves to it who we are. */
   FabricConnection connect(FabricAddress to) throws IOException {
-    Socket s = new Socket();
-    try {
-      s.setTcpNoDelay(true);
-      s.connect(to.socketAddress(), handshakeMillis);
-      s.setSoTimeout(handshakeMillis);
-      s = tls.client(s, "the soft fabric at " + to);
-      FabricConnection c = new FabricConnection(s, to.toString(), frameMillis);
-      FabricWire.Handshake hello = new FabricWire.Handshake();
-      hello.kind = FabricWire.HELLO;
-      System.arraycopy(address.ip(), 0, hello.address, 0, 4);
-      hello.port = address.port();
-      ByteBuffer nonce = issueNonce(hello.nonce);
-      try {
-        c.writeHandshake(hello);
-        FabricWire.Handshake answer = FabricWire.Handshake.decode(c.readHandshake(),
-            FabricWire.WELCOME, FabricWire.REFUSED);
-        if (answer.kind != FabricWire.WELCOME) {
-          throw new IOException("the soft fabric at " + to + " refused this process ("
-              + address + "): it could not confirm this process's address with it");
-        }
-      } finally {
-        nonces.remove(nonce);
-      }
-      c.established();
-      return c;
-    } catch (IOException | RuntimeException e) {
-      s.close();
-      throw e;
-    }
+    return handshakes.connect(to);
   }
 
-  /** The server side of a connection another process opened, before its handshake. */
-  FabricConnection serverSide(Socket s, String remote) throws IOException {
-    s.setTcpNoDelay(true);
-    s.setSoTimeout(handshakeMillis);
-    return new FabricConnection(tls.server(s, remote), remote, frameMillis);
+  /** Whether a QP of this process is connected to a device of the process at {@code process}. */
+  boolean talksTo(FabricAddress process) {
+    FabricLink link = links.get(process);
+    return link != null && link.holdsAny();
   }
 
-  /** Asks the fabric at {@code claimed} whether it issued {@code nonce}: proof of identity. */
-  boolean prove(FabricAddress claimed, byte[] nonce) {
-    try (Socket plain = new Socket()) {
-      plain.connect(claimed.socketAddress(), handshakeMillis);
-      plain.setSoTimeout(handshakeMillis);
-      Socket s = tls.client(plain, "the soft fabric at " + claimed);
-      FabricConnection c = new FabricConnection(s, claimed.toString(), frameMillis);
-      FabricWire.Handshake ask = new FabricWire.Handshake();
-      ask.kind = FabricWire.PROVE;
-      System.arraycopy(nonce, 0, ask.nonce, 0, nonce.length);
-      c.writeHandshake(ask);
-      FabricWire.Handshake answer = FabricWire.Handshake.decode(c.readHandshake(),
-          FabricWire.PROVEN, FabricWire.NOT_PROVEN);
-      return answer.kind == FabricWire.PROVEN;
-    } catch (IOException | RuntimeException e) {
-      LOG.debug("soft fabric: cannot confirm the fabric at {}: {}", claimed, e.toString());
-      return false;
-    }
+  /** A deadline of {@code handshake-timeout} from now. */
+  Deadline deadline(Runnable onExpiry) {
+    return deadline(1, onExpiry);
   }
 
-  private ByteBuffer issueNonce(byte[] into) {
-    random.nextBytes(into);
-    ByteBuffer key = ByteBuffer.wrap(into.clone());
-    long now = System.nanoTime();
-    nonces.values().removeIf(expiry -> expiry - now < 0);
-    nonces.put(key, now + NONCE_NANOS);
-    return key;
+  /** A deadline of {@code times} handshake timeouts from now. */
+  Deadline deadline(int times, Runnable onExpiry) {
+    return new Deadline(timers, limits.handshake().toNanos() * times,
+        "pekko-rdma.soft.fabric.handshake-timeout", onExpiry);
   }
 
-  /** True once for a nonce a connection of ours is handshaking with. */
-  boolean consumeNonce(byte[] nonce) {
-    Long expiry = nonces.remove(ByteBuffer.wrap(nonce));
-    return expiry != null && expiry - System.nanoTime() > 0;
+  Nonces nonces() {
+    return nonces;
   }
 
-  private void acceptLoop() {
-    while (!server.isClosed()) {
-      Socket s;
-      try {
-        s = server.accept();
-      } catch (IOException e) {
-        if (server.isClosed()) return;
-        LOG.warn("soft fabric: accepting a connection failed: {}", e.toString());
-        continue;
-      }
-      Semaphore slots = this.slots;
-      if (!slots.tryAcquire()) {
-        refusals.refuse(String.valueOf(s.getRemoteSocketAddress()).replaceFirst("^/", ""),
-            maxConnections + " connections are open already"
-                + " (pekko-rdma.soft.fabric.max-connections)");
-        closeQuietly(s);
-        continue;
-      }
-      try {
-        pool.execute(() -> {
-          try {
-            new InboundConnection(this, s).run();
-          } finally {
-            slots.release();
-          }
-        });
-      } catch (RuntimeException e) { // the pool is shut down: the JVM is ending
-        slots.release();
-        closeQuietly(s);
-      }
-    }
+  FabricGate gate() {
+    return gate;
   }
 
-  private static void closeQuietly(Socket s) {
-    try {
-      s.close();
-    } catch (IOException e) {
-      // refusing is all we wanted
-    }
+  FabricHandshakes handshakes() {
+    return handshakes;
   }
 
-  private static int millis(long ms) {
-    return (int) Math.max(1, Math.min(Integer.MAX_VALUE, ms));
+  ServedProcesses served() {
+    return served;
+  }
+
+  ConnectionWatch watch() {
+    return watch;
   }
 }

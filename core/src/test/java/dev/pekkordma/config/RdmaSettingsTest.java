@@ -40,6 +40,11 @@ class RdmaSettingsTest {
     assertEquals(List.of(), tls.enabledAlgorithms);
     assertTrue(tls.requireMutualAuthentication);
     assertEquals(Duration.ofSeconds(10), tls.handshakeTimeout);
+    assertEquals(List.of(), tls.identities);
+    assertEquals(256, s.soft().fabricMaxConnections);
+    assertEquals(32, s.soft().fabricMaxHandshakes);
+    assertEquals(Duration.ofSeconds(5), s.soft().fabricHandshakeTimeout);
+    assertEquals(Duration.ofSeconds(60), s.soft().fabricIdleTimeout);
   }
 
   @Test
@@ -57,6 +62,12 @@ class RdmaSettingsTest {
     assertRejected("pekko-rdma.soft.fabric.port = 70000", "pekko-rdma.soft.fabric.port", "65535");
     assertRejected("pekko-rdma.soft.limits.max-sge = 0", "pekko-rdma.soft.limits.max-sge", "positive");
     assertRejected("pekko-rdma.soft.devices = []", "pekko-rdma.soft.devices", "at least one");
+    assertRejected("pekko-rdma.soft.fabric.max-handshakes = 0",
+        "pekko-rdma.soft.fabric.max-handshakes", "1");
+    assertRejected("pekko-rdma.soft.fabric.idle-timeout = 0s",
+        "pekko-rdma.soft.fabric.idle-timeout", "positive");
+    assertRejected("pekko-rdma.soft.limits { max-mr = 8000000, max-mw = 1000000 }",
+        "pekko-rdma.soft.limits.max-mr", "8388608");
     assertRejected("pekko-rdma.soft.devices = [x, x]", "pekko-rdma.soft.devices", "repeat");
     assertRejected("pekko-rdma.cm.connect-timeout = 0s", "pekko-rdma.cm.connect-timeout", "positive");
     assertRejected("pekko-rdma.cm.max-pending-handshakes = 0", "pekko-rdma.cm.max-pending-handshakes",

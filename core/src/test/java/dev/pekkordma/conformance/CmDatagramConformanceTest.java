@@ -228,6 +228,7 @@ class CmDatagramConformanceTest extends ConformanceTest {
     CmEventChannel ch = fx.provider.createCmEventChannel();
     CmId udp = ch.createId("udp", RdmaPortSpace.UDP);
     CmId tcp = ch.createId("tcp");
+    CmId udpShared = ch.createId("udp-shared", RdmaPortSpace.UDP);
     Dgram other = new Dgram(ch.createId("udp-2", RdmaPortSpace.UDP));
     try {
       assertEquals(RdmaPortSpace.UDP, udp.portSpace(), "portSpace()");
@@ -236,15 +237,38 @@ class CmDatagramConformanceTest extends ConformanceTest {
       int port = udp.localAddress().getPort();
       assertTrue(port > 0, "port after bind(0): " + port);
       assertNotNull(udp.verbs(), "verbs() after bind");
-      // RDMA_PS_TCP and RDMA_PS_UDP are separate port spaces: the same number binds in both
-      tcp.bind(new InetSocketAddress(cmAddress(), port));
-      assertEquals(port, tcp.localAddress().getPort(), "a TCP id on the UDP id's port");
+      // RDMA_PS_TCP and RDMA_PS_UDP are separate port spaces: the same number binds in both.
+      // The number is one no TCP socket of this machine holds (the software provider's TCP ids
+      // are TCP sockets, and any connection of the machine may hold a UDP id's number there).
+      int shared = bindToAPortFreeInTcp(udpShared);
+      tcp.bind(new InetSocketAddress(cmAddress(), shared));
+      assertEquals(shared, tcp.localAddress().getPort(), "a TCP id on a UDP id's port");
       resolve(ch, other.id, new InetSocketAddress(cmAddress(), port));
       assertNotNull(other.id.localAddress(), "local address after resolve");
       other.createQp();
     } finally {
-      closeAll(other, udp, tcp, ch);
+      closeAll(other, udp, udpShared, tcp, ch);
     }
+  }
+
+  /** Binds {@code id} to a port that no TCP socket holds as we look; its number. */
+  private static int bindToAPortFreeInTcp(CmId id) {
+    RdmaException last = null;
+    for (int tries = 0; tries < 10; tries++) {
+      int port;
+      try (java.net.ServerSocket probe = new java.net.ServerSocket(0, 1, cmAddress())) {
+        port = probe.getLocalPort();
+      } catch (java.io.IOException e) {
+        throw new AssertionError("no free TCP port on " + cmAddress(), e);
+      }
+      try {
+        id.bind(new InetSocketAddress(cmAddress(), port));
+        return port;
+      } catch (RdmaException inUse) { // taken in UDP: another number
+        last = inUse;
+      }
+    }
+    throw new AssertionError("ten TCP ports in a row were taken in UDP", last);
   }
 
   @Test

@@ -142,8 +142,10 @@ class DeregistrationFenceTest {
         NativeMemory.zero(base, REGION + 2 * CANARY);
         fillCanaries(base);
         MemoryRegion mr = pd.registerMemory(base + CANARY, REGION, ACCESS);
-        HostileFabric.connect(b, peer.gid, peer.qpn, 14, 3);
-        peer.connect(ctx.queryGid(1, 0), b.qpNum(), 14, 3);
+        // each round's first write opens a link (a handshake and a call back): 4 tries of 67 ms
+        // are too few for it on a loaded machine
+        HostileFabric.connect(b, peer.gid, peer.qpn, 17, 7);
+        peer.connect(ctx.queryGid(1, 0), b.qpNum(), 17, 7);
         peer.ask("FILL " + round, "FILLED", java.time.Duration.ofSeconds(30));
         peer.ask("STREAM " + (1 << 20) + " " + mr.address() + " " + mr.rkey(), "STREAMING",
             java.time.Duration.ofSeconds(30));

@@ -28,7 +28,8 @@ class HostileRequestsPropertyTest {
   @BeforeProperty
   void setUp() throws IOException {
     fx = new HostileFabric();
-    SoftFabric.get().tcp().limits(256, 5000, 300);
+    SoftFabric.get().tcp().limits(HostileRequestsTest.defaultLimits()
+        .withFrame(java.time.Duration.ofMillis(300)));
   }
 
   @AfterProperty
@@ -103,6 +104,8 @@ class HostileRequestsPropertyTest {
       throws Exception {
     if (fx.victim.state() != QpState.RTS) fx.connectVictim();
     if (conn == null) conn = fx.peer.connect();
+    int barrierPsn = freshBarrier();
+    byte[] before = fx.region.snapshot();
     byte[] payload = HostileRequestsTest.pattern(s.length(), s.hashCode());
     RawFabricPeer.Frame f = resolve(s, payload.length);
     byte[] bytes = f.withPayload(payload, s.trailer());
@@ -113,11 +116,9 @@ class HostileRequestsPropertyTest {
     }
     boolean truncated = s.cutAt() >= 0 && s.cutAt() < bytes.length;
     if (truncated) bytes = Arrays.copyOf(bytes, s.cutAt());
-    byte[] before = fx.region.snapshot();
 
     boolean ended = false;
     boolean acked = false;
-    int barrierPsn = (fx.epsn - 1) & 0xffffff;
     try {
       conn.send(bytes);
       if (bytes.length == 0) {
@@ -128,8 +129,8 @@ class HostileRequestsPropertyTest {
         ended = conn.closedWithin(5000);
         if (!ended) throw new AssertionError("a lying frame left the connection open: " + s);
       } else {
-        // a READ that repeats an answered PSN: answered after whatever the frame caused, so
-        // what comes before it is this frame's outcome, and nothing of it comes later
+        // a READ that repeats the one answered last: answered after whatever the frame caused,
+        // so what comes before it is this frame's outcome, and nothing of it comes later
         conn.send(barrier(barrierPsn).header());
         long deadline = System.nanoTime() + 5_000_000_000L;
         while (true) {
@@ -209,6 +210,126 @@ class HostileRequestsPropertyTest {
   }
 
   /**
+   * One step of a peer's history: a new request (a WRITE, or a READ) at the PSN the victim
+   * expects, or a repeat of the request {@code back} steps ago, with its fields as they were or
+   * pointing elsewhere ({@code moved}).
+   */
+  record Step(boolean repeat, boolean read, int back, boolean moved, int offset, int length) {}
+
+  @Provide
+  Arbitrary<java.util.List<Step>> histories() {
+    Arbitrary<Step> step = Combinators.combine(Arbitraries.of(false, false, true),
+        Arbitraries.of(false, true), Arbitraries.integers().between(1, 80),
+        Arbitraries.of(false, false, true), Arbitraries.integers().between(0, 4000),
+        Arbitraries.integers().between(1, 96)).as(Step::new);
+    return step.list().ofMinSize(1).ofMaxSize(120);
+  }
+
+  /**
+   * Repeats of answered requests, as a lost answer's retry or a replay brings them, never cost
+   * a legitimate request: each new one is acknowledged and done (a WRITE's bytes in place, a
+   * READ answered with the memory as it is), a repeated WRITE changes nothing, and a repeated
+   * READ is answered, with the memory as it is now, only when it names what the original named
+   * and is among the last {@link ResponderResources#SIZE} READs.
+   */
+  @Property(tries = 40)
+  void repeatsNeverCostALegitimateRequest(@ForAll("histories") java.util.List<Step> steps)
+      throws Exception {
+    fx.connectVictim();
+    if (conn == null) conn = fx.peer.connect();
+    java.util.List<RawFabricPeer.Frame> sent = new java.util.ArrayList<>();
+    java.util.List<Integer> readPsns = new java.util.ArrayList<>(); // answered READs, in order
+    for (Step step : steps) {
+      if (!step.repeat() || sent.isEmpty()) {
+        RawFabricPeer.Frame f = legitimate(step);
+        byte[] data = HostileRequestsTest.pattern(step.length(), sent.size() * 7 + step.offset());
+        conn.send(step.read() ? f.header() : f.withPayload(data, FabricWire.TRAILER_WHOLE));
+        byte[] answered = awaitAnswer(f.psn, step.read() ? step.length() : 0);
+        if (answered == null) throw new AssertionError("a legitimate request went unanswered");
+        byte[] now = fx.region.read(step.offset(), step.length());
+        check(Arrays.equals(step.read() ? answered : data, now), step.read()
+            ? "a READ answered with the memory as it is" : "a WRITE's bytes in place");
+        if (step.read()) readPsns.add(f.psn);
+        sent.add(f);
+        fx.epsn = (fx.epsn + 1) & 0xffffff;
+        continue;
+      }
+      RawFabricPeer.Frame original = sent.get(Math.max(0, sent.size() - step.back()));
+      RawFabricPeer.Frame repeat = RawFabricPeer.Frame.parse(original.header());
+      if (step.moved()) repeat.remoteAddress = fx.region.mr.address() + step.offset();
+      boolean read = repeat.opcodeOrCode == WrOpcode.RDMA_READ.code;
+      byte[] before = fx.region.snapshot();
+      byte[] other = HostileRequestsTest.pattern((int) repeat.payloadLength, step.hashCode());
+      conn.send(read ? repeat.header() : repeat.withPayload(other, FabricWire.TRAILER_WHOLE));
+      int recent = readPsns.size() - readPsns.indexOf(repeat.psn);
+      boolean same = repeat.remoteAddress == original.remoteAddress;
+      boolean kept = read && same && readPsns.contains(repeat.psn)
+          && recent <= ResponderResources.SIZE;
+      if (read) {
+        // the barrier: a new READ (at a PSN no repeat has), answered after the repeat's outcome
+        RawFabricPeer.Frame barrier = legitimate(new Step(false, true, 0, false, 0, BARRIER));
+        conn.send(barrier.header());
+        byte[] first = awaitAnswer(-1, -1);
+        check(first != null, "the barrier READ is answered");
+        boolean answeredRepeat = lastAnswerPsn == repeat.psn;
+        if (answeredRepeat) {
+          check(Arrays.equals(first, fx.region.read(repeat.remoteAddress
+              - fx.region.mr.address(), (int) repeat.readLength)), "with the memory as it is");
+          check(awaitAnswer(barrier.psn, BARRIER) != null, "the barrier READ is answered");
+        }
+        check(answeredRepeat == kept, "a repeated READ is answered exactly when it is kept ("
+            + kept + "): " + step);
+        readPsns.add(barrier.psn);
+        sent.add(barrier);
+        fx.epsn = (fx.epsn + 1) & 0xffffff;
+      } else {
+        check(awaitAnswer(repeat.psn, 0) != null, "a repeated WRITE is acknowledged again");
+      }
+      check(Arrays.equals(before, fx.region.snapshot()), "a repeat changes no memory");
+    }
+    check(fx.victim.state() == QpState.RTS, "the victim QP is still up");
+    fx.region.assertCanaries();
+  }
+
+  private static final int BARRIER = 97;
+  private int lastAnswerPsn;
+
+  /**
+   * The data of the next answer, which must be an ACK (of {@code psn} unless -1) carrying
+   * {@code length} bytes (any, if -1); null if none comes in 2 s.
+   */
+  private byte[] awaitAnswer(int psn, int length) throws IOException {
+    RawFabricPeer.Frame answer;
+    try {
+      answer = conn.readFrame(2000);
+    } catch (SocketTimeoutException e) {
+      return null;
+    }
+    check(answer != null && answer.opcodeOrCode == SoftPeer.Response.ACK, "an ACK");
+    check(psn < 0 || answer.psn == psn, "the answer's PSN " + answer.psn + ", not " + psn);
+    check(length < 0 || answer.payloadLength == length, "the answer's length");
+    lastAnswerPsn = answer.psn;
+    byte[] data = new byte[(int) answer.payloadLength];
+    conn.in.readFully(data);
+    if (data.length > 0) conn.in.read();
+    return data;
+  }
+
+  private RawFabricPeer.Frame legitimate(Step step) {
+    RawFabricPeer.Frame f = fx.request(step.read() ? WrOpcode.RDMA_READ : WrOpcode.RDMA_WRITE,
+        fx.epsn);
+    f.rkey = fx.region.mr.rkey();
+    f.remoteAddress = fx.region.mr.address() + step.offset();
+    if (step.read()) f.readLength = step.length();
+    else f.payloadLength = step.length();
+    return f;
+  }
+
+  private static void check(boolean ok, String what) {
+    if (!ok) throw new AssertionError(what);
+  }
+
+  /**
    * Found by the property: a write whose header announces one byte more than its payload; the
    * receiver may place the byte after the payload (meant as the trailer) as the last announced
    * one, inside the checked destination, before the frame turns out void.
@@ -217,6 +338,23 @@ class HostileRequestsPropertyTest {
   void aHeaderAnnouncingOneByteMoreTakesTheTrailerAsPayload() throws Exception {
     nothingAPeerSendsTouchesMemoryOutsideWhatPassedTheChecks(new Shape(FabricWire.REQUEST,
         WrOpcode.RDMA_WRITE.code, 0, 0, 0, 0, 0, 2, -1001, 0, (byte) 5, -1, 0));
+  }
+
+  /**
+   * Reads 8 bytes at the PSN the victim expects, so that this READ is the one answered last: its
+   * repeat is then answered (from the responder resources) after whatever comes before it.
+   */
+  private int freshBarrier() throws IOException {
+    int psn = fx.epsn;
+    conn.send(barrier(psn).header());
+    while (true) {
+      RawFabricPeer.Frame answer = conn.readFrame(5000);
+      if (answer == null) throw new AssertionError("the victim closed a sound connection");
+      if (answer.payloadLength > 0) conn.in.readFully(new byte[(int) answer.payloadLength + 1]);
+      if (answer.psn == psn && answer.payloadLength == 8) break;
+    }
+    fx.epsn = (fx.epsn + 1) & 0xffffff;
+    return psn;
   }
 
   private RawFabricPeer.Frame barrier(int psn) {

@@ -13,6 +13,7 @@ import java.io.IOException;
 import java.lang.management.BufferPoolMXBean;
 import java.lang.management.ManagementFactory;
 import java.net.Socket;
+import java.time.Duration;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -56,9 +57,9 @@ class HostileRequestsTest {
   @Test
   void aProcessClaimingAnotherProcesssAddressIsRefusedAndLogged() throws Exception {
     try (RawFabricPeer forger = new RawFabricPeer()) {
-      IOException refused = assertThrows(IOException.class,
+      RawFabricPeer.Refused refused = assertThrows(RawFabricPeer.Refused.class,
           () -> forger.connectClaiming(fx.peer.address(), false));
-      assertEquals("refused", refused.getMessage());
+      assertEquals(FabricWire.NOT_CONFIRMED, refused.code);
       log.await(5000, "claims to be the fabric at " + fx.peer.address(), "did not confirm");
     }
     fx.otherTrafficGoesOn();
@@ -73,6 +74,28 @@ class HostileRequestsTest {
       assertEquals(-1, s.getInputStream().read(), "our side closes the connection");
     }
     log.await(5000, "not a soft RDMA fabric peer");
+    fx.otherTrafficGoesOn();
+  }
+
+  @Test
+  void aReadRepeatedAtAStalePsnIsAnsweredOnlyAsItWasAndOnlyWhileTheResponderKeepsIt()
+      throws Exception {
+    long duplicates = counter("duplicate_request");
+    try (RawFabricPeer.Conn c = fx.peer.connect()) {
+      byte[] first = read(c, 0, 0, 64, 64);
+      assertArrayEquals(fx.region.read(0, 64), first, "the READ is answered");
+      assertArrayEquals(first, read(c, 0, 0, 64, 64), "its repeat too (its answer was lost)");
+      // a "repeat" naming other memory, and a PSN never answered: no answer before the barrier
+      c.send(readRequest(0, 1024, 128).header());
+      c.send(readRequest(0xffffff, 0, 4096).header());
+      assertArrayEquals(first, read(c, 0, 0, 64, 64), "the next answer is the barrier's");
+      for (int psn = 1; psn <= ResponderResources.SIZE; psn++) read(c, psn, 8, 8, 8);
+      int last = ResponderResources.SIZE;
+      c.send(readRequest(0, 0, 64).header()); // no longer kept: not answered
+      assertArrayEquals(fx.region.read(8, 8), read(c, last, 8, 8, 8), "only the barrier answers");
+    }
+    assertEquals(QpState.RTS, fx.victim.state());
+    assertEquals(duplicates + 6, counter("duplicate_request"), "every repeat is counted");
     fx.otherTrafficGoesOn();
   }
 
@@ -166,7 +189,7 @@ class HostileRequestsTest {
   @Test
   void aFrameThatStopsMidwayIsDroppedAfterTheFrameTimeout() throws Exception {
     TcpFabric tcp = SoftFabric.get().tcp();
-    tcp.limits(256, 5000, 500);
+    tcp.limits(defaultLimits().withFrame(Duration.ofMillis(500)));
     try (RawFabricPeer.Conn c = fx.peer.connect()) {
       byte[] header = fx.write(0, 0, 64).header();
       c.send(java.util.Arrays.copyOf(header, 30));
@@ -178,37 +201,6 @@ class HostileRequestsTest {
       defaults(tcp);
     }
     fx.otherTrafficGoesOn();
-  }
-
-  @Test
-  void moreConnectionsThanTheLimitAreRefusedNamingTheSetting() throws Exception {
-    TcpFabric tcp = SoftFabric.get().tcp();
-    tcp.limits(3, 800, 30_000);
-    Socket[] silent = new Socket[3];
-    try {
-      for (int i = 0; i < silent.length; i++) {
-        silent[i] = new Socket();
-        silent[i].connect(RawFabricPeer.ours().socketAddress(), 5000);
-      }
-      Thread.sleep(100);
-      try (Socket one = new Socket()) {
-        one.connect(RawFabricPeer.ours().socketAddress(), 5000);
-        one.setSoTimeout(5000);
-        assertEquals(-1, one.getInputStream().read(), "refused at once");
-      }
-      log.await(5000, "pekko-rdma.soft.fabric.max-connections");
-      for (Socket s : silent) { // the silent ones are dropped after the handshake timeout
-        s.setSoTimeout(5000);
-        assertEquals(-1, s.getInputStream().read(), "a silent connection is dropped");
-      }
-      try (RawFabricPeer.Conn c = fx.peer.connect()) { // and a real peer gets in again
-        c.send(fx.write(0, 0, 8).withPayload(pattern(8, 1), FabricWire.TRAILER_WHOLE));
-        assertEquals(SoftPeer.Response.ACK, c.readFrame(5000).opcodeOrCode);
-      }
-    } finally {
-      for (Socket s : silent) if (s != null) s.close();
-      defaults(tcp);
-    }
   }
 
   @Test
@@ -259,6 +251,33 @@ class HostileRequestsTest {
     fx.otherTrafficGoesOn();
   }
 
+  private RawFabricPeer.Frame readRequest(int psn, long offset, long length) {
+    RawFabricPeer.Frame f = fx.request(WrOpcode.RDMA_READ, psn);
+    f.rkey = fx.region.mr.rkey();
+    f.remoteAddress = fx.region.mr.address() + offset;
+    f.readLength = length;
+    return f;
+  }
+
+  /** Sends a READ and returns the data of the next answer, which must be an ACK of it. */
+  private byte[] read(RawFabricPeer.Conn c, int psn, long offset, long length, int expected)
+      throws IOException {
+    c.send(readRequest(psn, offset, length).header());
+    RawFabricPeer.Frame answer = c.readFrame(5000);
+    assertNotNull(answer, "an answer");
+    assertEquals(SoftPeer.Response.ACK, answer.opcodeOrCode, "ACK");
+    assertEquals(psn, answer.psn, "the answer's PSN");
+    assertEquals(expected, answer.payloadLength, "the answer's length");
+    byte[] data = new byte[expected];
+    c.in.readFully(data);
+    assertEquals(FabricWire.TRAILER_WHOLE, c.in.read(), "the trailer");
+    return data;
+  }
+
+  private long counter(String name) {
+    return fx.ctx.queryPortCounters(1).all().get(name);
+  }
+
   private void awaitState(QpState s) throws InterruptedException {
     long deadline = System.nanoTime() + 5_000_000_000L;
     while (fx.victim.state() != s) {
@@ -269,7 +288,13 @@ class HostileRequestsTest {
   }
 
   static void defaults(TcpFabric tcp) {
-    tcp.limits(256, 5000, 30_000);
+    tcp.limits(defaultLimits());
+  }
+
+  /** The limits reference.conf gives. */
+  static FabricLimits defaultLimits() {
+    return FabricLimits.of(dev.pekkordma.config.RdmaSettings.from(
+        com.typesafe.config.ConfigFactory.empty()).soft());
   }
 
   static byte[] pattern(int n, int seed) {

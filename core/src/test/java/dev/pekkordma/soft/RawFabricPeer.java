@@ -12,7 +12,7 @@ import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.security.SecureRandom;
-import java.util.Set;
+import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -20,17 +20,29 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * A fabric peer we do not control, written from the wire format alone: it listens like a
- * process's fabric (answering the PROVE calls that vouch for its HELLOs), connects to ours, and
- * sends whatever frames a test builds, well-formed or not. Connections our fabric opens to it
- * are welcomed and queued for the test to answer as it likes.
+ * process's fabric (answering the PROVE calls that vouch for its HELLOs, for the connection they
+ * were bound to), connects to ours, and sends whatever frames a test builds, well-formed or not.
+ * Connections our fabric opens to it are welcomed and queued for the test to answer as it likes.
  */
 final class RawFabricPeer implements AutoCloseable {
   private static final SecureRandom RANDOM = new SecureRandom();
   private final ServerSocket listener;
   private final FabricAddress address;
-  private final Set<ByteBuffer> nonces = ConcurrentHashMap.newKeySet();
+  /** Each nonce it issued, and the binding of the connection it was issued for. */
+  private final Map<ByteBuffer, byte[]> nonces = new ConcurrentHashMap<>();
   private final BlockingQueue<Conn> inbound = new LinkedBlockingQueue<>();
+  private final BlockingQueue<Captured> captured = new LinkedBlockingQueue<>();
   private final Thread acceptor;
+  /** How it answers the HELLOs of connections our fabric opens to it. */
+  private volatile short answer = WELCOMES;
+
+  /** {@link #answerHellos}: welcome them (the default). */
+  static final short WELCOMES = 0;
+  /** {@link #answerHellos}: answer none, keeping them for the test ({@link #awaitHello}). */
+  static final short HOLDS = -1;
+
+  /** A HELLO our fabric sent, and the connection it came on (unanswered). */
+  record Captured(FabricWire.Handshake hello, Conn conn) {}
 
   RawFabricPeer() throws IOException {
     listener = new ServerSocket(0, 50, InetAddress.getByName("127.0.0.1"));
@@ -54,6 +66,47 @@ final class RawFabricPeer implements AutoCloseable {
     return SoftFabric.get().tcp().address();
   }
 
+  /**
+   * How to answer the HELLOs our fabric sends this peer: {@link #WELCOMES}, {@link #HOLDS}, or a
+   * refusal code (FabricWire.RELAYED, ...).
+   */
+  void answerHellos(short how) {
+    answer = how;
+  }
+
+  /** The next HELLO our fabric sent while this peer {@link #HOLDS} them. */
+  Captured awaitHello(long millis) throws InterruptedException {
+    Captured c = captured.poll(millis, TimeUnit.MILLISECONDS);
+    if (c == null) throw new AssertionError("our fabric sent no HELLO to " + address);
+    return c;
+  }
+
+  /**
+   * Asks our fabric, as a listener called back would be asked, whether it issued {@code nonce}
+   * for a connection with {@code binding}: PROVEN, NOT_PROVEN, or -1 when it closed the
+   * connection without an answer.
+   */
+  static int prove(byte[] nonce, byte[] binding) throws IOException {
+    try (Socket s = new Socket()) {
+      s.connect(ours().socketAddress(), 5000);
+      s.setSoTimeout(10_000);
+      Conn c = new Conn(s);
+      FabricWire.Handshake ask = new FabricWire.Handshake(FabricWire.PROVE);
+      System.arraycopy(nonce, 0, ask.nonce, 0, nonce.length);
+      System.arraycopy(binding, 0, ask.binding, 0, binding.length);
+      c.out.write(FabricWire.opening(FabricWire.PROOF, nonce));
+      c.out.write(ask.encode());
+      c.out.flush();
+      byte[] answer = new byte[FabricWire.HANDSHAKE_BYTES];
+      try {
+        c.in.readFully(answer);
+      } catch (EOFException | java.net.SocketException closed) {
+        return -1;
+      }
+      return FabricWire.Handshake.decode(answer, FabricWire.PROVEN, FabricWire.NOT_PROVEN).kind;
+    }
+  }
+
   /** A connection to our fabric, proven as this peer's. */
   Conn connect() throws IOException {
     return connectClaiming(address, true);
@@ -62,19 +115,27 @@ final class RawFabricPeer implements AutoCloseable {
   /**
    * A connection whose HELLO claims {@code claimed}; {@code issued}: whether this peer can
    * confirm the nonce (false: a forger's). Returns the connection after WELCOME; throws if
-   * refused.
+   * refused, with the refusal's code.
    */
   Conn connectClaiming(FabricAddress claimed, boolean issued) throws IOException {
+    return connectAs(claimed, ours(), issued);
+  }
+
+  /**
+   * A connection to our fabric whose HELLO claims {@code claimed} and names {@code to} as the
+   * listener it was sent to (ours, unless the test lies about it).
+   */
+  Conn connectAs(FabricAddress claimed, FabricAddress to, boolean issued) throws IOException {
+    return send(hello(claimed, to, issued));
+  }
+
+  /** Sends {@code hello} to our fabric as a LINK; the connection after WELCOME, or Refused. */
+  static Conn send(FabricWire.Handshake hello) throws IOException {
     Socket s = new Socket();
     s.connect(ours().socketAddress(), 5000);
     s.setSoTimeout(10_000);
     Conn c = new Conn(s);
-    FabricWire.Handshake hello = new FabricWire.Handshake();
-    hello.kind = FabricWire.HELLO;
-    System.arraycopy(claimed.ip(), 0, hello.address, 0, 4);
-    hello.port = claimed.port();
-    RANDOM.nextBytes(hello.nonce);
-    if (issued) nonces.add(ByteBuffer.wrap(hello.nonce.clone()));
+    c.out.write(FabricWire.opening(FabricWire.LINK, null));
     c.out.write(hello.encode());
     c.out.flush();
     byte[] answer = new byte[FabricWire.HANDSHAKE_BYTES];
@@ -83,9 +144,32 @@ final class RawFabricPeer implements AutoCloseable {
         FabricWire.REFUSED);
     if (h.kind != FabricWire.WELCOME) {
       c.close();
-      throw new IOException("refused");
+      throw new Refused(h.code);
     }
     return c;
+  }
+
+  /** A HELLO as a process at {@code claimed} sends it to {@code to}, plain (no TLS). */
+  FabricWire.Handshake hello(FabricAddress claimed, FabricAddress to, boolean issued) {
+    FabricWire.Handshake hello = new FabricWire.Handshake(FabricWire.HELLO);
+    hello.from = claimed;
+    hello.to = to;
+    RANDOM.nextBytes(hello.nonce);
+    if (issued) {
+      nonces.put(ByteBuffer.wrap(hello.nonce.clone()),
+          ChannelBinding.of(claimed, to, new byte[0], new byte[0]));
+    }
+    return hello;
+  }
+
+  /** Our fabric refused a HELLO: {@link #code} says why. */
+  static final class Refused extends IOException {
+    final short code;
+
+    Refused(short code) {
+      super("refused: " + FabricWire.refusal(code));
+      this.code = code;
+    }
   }
 
   /** The next connection our fabric opened to this peer (after its HELLO was welcomed). */
@@ -112,22 +196,37 @@ final class RawFabricPeer implements AutoCloseable {
     try {
       Conn c = new Conn(s);
       s.setSoTimeout(10_000);
+      byte[] opening = new byte[FabricWire.OPENING_BYTES];
+      c.in.readFully(opening);
+      byte purpose = FabricWire.purpose(ByteBuffer.wrap(opening));
       byte[] first = new byte[FabricWire.HANDSHAKE_BYTES];
       c.in.readFully(first);
-      FabricWire.Handshake h = FabricWire.Handshake.decode(first, FabricWire.HELLO,
-          FabricWire.PROVE);
-      FabricWire.Handshake answer = new FabricWire.Handshake();
+      FabricWire.Handshake h = FabricWire.Handshake.decode(first,
+          purpose == FabricWire.LINK ? FabricWire.HELLO : FabricWire.PROVE);
       if (h.kind == FabricWire.PROVE) {
-        answer.kind = nonces.remove(ByteBuffer.wrap(h.nonce)) ? FabricWire.PROVEN
-            : FabricWire.NOT_PROVEN;
-        c.out.write(answer.encode());
+        byte[] binding = nonces.remove(ByteBuffer.wrap(h.nonce));
+        boolean proven = binding != null && java.util.Arrays.equals(binding, h.binding);
+        c.out.write(new FabricWire.Handshake(proven ? FabricWire.PROVEN
+            : FabricWire.NOT_PROVEN).encode());
         c.out.flush();
         s.close();
         return;
       }
-      answer.kind = FabricWire.WELCOME; // a test peer believes anyone
-      c.out.write(answer.encode());
+      short how = answer;
+      if (how == HOLDS) {
+        s.setSoTimeout(0);
+        captured.add(new Captured(h, c));
+        return;
+      }
+      FabricWire.Handshake reply = new FabricWire.Handshake(how == WELCOMES
+          ? FabricWire.WELCOME : FabricWire.REFUSED); // it believes anyone, unless told not to
+      reply.code = how == WELCOMES ? 0 : how;
+      c.out.write(reply.encode());
       c.out.flush();
+      if (how != WELCOMES) {
+        s.close();
+        return;
+      }
       s.setSoTimeout(0);
       inbound.add(c);
     } catch (IOException | RuntimeException e) {
@@ -143,6 +242,7 @@ final class RawFabricPeer implements AutoCloseable {
   public void close() throws IOException {
     listener.close();
     for (Conn c : inbound) c.close();
+    for (Captured c : captured) c.conn().close();
   }
 
   /** One TCP connection, with frame builders and readers. */

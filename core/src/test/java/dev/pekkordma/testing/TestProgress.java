@@ -10,6 +10,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -27,33 +28,39 @@ import org.junit.platform.launcher.TestPlan;
  * and result, goes to the file that {@code -Dpekko-rdma.test.progress} names ({@code /dev/console}
  * in the VM, so the lines reach the host's log as they happen). A test that runs past
  * {@code -Dpekko-rdma.test.progress.slow-seconds} (60 by default) is named again each time that
- * much more has passed, so a hang names its test; one that fails on its timeout gets a dump of
- * every thread in this JVM's output (the surefire report's {@code -output.txt}).
+ * much more has passed, so a hang names its test. A test that fails on its timeout, or runs past
+ * {@code -Dpekko-rdma.test.progress.dump-seconds} (240 by default; for engines without timeouts,
+ * such as jqwik's), gets a dump of every thread in this JVM's test output (Surefire's
+ * {@code -output.txt}; in the VM, the step's {@code output.txt}).
  *
  * <p>Registered for every module that uses core's test-jar, through
  * {@code META-INF/services/org.junit.platform.launcher.TestExecutionListener}; without the
- * property it only dumps the threads on a timeout.
+ * property it only dumps the threads.
  */
 public final class TestProgress implements TestExecutionListener {
   private static final String SINK = "pekko-rdma.test.progress";
   private static final String SLOW = "pekko-rdma.test.progress.slow-seconds";
+  private static final String DUMP = "pekko-rdma.test.progress.dump-seconds";
 
   private final Optional<Path> sink =
       Optional.ofNullable(System.getProperty(SINK)).filter(s -> !s.isBlank()).map(Path::of);
   private final Duration slow = Duration.ofSeconds(Long.getLong(SLOW, 60));
+  private final Duration dump = Duration.ofSeconds(Long.getLong(DUMP, 240));
   private final String module = Path.of(System.getProperty("user.dir")).getFileName().toString();
   private final Map<TestIdentifier, Long> running = new ConcurrentHashMap<>();
+  private final Set<TestIdentifier> dumped = ConcurrentHashMap.newKeySet();
   private final Map<TestIdentifier, Tally> classes = new ConcurrentHashMap<>();
   private ScheduledExecutorService watchdog;
 
   private static final class Tally {
     final long startNanos = System.nanoTime();
+    /** When a test of the class last started or ended, or the class did. */
+    volatile long lastNanos = startNanos;
     int tests, failed, skipped;
   }
 
   @Override
   public void testPlanExecutionStarted(TestPlan plan) {
-    if (sink.isEmpty()) return;
     watchdog = Executors.newSingleThreadScheduledExecutor(r -> {
       Thread t = new Thread(r, "test-progress-watchdog");
       t.setDaemon(true);
@@ -75,6 +82,7 @@ public final class TestProgress implements TestExecutionListener {
       say(className(id) + " started");
     } else if (id.isTest()) {
       running.put(id, System.nanoTime());
+      tallyOf(id).ifPresent(t -> t.lastNanos = System.nanoTime());
     }
   }
 
@@ -88,21 +96,28 @@ public final class TestProgress implements TestExecutionListener {
   public void executionFinished(TestIdentifier id, TestExecutionResult result) {
     boolean timedOut = result.getThrowable().map(TestProgress::isTimeout).orElse(false);
     if (timedOut) {
-      String name = testName(id);
-      System.out.println("==== " + name + " timed out; every thread of this JVM:");
-      System.out.println(threadDump());
-      say(name + " TIMED OUT: " + result.getThrowable().get().getMessage()
-          + " (the threads are in " + module + "'s surefire report output)");
+      dumpThreads(testName(id) + " timed out");
+      say(testName(id) + " TIMED OUT: " + result.getThrowable().get().getMessage()
+          + " (every thread's stack is in the test output)");
     }
     if (id.isTest()) {
       running.remove(id);
-      boolean failed = result.getStatus() != TestExecutionResult.Status.SUCCESSFUL;
-      tallyOf(id).ifPresent(t -> { t.tests++; if (failed) t.failed++; });
-      if (failed && !timedOut) say(testName(id) + " " + result.getStatus());
+      dumped.remove(id);
+      // ABORTED: an assumption did not hold, so the test was skipped
+      boolean aborted = result.getStatus() == TestExecutionResult.Status.ABORTED;
+      boolean failed = result.getStatus() == TestExecutionResult.Status.FAILED;
+      tallyOf(id).ifPresent(t -> {
+        t.tests++;
+        if (failed) t.failed++;
+        if (aborted) t.skipped++;
+        t.lastNanos = System.nanoTime();
+      });
+      if (failed && !timedOut) say(testName(id) + " FAILED");
     } else if (isClass(id)) {
       Tally t = classes.remove(id);
+      dumped.remove(id);
       double seconds = t == null ? 0 : (System.nanoTime() - t.startNanos) / 1e9;
-      String outcome = result.getStatus() == TestExecutionResult.Status.SUCCESSFUL
+      String outcome = result.getStatus() != TestExecutionResult.Status.FAILED
           && (t == null || t.failed == 0) ? "passed" : "FAILED";
       say(String.format("%s %s in %.1f s (%d tests, %d failed, %d skipped)", className(id),
           outcome, seconds, t == null ? 0 : t.tests, t == null ? 0 : t.failed,
@@ -112,10 +127,31 @@ public final class TestProgress implements TestExecutionListener {
 
   private void nameSlowTests() {
     long now = System.nanoTime();
+    // a class none of whose tests runs is in its set-up or tear-down (or between tests)
+    classes.forEach((id, tally) -> {
+      long seconds = TimeUnit.NANOSECONDS.toSeconds(now - tally.lastNanos);
+      boolean testRunning = running.keySet().stream()
+          .anyMatch(t -> t.getUniqueId().startsWith(id.getUniqueId()));
+      if (!testRunning && seconds >= slow.toSeconds()) {
+        say(className(id) + ": no test of it has started or ended for " + seconds + " s");
+      }
+      if (!testRunning && seconds >= dump.toSeconds() && dumped.add(id)) {
+        dumpThreads(className(id) + " has run no test for " + seconds + " s");
+      }
+    });
     running.forEach((id, started) -> {
       long seconds = TimeUnit.NANOSECONDS.toSeconds(now - started);
       if (seconds >= slow.toSeconds()) say(testName(id) + " still running after " + seconds + " s");
+      if (seconds >= dump.toSeconds() && dumped.add(id)) {
+        dumpThreads(testName(id) + " has run " + seconds + " s");
+        say(testName(id) + ": every thread's stack is in the test output");
+      }
     });
+  }
+
+  private static void dumpThreads(String why) {
+    System.out.println("==== " + why + "; every thread of this JVM:");
+    System.out.println(threadDump());
   }
 
   private Optional<Tally> tallyOf(TestIdentifier test) {

@@ -14,14 +14,18 @@ import java.util.stream.Stream;
 
 /**
  * Key stores and a trust store for TLS tests, made once per JVM by the JDK's own {@code keytool}
- * in a temporary directory (deleted at exit): three self-signed identities, {@link #ALICE} and
- * {@link #BOB}, whose certificates the {@link #trustStore() trust store} holds, and
- * {@link #ROGUE}, a valid certificate that nobody trusts. Every store has the password
- * {@link #PASSWORD}. {@link #config} gives the {@code pekko-rdma.soft.tls} settings of one.
+ * in a temporary directory (deleted at exit): four self-signed identities, {@link #ALICE},
+ * {@link #BOB} and {@link #CAROL}, whose certificates the {@link #trustStore() trust store}
+ * holds, and {@link #ROGUE}, a valid certificate that nobody trusts. Each names 127.0.0.1 as a
+ * subject alternative name, so it may claim any fabric address there. Every store has the
+ * password {@link #PASSWORD}. {@link #config} gives the {@code pekko-rdma.soft.tls} settings of
+ * one.
  */
 public final class TlsStores {
   public static final String ALICE = "alice";
   public static final String BOB = "bob";
+  /** Trusted as well: a third party, for tests where a trusted peer misbehaves. */
+  public static final String CAROL = "carol";
   public static final String ROGUE = "rogue";
   public static final String PASSWORD = "changeit-for-tests";
   private static final long KEYTOOL_SECONDS = 60;
@@ -53,7 +57,7 @@ public final class TlsStores {
     return dir.resolve(identity + ".p12");
   }
 
-  /** The PKCS12 trust store holding the certificates of {@link #ALICE} and {@link #BOB}. */
+  /** The PKCS12 trust store holding the certificates of ALICE, BOB and CAROL. */
   public Path trustStore() {
     return dir.resolve("trusted.p12");
   }
@@ -86,14 +90,14 @@ public final class TlsStores {
     Path dir = Files.createTempDirectory("pekko-rdma-tls-");
     Runtime.getRuntime().addShutdownHook(new Thread(() -> deleteQuietly(dir)));
     TlsStores s = new TlsStores(dir);
-    List<String> identities = List.of(ALICE, BOB, ROGUE);
-    // each keytool is a JVM: the three key pairs, then the three exports, run side by side
+    List<String> identities = List.of(ALICE, BOB, CAROL, ROGUE);
+    // each keytool is a JVM: the key pairs, then the exports, run side by side
     List<Keytool> running = new ArrayList<>();
     for (String id : identities) {
       running.add(start(dir, "-genkeypair", "-alias", id, "-keyalg", "EC", "-groupname",
           "secp256r1", "-sigalg", "SHA256withECDSA", "-dname", "CN=" + id + ", O=pekko-rdma tests",
-          "-validity", "30", "-storetype", "PKCS12", "-keystore", s.keyStore(id).toString(),
-          "-storepass", PASSWORD, "-keypass", PASSWORD));
+          "-ext", "SAN=ip:127.0.0.1", "-validity", "30", "-storetype", "PKCS12", "-keystore",
+          s.keyStore(id).toString(), "-storepass", PASSWORD, "-keypass", PASSWORD));
     }
     awaitAll(running);
     for (String id : identities) {
@@ -102,7 +106,7 @@ public final class TlsStores {
           s.certificate(id).toString()));
     }
     awaitAll(running);
-    for (String id : List.of(ALICE, BOB)) { // one file: one import after the other
+    for (String id : List.of(ALICE, BOB, CAROL)) { // one file: one import after the other
       running.add(start(dir, "-importcert", "-noprompt", "-alias", id, "-file",
           s.certificate(id).toString(), "-storetype", "PKCS12", "-keystore",
           s.trustStore().toString(), "-storepass", PASSWORD));

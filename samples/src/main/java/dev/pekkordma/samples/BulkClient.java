@@ -147,7 +147,7 @@ public final class BulkClient {
         Result result;
         try (Progress progress = Progress.create(progressKind, "sent", s.totalBytes(), log)) {
           result = transfer(hello, ring, window, qp, poller, src, srcMr, ctrl, ctrlMr, recvs,
-              sends, rqDepth, progress);
+              sends, rqDepth, progress, link.peer());
         }
         link.disconnect();
         return result;
@@ -161,18 +161,25 @@ public final class BulkClient {
     }
   }
 
-  /** A failed completion as the user should read it. */
-  static TransferFailure completionFailure(String side, WorkCompletions wcs, int i) {
+  /**
+   * A failed completion as the user should read it: which peer (its address), what failed, and
+   * why, as far as the QP knows.
+   */
+  static TransferFailure completionFailure(String side, String peer, QueuePair qp,
+      WorkCompletions wcs, int i) {
+    String why = qp.errorCause().map(c -> " (" + c + ")").orElse("");
     if (wcs.status(i) == WcStatus.WR_FLUSH_ERR) {
-      return new TransferFailure(side + ": the connection went down (did the peer stop?): its"
-          + " requests were flushed: " + wcs.describe(i));
+      return new TransferFailure(side + ": the connection to " + peer + " went down (did the"
+          + " peer stop?): its requests were flushed: " + wcs.describe(i) + why);
     }
-    return new TransferFailure(side + ": work completion failed: " + wcs.describe(i));
+    return new TransferFailure(side + ": work completion failed with " + peer + ": "
+        + wcs.describe(i) + why);
   }
 
   private Result transfer(BulkWire.Hello hello, BulkWire.RingInfo ring, int window, QueuePair qp,
       CompletionPoller poller, OffHeapBuffer src, MemoryRegion srcMr, OffHeapBuffer ctrl,
-      MemoryRegion ctrlMr, RecvRequests recvs, SendRequests sends, int rqDepth, Progress progress) {
+      MemoryRegion ctrlMr, RecvRequests recvs, SendRequests sends, int rqDepth, Progress progress,
+      String peer) {
     Settings s = settings;
     int chunk = s.chunkSize();
     ByteBuffer[] srcViews = new ByteBuffer[window];
@@ -242,7 +249,7 @@ public final class BulkClient {
       }
       recvs.clear();
       for (int i = 0; i < n; i++) {
-        if (!wcs.ok(i)) throw completionFailure("client", wcs, i);
+        if (!wcs.ok(i)) throw completionFailure("client", peer, qp, wcs, i);
         WcOpcode op = wcs.opcode(i);
         if (op == WcOpcode.RECV) {
           int r = (int) wcs.wrId(i);

@@ -169,7 +169,7 @@ public final class BulkServer implements AutoCloseable {
         }
         recvs.clear();
         for (int i = 0; i < n; i++) {
-          if (!wcs.ok(i)) throw BulkClient.completionFailure("server", wcs, i);
+          if (!wcs.ok(i)) throw BulkClient.completionFailure("server", in.peer(), qp, wcs, i);
           WcOpcode op = wcs.opcode(i);
           if (op == WcOpcode.SEND) {
             sendsOutstanding--;
@@ -234,7 +234,7 @@ public final class BulkServer implements AutoCloseable {
       new BulkWire.Verdict(check.ok(), bytes, expected, ourCrc)
           .encode(ctrl.view(0, BulkWire.CONTROL_SIZE));
       while (sendsOutstanding >= sqDepth) {
-        sendsOutstanding -= countSends(poller, idleNanos);
+        sendsOutstanding -= countSends(poller, idleNanos, in.peer(), qp);
       }
       sends.clear();
       sends.add(VERDICT_WRID, WrOpcode.SEND, SendRequests.SIGNALED)
@@ -250,7 +250,7 @@ public final class BulkServer implements AutoCloseable {
         if (n == 0) throw new TransferFailure("server: the verdict was never acknowledged");
         for (int i = 0; i < n; i++) {
           boolean flushed = wcs.status(i) == WcStatus.WR_FLUSH_ERR;
-          if (!wcs.ok(i) && !flushed) throw BulkClient.completionFailure("server", wcs, i);
+          if (!wcs.ok(i) && !flushed) throw BulkClient.completionFailure("server", in.peer(), qp, wcs, i);
           if (wcs.wrId(i) == VERDICT_WRID) {
             verdictDone = true;
             if (flushed && verbose) {
@@ -280,12 +280,13 @@ public final class BulkServer implements AutoCloseable {
     return java.util.List.copyOf(l);
   }
 
-  private static int countSends(CompletionPoller poller, long timeoutNanos) {
+  private static int countSends(CompletionPoller poller, long timeoutNanos, String peer,
+      QueuePair qp) {
     int n = poller.await(timeoutNanos);
     if (n == 0) throw new TransferFailure("server: the client stopped taking credit messages");
     int sends = 0;
     for (int i = 0; i < n; i++) {
-      if (!poller.wcs.ok(i)) throw BulkClient.completionFailure("server", poller.wcs, i);
+      if (!poller.wcs.ok(i)) throw BulkClient.completionFailure("server", peer, qp, poller.wcs, i);
       if (poller.wcs.opcode(i) == WcOpcode.SEND) sends++;
     }
     return sends;

@@ -217,4 +217,51 @@ class BulkTransferTest {
       assertEquals(start, provider.liveResources());
     }
   }
+
+  /** The server's process is killed mid-transfer: the client's error names where it was. */
+  @Test
+  void aClientWhoseServerIsKilledSaysWhichServer() throws Exception {
+    int port;
+    try (ServerSocket s = new ServerSocket(0)) {
+      port = s.getLocalPort();
+    }
+    String address = "127.0.0.1:" + port;
+    Process server = new ProcessBuilder(java.nio.file.Path.of(System.getProperty("java.home"),
+        "bin", "java").toString(), "-cp", System.getProperty("java.class.path"),
+        BulkTransfer.class.getName(), "server", "--bind", address, "--provider", "soft",
+        "--progress", "none", "--accept-timeout", "60", "-v").redirectErrorStream(true).start();
+    Thread killer = new Thread(() -> { // once a client is connected and data moves
+      try (java.io.BufferedReader lines = new java.io.BufferedReader(new java.io.InputStreamReader(
+          server.getInputStream(), StandardCharsets.UTF_8))) {
+        String line;
+        while ((line = lines.readLine()) != null && !line.contains("connected to")) {
+          // the server's start
+        }
+        Thread.sleep(300);
+      } catch (java.io.IOException | InterruptedException e) {
+        // killed below all the same
+      }
+      server.destroyForcibly();
+    });
+    killer.start();
+    try {
+      int code = -1;
+      String text = "";
+      for (int attempt = 0; attempt < 200; attempt++) {
+        output.reset();
+        code = BulkTransfer.execute(new String[] {"client", "--connect", address, "--size",
+            "64g", "--chunk", "1m", "--provider", "soft", "--progress", "none",
+            "--timeout", "20"}, out, out);
+        text = output.toString(StandardCharsets.UTF_8);
+        if (!text.contains("nobody listens")) break; // the server was not up yet: again
+        Thread.sleep(100);
+      }
+      assertEquals(1, code, text);
+      assertTrue(text.contains(address), "the error names the server: " + text);
+    } finally {
+      server.destroyForcibly();
+      server.waitFor(10, TimeUnit.SECONDS);
+      killer.join(10_000);
+    }
+  }
 }

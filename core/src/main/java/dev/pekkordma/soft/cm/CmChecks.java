@@ -9,11 +9,13 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.NetworkInterface;
 import java.net.SocketException;
+import java.security.SecureRandom;
 import java.time.Duration;
-import java.util.concurrent.ThreadLocalRandom;
 
 /** The software CM's checks of the application's arguments, and small helpers of its ids. */
 final class CmChecks {
+  private static final SecureRandom PSNS = new SecureRandom();
+
   private CmChecks() {}
 
   static void requireAddress(String verb, String what, InetSocketAddress a) {
@@ -85,8 +87,9 @@ final class CmChecks {
     return a.bytes <= b.bytes ? a : b;
   }
 
+  /** A connection's initial PSN: from a cryptographic generator, so no PSN predicts the next. */
   static int newPsn() {
-    return ThreadLocalRandom.current().nextInt(1 << 24);
+    return PSNS.nextInt(1 << 24);
   }
 
   static int errnoOf(RuntimeException e) {

@@ -11,9 +11,14 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.time.Duration;
+import java.util.Deque;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
@@ -25,13 +30,17 @@ import org.slf4j.LoggerFactory;
  * provider's pool to run TLS (when on) and read its first REQ within the connect timeout, then
  * reads the link ({@link CmLink}), handing each request to the listening id. Until its first REQ
  * has come, a link is nobody's: whatever goes wrong is logged as a refusal naming the peer, and
- * the link closed.
+ * the link closed. When {@code max-pending-handshakes} are waiting, a new connection takes the
+ * place of the one that has waited longest: a CM sends its REQ at once, so only a peer that
+ * trickles or withholds it is ever the oldest, and peers that do cannot keep others out.
  */
 final class CmListener {
   private static final Logger log = LoggerFactory.getLogger(CmListener.class);
   /** A failing accept (out of file descriptors) is retried after this, and logged this seldom. */
   private static final long ACCEPT_RETRY_NANOS = 100_000_000L;
   private static final long ACCEPT_WARNING_NANOS = 10_000_000_000L;
+  /** How long a connection closed to make room may take to give its place back. */
+  private static final long EVICTION_WAIT_MILLIS = 100;
 
   private final SoftCmId owner;
   private final ServerSocket server;
@@ -39,8 +48,12 @@ final class CmListener {
   private final String address;
   /** Accepted connections whose REQ has not come yet. */
   private final AtomicInteger pending = new AtomicInteger();
-  /** Their sockets, closed when the listener stops. */
-  private final Set<Socket> handshaking = ConcurrentHashMap.newKeySet();
+  /** Their sockets, oldest first: closed when the listener stops, the oldest to make room. */
+  private final Deque<Socket> handshaking = new ConcurrentLinkedDeque<>();
+  /** Those closed to make room, so that their threads say why. */
+  private final Set<Socket> evicted = ConcurrentHashMap.newKeySet();
+  /** Counted down when the thread waiting for a socket's REQ has given its place back. */
+  private final Map<Socket, CountDownLatch> released = new ConcurrentHashMap<>();
   private final Thread acceptor;
   private volatile boolean stopped;
 
@@ -111,12 +124,12 @@ final class CmListener {
       refuse(s, peer, "the listener is closing");
       return;
     }
-    if (pending.incrementAndGet() > resources.maxPendingHandshakes) {
-      pending.decrementAndGet();
+    if (pending.get() >= resources.maxPendingHandshakes && !makeRoom()) {
       refuse(s, peer, resources.maxPendingHandshakes + " connections have not sent their REQ"
           + " yet (" + CmResources.MAX_PENDING + ")");
       return;
     }
+    pending.incrementAndGet();
     handshaking.add(s);
     String name = "soft-cm-link-" + server.getLocalPort() + "-" + s.getPort();
     CmSocket plain = null;
@@ -136,11 +149,31 @@ final class CmListener {
       }
     }
     CmSocket opened = plain;
+    released.put(s, new CountDownLatch(1));
     if (!resources.start(name, () -> serve(s, peer, opened))) {
+      released.remove(s);
       handshaking.remove(s);
       pending.decrementAndGet();
       refuse(s, peer, resources.refusal());
     }
+  }
+
+  /**
+   * Closes the connection that has waited longest for its REQ and waits (briefly) until its
+   * thread has given its place (and itself) back; false if none is waiting for a REQ.
+   */
+  private boolean makeRoom() {
+    Socket oldest = handshaking.pollFirst();
+    if (oldest == null) return false;
+    CountDownLatch done = released.get(oldest);
+    evicted.add(oldest); // its thread says why
+    closeQuietly(oldest);
+    try {
+      if (done != null) done.await(EVICTION_WAIT_MILLIS, TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    return true;
   }
 
   private void refuse(Socket s, String peer, String why) {
@@ -207,6 +240,9 @@ final class CmListener {
     } catch (IOException e) {
       if (decided.compareAndSet(false, true)) {
         refuse(raw, peer, stopped ? "the listener was destroyed"
+            : evicted.contains(raw) ? "it waited longest for its REQ while "
+                + resources.maxPendingHandshakes + " connections were waiting for theirs; closed"
+                + " to make room for a newer one (" + CmResources.MAX_PENDING + ")"
             : e instanceof SocketTimeoutException ? overdue
             : e instanceof EOFException ? "the peer closed the connection before its REQ"
             : e.getMessage());
@@ -216,7 +252,10 @@ final class CmListener {
     } finally {
       if (guard != null) guard.cancel(false);
       handshaking.remove(raw);
+      evicted.remove(raw);
       pending.decrementAndGet();
+      CountDownLatch done = released.remove(raw);
+      if (done != null) done.countDown();
     }
     CmLink.passive(c, this::request, resources).runPassive(req);
   }

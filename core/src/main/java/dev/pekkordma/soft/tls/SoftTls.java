@@ -4,6 +4,7 @@ import dev.pekkordma.config.RdmaSettings;
 import dev.pekkordma.config.RdmaSettings.TlsSettings;
 import java.io.IOException;
 import java.io.InputStream;
+import java.net.InetAddress;
 import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Paths;
@@ -16,6 +17,7 @@ import java.security.cert.Certificate;
 import java.security.cert.CertificateException;
 import java.security.cert.X509Certificate;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
@@ -51,10 +53,12 @@ public final class SoftTls {
 
   private final TlsSettings settings;
   private final SSLSocketFactory factory;
+  private final CertificateClaims claims;
 
   private SoftTls(TlsSettings settings, SSLSocketFactory factory) {
     this.settings = settings;
     this.factory = factory;
+    this.claims = new CertificateClaims(settings == null ? List.of() : settings.identities);
   }
 
   /**
@@ -254,6 +258,47 @@ public final class SoftTls {
     s.setUseClientMode(false);
     s.setNeedClientAuth(settings.requireMutualAuthentication);
     return handshake(accepted, s, peerDescription);
+  }
+
+  /**
+   * Null if the peer of {@code tlsSocket} may speak for the fabric at {@code ip:port}: always
+   * without TLS, or when the peer presented no certificate (mutual authentication off); else why
+   * not ({@link CertificateClaims}).
+   */
+  public String claimRefusal(Socket tlsSocket, InetAddress ip, int port) {
+    X509Certificate peer = peerCertificate(tlsSocket);
+    return peer == null ? null : claims.refusal(peer, ip, port);
+  }
+
+  /** The certificate this side presented on {@code s} (DER); empty without TLS. */
+  public static byte[] localCertificateBytes(Socket s) {
+    if (!(s instanceof SSLSocket)) return new byte[0];
+    Certificate[] chain = ((SSLSocket) s).getSession().getLocalCertificates();
+    return encoded(chain == null || chain.length == 0 ? null : chain[0]);
+  }
+
+  /** The certificate the peer presented on {@code s} (DER); empty without TLS or without one. */
+  public static byte[] peerCertificateBytes(Socket s) {
+    return encoded(peerCertificate(s));
+  }
+
+  private static X509Certificate peerCertificate(Socket s) {
+    if (!(s instanceof SSLSocket)) return null;
+    try {
+      Certificate[] chain = ((SSLSocket) s).getSession().getPeerCertificates();
+      return chain.length > 0 && chain[0] instanceof X509Certificate
+          ? (X509Certificate) chain[0] : null;
+    } catch (SSLPeerUnverifiedException e) {
+      return null;
+    }
+  }
+
+  private static byte[] encoded(Certificate c) {
+    try {
+      return c == null ? new byte[0] : c.getEncoded();
+    } catch (java.security.cert.CertificateEncodingException e) {
+      throw new IllegalStateException("a certificate of the session cannot be encoded", e);
+    }
   }
 
   /** What the peer presented (for logs): its certificate's subject, or why there is none. */

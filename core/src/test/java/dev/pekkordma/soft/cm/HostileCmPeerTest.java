@@ -246,6 +246,47 @@ class HostileCmPeerTest extends CmFixture {
     }
   }
 
+  /**
+   * Peers that take every pending place (silent, or trickling a REQ a byte at a time) cannot
+   * keep a legitimate connection out: it takes the place of the one that waited longest, at once.
+   */
+  @Test
+  void peersHoldingEveryPendingPlaceCannotKeepALegitimateConnectionOut() throws Exception {
+    try (RdmaProvider bounded = newProvider("pekko-rdma.cm.max-pending-handshakes = 4\n"
+        + "pekko-rdma.cm.connect-timeout = 20s")) {
+      CmEventChannel server = bounded.createCmEventChannel();
+      CmId listener = server.createId("listener");
+      listener.bind(LOOPBACK_ANY_PORT);
+      listener.listen(0);
+      List<Socket> slow = new ArrayList<>();
+      try {
+        for (int i = 0; i < 4; i++) {
+          slow.add(raw(listener));
+          if (i % 2 == 1) send(slow.get(i), new byte[] {0, 0}); // half a frame's length, no more
+        }
+        waitUntil(() -> ((SoftCmId) listener).pendingHandshakes() == 4, "four pending");
+        long start = System.nanoTime();
+        CmEventChannel client = bounded.createCmEventChannel();
+        CmId c = resolved(client, listener.localAddress());
+        c.connect(ConnectionParameters.defaults());
+        CmId request = expect(server, CmEventType.CONNECT_REQUEST).id();
+        assertTrue(System.nanoTime() - start < 5_000_000_000L, "at once, not after 20 s");
+        request.accept(ConnectionParameters.defaults());
+        expect(client, CmEventType.ESTABLISHED);
+        awaitClosedByPeer(slow.get(0)); // the one that waited longest made room
+        refusedOnce(slow.get(0), "pekko-rdma.cm.max-pending-handshakes");
+        request.close();
+        expect(client, CmEventType.DISCONNECTED);
+        c.close();
+        client.close();
+      } finally {
+        for (Socket s : slow) s.close();
+      }
+      listener.close();
+      server.close();
+    }
+  }
+
   @Test
   void pastMaxConnectionsConnectFailsAndAListenerRefusesNamingTheSetting() throws Exception {
     try (RdmaProvider bounded = newProvider("pekko-rdma.cm.max-connections = 2\n"

@@ -64,7 +64,8 @@ class EchoSampleTest {
     }
     TestProbe<EchoClient.Result> results = kit.createTestProbe();
     kit.spawn(EchoClient.create(new InetSocketAddress(TestRdma.CM_HOST, port), 1, results.getRef()));
-    EchoClient.Result r = results.receiveMessage(Duration.ofSeconds(30));
+    // WAIT: on native in the VM the first connect of a JVM also loads the native libraries
+    EchoClient.Result r = results.receiveMessage(WAIT);
     assertNotNull(r.failure());
     assertTrue(r.failure().contains("ConnectFailed"), r.failure());
   }

@@ -1,0 +1,320 @@
+package dev.pekkordma.soft;
+
+import dev.pekkordma.soft.tls.SoftTls;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.SynchronousQueue;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Proving which process a fabric connection stands for, both ends of it (the messages are
+ * {@link FabricWire}'s). The connecting side names itself and the listener it dialled in a
+ * HELLO with a nonce bound to the connection ({@link ChannelBinding}); the accepting side checks
+ * what it can alone ({@link #judge}), then asks the named listener whether it issued that nonce
+ * for a connection bound as this one is, and only then answers WELCOME.
+ *
+ * <p>The accepting side runs LINK handshakes on a pool of {@code max-handshakes} threads, in the
+ * order the connections came, apart from the threads that serve proven processes; proofs asked
+ * of this process run on a lane of their own, which only holders of a pending nonce reach. Every
+ * step is bounded by the connection's deadline; nothing is allocated for a peer's frames before
+ * WELCOME.
+ */
+final class FabricHandshakes {
+  private static final Logger LOG = LoggerFactory.getLogger(FabricHandshakes.class);
+
+  private final TcpFabric fabric;
+  private final SoftTls tls;
+  private final ThreadPoolExecutor links;
+  private final ThreadPoolExecutor proofs;
+
+  FabricHandshakes(TcpFabric fabric, SoftTls tls, int maxHandshakes) {
+    this.fabric = fabric;
+    this.tls = tls;
+    this.links = new ThreadPoolExecutor(maxHandshakes, maxHandshakes, 30, TimeUnit.SECONDS,
+        new LinkedBlockingQueue<>(), daemons("soft-rdma-fabric-handshake-"));
+    links.allowCoreThreadTimeOut(true);
+    this.proofs = new ThreadPoolExecutor(0, maxHandshakes, 30, TimeUnit.SECONDS,
+        new SynchronousQueue<>(), daemons("soft-rdma-fabric-proof-"));
+  }
+
+  /** The pools follow {@code max-handshakes} (for tests that change the limits). */
+  void resize(int maxHandshakes) {
+    if (maxHandshakes > links.getMaximumPoolSize()) {
+      links.setMaximumPoolSize(maxHandshakes);
+      links.setCorePoolSize(maxHandshakes);
+    } else {
+      links.setCorePoolSize(maxHandshakes);
+      links.setMaximumPoolSize(maxHandshakes);
+    }
+    proofs.setMaximumPoolSize(maxHandshakes);
+  }
+
+  // ---------------------------------------------------------------- the connecting side
+
+  /** Opens a connection to the fabric at {@code to} and proves to it who we are. */
+  FabricConnection connect(FabricAddress to) throws IOException {
+    FabricAddress self = fabric.address();
+    // the other side may hold us in line for one handshake deadline before it starts
+    Deadline deadline = fabric.deadline(2, () -> { });
+    Socket plain = new Socket();
+    deadline.guard(plain);
+    byte[] nonce = null;
+    try {
+      plain.setTcpNoDelay(true);
+      plain.connect(to.socketAddress(), deadline.remainingMillis());
+      write(plain, FabricWire.opening(FabricWire.LINK, null));
+      Socket s = tls.client(plain, "the soft fabric at " + to);
+      checkClaim(s, to, "the soft fabric at " + to);
+      nonce = fabric.nonces().issue(ChannelBinding.of(self, to,
+          SoftTls.peerCertificateBytes(s), SoftTls.localCertificateBytes(s)));
+      FabricWire.Handshake hello = new FabricWire.Handshake(FabricWire.HELLO);
+      hello.from = self;
+      hello.to = to;
+      System.arraycopy(nonce, 0, hello.nonce, 0, nonce.length);
+      write(s, hello.encode());
+      FabricWire.Handshake answer = FabricWire.Handshake.decode(read(s, deadline),
+          FabricWire.WELCOME, FabricWire.REFUSED);
+      if (answer.kind != FabricWire.WELCOME) {
+        throw new IOException("the soft fabric at " + to + " refused this process (" + self
+            + "): " + FabricWire.refusal(answer.code));
+      }
+      if (!deadline.settle()) throw deadline.overdue();
+      return new FabricConnection(s, to.toString(), fabric.limits().frame().toNanos(),
+          fabric.watch());
+    } catch (IOException | RuntimeException e) {
+      plain.close();
+      if (deadline.expired()) {
+        throw new SocketTimeoutException("the soft fabric at " + to + " did not welcome this"
+            + " process within twice pekko-rdma.soft.fabric.handshake-timeout");
+      }
+      throw e;
+    } finally {
+      deadline.settle();
+      if (nonce != null) fabric.nonces().forget(nonce);
+    }
+  }
+
+  // ---------------------------------------------------------------- the accepting side
+
+  /**
+   * Why {@code hello} must be refused before any proof is asked (0: it may go on): it names
+   * another listener than {@code self} (it was relayed), or claims {@code self}; the connection's
+   * certificate may not claim its address ({@code claimRefusal}, null if it may); or no place
+   * is left for a process not served yet.
+   */
+  static short judge(FabricWire.Handshake hello, FabricAddress self, String claimRefusal,
+      boolean room) {
+    if (!hello.to.equals(self)) return FabricWire.RELAYED;
+    if (hello.from.equals(self)) return FabricWire.OWN_ADDRESS;
+    if (claimRefusal != null) return FabricWire.CERTIFICATE;
+    return room ? 0 : FabricWire.BUSY;
+  }
+
+  /** Takes a LINK connection in its turn. */
+  void admitLink(FabricGate.Arrival a) {
+    try {
+      links.execute(() -> link(a));
+    } catch (RejectedExecutionException e) { // shut down: the JVM is ending
+      fabric.gate().close(a);
+    }
+  }
+
+  private void link(FabricGate.Arrival a) {
+    if (a.deadline.expired()) return; // its deadline passed while it waited: closed and logged
+    a.stage = "in its TLS handshake and HELLO";    String why = null;
+    boolean welcomed = false;
+    try {
+      Socket s = tls.server(a.channel.socket(), a.remote);
+      FabricWire.Handshake hello = FabricWire.Handshake.decode(read(s, a.deadline),
+          FabricWire.HELLO);
+      FabricAddress self = fabric.address();
+      String claim = tls.claimRefusal(s, hello.from.inetAddress(), hello.from.port());
+      short refusal = judge(hello, self, claim, fabric.served().hasRoomFor(hello.from));
+      if (refusal == 0) {
+        a.stage = "being proven by the fabric it names (" + hello.from + ")";
+        byte[] binding = ChannelBinding.of(hello.from, self, SoftTls.localCertificateBytes(s),
+            SoftTls.peerCertificateBytes(s));
+        refusal = askProof(hello.from, hello.nonce, binding, a.deadline)
+            ? 0 : FabricWire.NOT_CONFIRMED;
+      }
+      if (!a.deadline.settle()) return; // too late: the deadline closed it and said so
+      if (refusal != 0) {
+        why = "it claims to be the fabric at " + hello.from + ", refused: "
+            + (claim != null ? claim : FabricWire.refusal(refusal));
+        refuse(s, refusal);
+        return;
+      }
+      welcomed = welcome(s, a, hello.from);
+    } catch (FabricWire.Violation v) {
+      why = v.getMessage() + "; the connection is dropped";
+    } catch (javax.net.ssl.SSLException e) {
+      why = "TLS: " + e.getMessage();
+    } catch (IOException e) {
+      LOG.debug("soft fabric: handshake with {} failed: {}", a.remote, e.toString());
+    } finally {
+      a.deadline.settle();
+      if (why != null && !a.deadline.expired()) fabric.refusals().refuse(a.remote, why);
+      if (!welcomed) closeQuietly(a.channel);
+      a.done();
+    }
+  }
+
+  private void refuse(Socket s, short code) throws IOException {
+    FabricWire.Handshake answer = new FabricWire.Handshake(FabricWire.REFUSED);
+    answer.code = code;
+    write(s, answer.encode());
+    s.close();
+  }
+
+  /** Serves the proven process on {@code s}, or refuses it if its place went meanwhile. */
+  private boolean welcome(Socket s, FabricGate.Arrival a, FabricAddress identity)
+      throws IOException {
+    FabricConnection c = new FabricConnection(s, a.remote, fabric.limits().frame().toNanos(),
+        fabric.watch());
+    InboundConnection served = new InboundConnection(fabric, c, identity, a.remote);
+    if (!fabric.served().admit(identity, served)) {
+      try {
+        refuse(s, FabricWire.BUSY);
+      } finally {
+        c.close();
+      }
+      fabric.refusals().refuse(a.remote, "it claims to be the fabric at " + identity
+          + ", refused: " + FabricWire.refusal(FabricWire.BUSY));
+      return false;
+    }
+    try {
+      write(s, new FabricWire.Handshake(FabricWire.WELCOME).encode());
+    } catch (IOException e) {
+      fabric.served().ended(identity, served);
+      c.close();
+      throw e;
+    }
+    fabric.served().start(served);
+    return true;
+  }
+
+  /**
+   * Asks the fabric at {@code claimed}, on a connection of our own, whether it issued {@code
+   * nonce} for a connection with {@code binding}; bounded by {@code deadline}.
+   */
+  private boolean askProof(FabricAddress claimed, byte[] nonce, byte[] binding,
+      Deadline deadline) {
+    Socket plain = new Socket();
+    deadline.guard(plain);
+    try (plain) {
+      plain.setTcpNoDelay(true);
+      plain.connect(claimed.socketAddress(), deadline.remainingMillis());
+      write(plain, FabricWire.opening(FabricWire.PROOF, nonce));
+      Socket s = tls.client(plain, "the soft fabric at " + claimed);
+      checkClaim(s, claimed, "the soft fabric at " + claimed);
+      FabricWire.Handshake ask = new FabricWire.Handshake(FabricWire.PROVE);
+      System.arraycopy(nonce, 0, ask.nonce, 0, nonce.length);
+      System.arraycopy(binding, 0, ask.binding, 0, binding.length);
+      write(s, ask.encode());
+      return FabricWire.Handshake.decode(read(s, deadline), FabricWire.PROVEN,
+          FabricWire.NOT_PROVEN).kind == FabricWire.PROVEN;
+    } catch (IOException | RuntimeException e) {
+      LOG.debug("soft fabric: cannot confirm the fabric at {}: {}", claimed, e.toString());
+      return false;
+    }
+  }
+
+  /** Answers a proof about {@code nonce}, which the gate let in (one connection per nonce). */
+  void answerProof(FabricGate.Arrival a, byte[] nonce) {
+    try {
+      proofs.execute(() -> proof(a, nonce));
+    } catch (RejectedExecutionException e) {
+      fabric.refusals().refuse(a.remote, "more proofs at once than max-handshakes"
+          + " (pekko-rdma.soft.fabric.max-handshakes)");
+      fabric.gate().close(a);
+    }
+  }
+
+  private void proof(FabricGate.Arrival a, byte[] nonce) {
+    try {
+      Socket s = tls.server(a.channel.socket(), a.remote);
+      FabricWire.Handshake ask = FabricWire.Handshake.decode(read(s, a.deadline),
+          FabricWire.PROVE);
+      boolean proven = java.util.Arrays.equals(ask.nonce, nonce)
+          && fabric.nonces().proves(nonce, ask.binding);
+      if (a.deadline.settle()) {
+        write(s, new FabricWire.Handshake(proven ? FabricWire.PROVEN : FabricWire.NOT_PROVEN)
+            .encode());
+      }
+      if (!proven) {
+        fabric.refusals().refuse(a.remote, "it asked about a nonce of this process for another"
+            + " connection than the one it was issued on (a relayed HELLO)");
+      }
+      s.close();
+    } catch (FabricWire.Violation v) {
+      fabric.refusals().refuse(a.remote, v.getMessage() + "; the connection is dropped");
+    } catch (IOException e) {
+      LOG.debug("soft fabric: answering a proof to {} failed: {}", a.remote, e.toString());
+    } finally {
+      fabric.gate().close(a);
+    }
+  }
+
+  // ---------------------------------------------------------------- helpers
+
+  /** Under TLS: the peer's certificate must be one that may claim {@code address}. */
+  private void checkClaim(Socket s, FabricAddress address, String who) throws IOException {
+    String refusal = tls.claimRefusal(s, address.inetAddress(), address.port());
+    if (refusal != null) throw new javax.net.ssl.SSLPeerUnverifiedException(who + ": " + refusal);
+  }
+
+  private static void write(Socket s, byte[] message) throws IOException {
+    OutputStream out = s.getOutputStream();
+    out.write(message);
+    out.flush();
+  }
+
+  /** One handshake message, unbuffered (nothing read past it), by the deadline. */
+  private static byte[] read(Socket s, Deadline deadline) throws IOException {
+    byte[] b = new byte[FabricWire.HANDSHAKE_BYTES];
+    InputStream in = s.getInputStream();
+    int off = 0;
+    try {
+      while (off < b.length) {
+        s.setSoTimeout(deadline.remainingMillis());
+        int n = in.read(b, off, b.length - off);
+        if (n < 0) throw new EOFException("the connection closed mid-handshake");
+        off += n;
+      }
+    } catch (SocketTimeoutException e) {
+      throw deadline.overdue();
+    } catch (IOException e) {
+      if (deadline.expired()) throw deadline.overdue();
+      throw e;
+    }
+    return b;
+  }
+
+  private static void closeQuietly(java.io.Closeable c) {
+    try {
+      c.close();
+    } catch (IOException e) {
+      // closing is all we wanted
+    }
+  }
+
+  private static ThreadFactory daemons(String prefix) {
+    AtomicInteger n = new AtomicInteger();
+    return r -> {
+      Thread t = new Thread(r, prefix + n.incrementAndGet());
+      t.setDaemon(true);
+      return t;
+    };
+  }
+}
