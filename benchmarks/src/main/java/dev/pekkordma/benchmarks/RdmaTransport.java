@@ -1,7 +1,6 @@
 package dev.pekkordma.benchmarks;
 
 import dev.pekkordma.streams.RdmaStreams;
-import dev.pekkordma.streams.ServerBinding;
 import java.net.InetSocketAddress;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Supplier;
@@ -10,6 +9,7 @@ import org.apache.pekko.actor.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Adapter;
 import org.apache.pekko.stream.javadsl.Flow;
 import org.apache.pekko.stream.javadsl.Sink;
+import org.apache.pekko.stream.javadsl.Tcp.ServerBinding;
 import org.apache.pekko.util.ByteString;
 
 /**

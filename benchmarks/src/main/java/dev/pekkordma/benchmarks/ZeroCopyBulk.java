@@ -5,7 +5,6 @@ import dev.pekkordma.streams.BulkChunk;
 import dev.pekkordma.streams.RdmaStreamSettings;
 import dev.pekkordma.streams.RdmaStreams;
 import dev.pekkordma.streams.ReceivedBuffer;
-import dev.pekkordma.streams.ServerBinding;
 import dev.pekkordma.streams.TransferResult;
 import java.net.InetSocketAddress;
 import java.util.concurrent.CompletableFuture;
@@ -17,6 +16,7 @@ import org.apache.pekko.japi.Pair;
 import org.apache.pekko.stream.javadsl.Keep;
 import org.apache.pekko.stream.javadsl.Sink;
 import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.stream.javadsl.Tcp.ServerBinding;
 
 /**
  * The streams layer's zero-copy bulk pair, as rdma-perf's write_bw moves data: a

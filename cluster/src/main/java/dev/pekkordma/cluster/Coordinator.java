@@ -6,7 +6,6 @@ import dev.pekkordma.actors.ListenerActor;
 import dev.pekkordma.actors.RdmaExtension;
 import dev.pekkordma.cluster.PeerEvent.Reason;
 import dev.pekkordma.streams.RdmaStreams;
-import dev.pekkordma.streams.ServerBinding;
 import dev.pekkordma.verbs.RdmaDevice;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
@@ -36,6 +35,7 @@ import org.apache.pekko.cluster.typed.Subscribe;
 import org.apache.pekko.pattern.StatusReply;
 import org.apache.pekko.stream.Materializer;
 import org.apache.pekko.stream.javadsl.Sink;
+import org.apache.pekko.stream.javadsl.Tcp.ServerBinding;
 import org.apache.pekko.util.ByteString;
 
 /**

@@ -1,6 +1,5 @@
 package dev.pekkordma.cluster;
 
-import dev.pekkordma.streams.IncomingConnection;
 import dev.pekkordma.streams.RdmaStreams;
 import java.nio.ByteBuffer;
 import java.util.function.Function;
@@ -9,6 +8,7 @@ import org.apache.pekko.actor.Address;
 import org.apache.pekko.stream.javadsl.Flow;
 import org.apache.pekko.stream.javadsl.Sink;
 import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.stream.javadsl.Tcp.IncomingConnection;
 import org.apache.pekko.util.ByteString;
 import org.slf4j.Logger;
 

@@ -34,16 +34,29 @@ public class RdmaStreamException extends RuntimeException {
 
   /**
    * What a binding that failed fails with: Pekko's {@code BindFailedException}, as {@code Tcp}'s
-   * does, when the address is in use ({@code cause} saying so), with this failure as its cause;
-   * else this failure.
+   * does, when the address is in use ({@code cause} saying so), its message naming the address
+   * and why (as Tcp's), with this failure as its cause; else this failure.
    */
   public static RuntimeException bindFailure(RdmaStreamException failure, RuntimeException cause) {
     if (cause instanceof RdmaException r && r.errno() == RdmaException.EADDRINUSE) {
-      BindFailedException e = new BindFailedException();
-      e.initCause(failure);
-      return e;
+      return new BindFailed(failure);
     }
     return failure;
+  }
+
+  /** Pekko's BindFailedException says only "bind failed"; as Tcp's, this one says what. */
+  private static final class BindFailed extends BindFailedException {
+    private final String message;
+
+    BindFailed(RdmaStreamException failure) {
+      message = "Bind failed because of " + failure.getMessage();
+      initCause(failure);
+    }
+
+    @Override
+    public String getMessage() {
+      return message;
+    }
   }
 
   /** host:port, as the messages print it. */

@@ -4,41 +4,46 @@ import dev.pekkordma.runtime.PortMetrics;
 import dev.pekkordma.streams.impl.BindStage;
 import dev.pekkordma.streams.impl.CompletionSources;
 import dev.pekkordma.streams.impl.ConnectionStage;
-import dev.pekkordma.streams.impl.Handles;
 import dev.pekkordma.streams.impl.StreamsRuntime;
 import dev.pekkordma.verbs.CompletionQueue;
 import dev.pekkordma.verbs.ResourceCounts;
 import java.net.InetSocketAddress;
+import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CompletionStage;
-import java.util.function.Supplier;
 import org.apache.pekko.Done;
-import org.apache.pekko.NotUsed;
 import org.apache.pekko.actor.ClassicActorSystemProvider;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Extension;
 import org.apache.pekko.actor.typed.ExtensionId;
 import org.apache.pekko.actor.typed.javadsl.Adapter;
+import org.apache.pekko.io.Inet;
 import org.apache.pekko.japi.Pair;
 import org.apache.pekko.stream.Materializer;
 import org.apache.pekko.stream.javadsl.Flow;
 import org.apache.pekko.stream.javadsl.Keep;
 import org.apache.pekko.stream.javadsl.Sink;
 import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.stream.javadsl.Tcp.IncomingConnection;
+import org.apache.pekko.stream.javadsl.Tcp.OutgoingConnection;
+import org.apache.pekko.stream.javadsl.Tcp.ServerBinding;
 import org.apache.pekko.util.ByteString;
 
 /**
- * Pekko Streams over RDMA, shaped like Pekko's {@code Tcp}: swap {@code Tcp.get(system)} for
- * {@code RdmaStreams.get(system)} and bind and connect the same way. Unlike TCP, message
- * boundaries are kept (one ByteString in, one out), and backpressure is RDMA's own: a sender
- * writes only into receive slots the receiver has freed.
+ * Pekko Streams over RDMA, as Pekko's {@code Tcp}: swap {@code Tcp.get(system)} for {@code
+ * RdmaStreams.get(system)} and the rest of the code stays, Tcp's own types included ({@code
+ * Tcp.IncomingConnection}, {@code Tcp.ServerBinding}, {@code Tcp.OutgoingConnection}). Unlike
+ * TCP, message boundaries are kept (one ByteString in, one out), and backpressure is RDMA's
+ * own: a sender writes only into receive slots the receiver has freed.
  *
  * <pre>{@code
- * RdmaStreams rdma = RdmaStreams.get(system);
- * rdma.bind("127.0.0.1", 9000).runForeach(c -> c.handleWith(Flow.of(ByteString.class), system),
- *     system);
+ * Source<IncomingConnection, CompletionStage<ServerBinding>> connections =
+ *     RdmaStreams.get(system).bind("127.0.0.1", 9000);   // was Tcp.get(system).bind(...)
+ * connections.runForeach(c -> c.handleWith(Flow.of(ByteString.class), system), system);
  * Source.single(ByteString.fromString("hello"))
- *     .via(rdma.outgoingConnection("127.0.0.1", 9000)).runWith(Sink.head(), system);
+ *     .via(RdmaStreams.get(system).outgoingConnection("127.0.0.1", 9000))
+ *     .runWith(Sink.head(), system);
  * }</pre>
  *
  * <p>Settings come from {@code pekko-rdma.streams} (checked at start, a wrong one named) and can
@@ -48,27 +53,6 @@ import org.apache.pekko.util.ByteString;
  * source.
  */
 public final class RdmaStreams implements Extension {
-  static {
-    Handles.register(new Handles() {
-      @Override
-      public IncomingConnection incoming(InetSocketAddress local, InetSocketAddress remote,
-          Flow<ByteString, ByteString, NotUsed> flow) {
-        return new IncomingConnection(local, remote, flow);
-      }
-
-      @Override
-      public OutgoingConnection outgoing(InetSocketAddress remote, InetSocketAddress local) {
-        return new OutgoingConnection(remote, local);
-      }
-
-      @Override
-      public ServerBinding binding(InetSocketAddress local,
-          Supplier<CompletionStage<Done>> unbind, CompletionStage<Done> whenUnbound) {
-        return new ServerBinding(local, unbind, whenUnbound);
-      }
-    });
-  }
-
   private final StreamsRuntime rt;
   private final RdmaDatagrams datagrams;
 
@@ -136,9 +120,21 @@ public final class RdmaStreams implements Extension {
   }
 
   /**
+   * As Tcp's {@code bind} with every argument: {@code backlog} connections accepted and not yet
+   * handled wait (more are rejected), and {@code idleTimeout} fails a connection idle both ways.
+   * TCP's socket options mean nothing to RDMA: they are ignored.
+   */
+  public Source<IncomingConnection, CompletionStage<ServerBinding>> bind(String host, int port,
+      int backlog, Iterable<Inet.SocketOption> options, boolean halfClose,
+      Optional<Duration> idleTimeout) {
+    return bind(host, port, rt.settings.withBacklog(backlog).withIdleTimeout(idleTimeout),
+        halfClose);
+  }
+
+  /**
    * Listens with these settings. With {@code halfClose}, a connection whose handler completes
-   * its output still reads until the client completes; without, it closes (once the client has
-   * taken what was sent).
+   * its output still reads until the client completes; without, completing the output closes
+   * the connection, and so does cancelling the input, as with Tcp.
    */
   public Source<IncomingConnection, CompletionStage<ServerBinding>> bind(String host, int port,
       RdmaStreamSettings settings, boolean halfClose) {
@@ -146,7 +142,10 @@ public final class RdmaStreams implements Extension {
         halfClose, true));
   }
 
-  /** Binds and runs every connection through {@code handler}, as {@code Tcp.bindAndHandle}. */
+  /**
+   * Binds and runs every connection through {@code handler}: {@code bind} and {@code
+   * handleWith} in one (Tcp's Scala API has it; its Java API has not).
+   */
   public CompletionStage<ServerBinding> bindAndHandle(Flow<ByteString, ByteString, ?> handler,
       String host, int port) {
     Materializer mat = Materializer.matFromSystem(rt.system);
@@ -162,20 +161,34 @@ public final class RdmaStreams implements Extension {
   }
 
   /**
+   * As Tcp's {@code outgoingConnection} with every argument: from {@code localAddress} if given,
+   * failing when not connected within {@code connectTimeout} (else {@code connect-timeout}) or
+   * idle both ways for {@code idleTimeout}. TCP's socket options mean nothing to RDMA: they are
+   * ignored. An unresolved address is resolved first, off the stream's thread.
+   */
+  public Flow<ByteString, ByteString, CompletionStage<OutgoingConnection>> outgoingConnection(
+      InetSocketAddress remoteAddress, Optional<InetSocketAddress> localAddress,
+      Iterable<Inet.SocketOption> options, boolean halfClose, Optional<Duration> connectTimeout,
+      Optional<Duration> idleTimeout) {
+    RdmaStreamSettings s = rt.settings.withIdleTimeout(idleTimeout);
+    if (connectTimeout.isPresent()) s = s.withConnectTimeout(connectTimeout.get());
+    return outgoingConnection(remoteAddress, localAddress.orElse(null), s, halfClose);
+  }
+
+  /**
    * Connects with these settings. With {@code halfClose}, completing upstream sends the end of
-   * data and the flow goes on reading until the server closes; without, the connection closes
-   * as soon as the server has taken what was sent.
+   * data and the flow goes on reading until the server closes; without, completing upstream
+   * closes the connection, and so does cancelling downstream, as with Tcp.
    */
   public Flow<ByteString, ByteString, CompletionStage<OutgoingConnection>> outgoingConnection(
       InetSocketAddress remote, RdmaStreamSettings settings, boolean halfClose) {
-    return ConnectionStage.<ByteString>flow(ConnectionStage.outgoing(rt, remote, settings,
-        halfClose, true)).mapMaterializedValue(m -> m.connected());
+    return outgoingConnection(remote, null, settings, halfClose);
   }
 
   /**
    * As above, from {@code localAddress} (Tcp's {@code localAddress}: the address, and the port
-   * unless 0, the connection goes out from); an address of no RDMA device fails the connection
-   * naming it.
+   * unless 0, the connection goes out from; null: the route's choice); an address of no RDMA
+   * device fails the connection naming it.
    */
   public Flow<ByteString, ByteString, CompletionStage<OutgoingConnection>> outgoingConnection(
       InetSocketAddress remote, InetSocketAddress localAddress, RdmaStreamSettings settings,

@@ -1,12 +1,11 @@
 /**
- * Pekko Streams over RDMA, shaped like Pekko's {@code Tcp} (javadsl).
+ * Pekko Streams over RDMA, as Pekko's {@code Tcp} (javadsl).
  *
  * <p>{@link dev.pekkordma.streams.RdmaStreams#get RdmaStreams.get(system)} is the entry point,
- * as {@code Tcp.get(system)}: {@code bind} gives a source of {@link
- * dev.pekkordma.streams.IncomingConnection}s materializing a {@link
- * dev.pekkordma.streams.ServerBinding}; {@code outgoingConnection} a flow materializing an
- * {@link dev.pekkordma.streams.OutgoingConnection}. Unlike TCP, one ByteString written is one
- * ByteString read.
+ * as {@code Tcp.get(system)}: {@code bind} gives a source of Pekko's own {@code
+ * Tcp.IncomingConnection}s materializing a {@code Tcp.ServerBinding}; {@code
+ * outgoingConnection} a flow materializing a {@code Tcp.OutgoingConnection}. Unlike TCP, one
+ * ByteString written is one ByteString read.
  *
  * <p>How a connection works (the stages are in {@code impl}): each side registers a receive ring
  * and tells the other where it is in the CM's private data; data goes by RDMA WRITE WITH IMM

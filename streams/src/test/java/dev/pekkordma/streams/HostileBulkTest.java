@@ -16,6 +16,7 @@ import java.util.concurrent.CompletionStage;
 import org.apache.pekko.japi.Pair;
 import org.apache.pekko.stream.javadsl.Keep;
 import org.apache.pekko.stream.javadsl.Sink;
+import org.apache.pekko.stream.javadsl.Tcp.ServerBinding;
 import org.apache.pekko.util.ByteString;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;

@@ -10,6 +10,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.util.ByteString;
 
 /**
  * The tests' actor systems (quick pollers) and waiting helpers. The software provider on
@@ -59,6 +60,13 @@ final class StreamsTestKit {
 
   static <T> T await(CompletionStage<T> stage, Duration timeout) throws Exception {
     return stage.toCompletableFuture().get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+  }
+
+  /** The ByteStrings as one: what a byte stream (Tcp) reads of them. */
+  static ByteString join(java.util.List<ByteString> parts) {
+    ByteString all = ByteString.emptyByteString();
+    for (ByteString b : parts) all = all.concat(b);
+    return all;
   }
 
   /** Waits until the provider's live resources are back at {@code start}. */

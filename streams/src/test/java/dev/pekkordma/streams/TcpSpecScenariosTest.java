@@ -14,6 +14,8 @@ import org.apache.pekko.stream.javadsl.Flow;
 import org.apache.pekko.stream.javadsl.Keep;
 import org.apache.pekko.stream.javadsl.Sink;
 import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.stream.javadsl.Tcp.IncomingConnection;
+import org.apache.pekko.stream.javadsl.Tcp.OutgoingConnection;
 import org.apache.pekko.stream.javadsl.Tcp;
 import org.apache.pekko.util.ByteString;
 import org.junit.jupiter.api.AfterAll;
@@ -117,12 +119,6 @@ class TcpSpecScenariosTest {
     };
   }
 
-  private static ByteString join(List<ByteString> parts) {
-    ByteString all = ByteString.emptyByteString();
-    for (ByteString b : parts) all = all.concat(b);
-    return all;
-  }
-
   /** TcpSpec "work in the happy case": what goes out comes back, and the client completes. */
   @ParameterizedTest
   @ValueSource(strings = {"tcp", "rdma"})
@@ -133,7 +129,7 @@ class TcpSpecScenariosTest {
     for (int i = 0; i < 100; i++) sent.add(ByteString.fromString("element " + i + ";"));
     List<ByteString> back = await(Source.from(sent).via(t.connect(port))
         .runWith(Sink.seq(), system));
-    assertEquals(join(sent), join(back));
+    assertEquals(StreamsTestKit.join(sent), StreamsTestKit.join(back));
   }
 
   /** TcpSpec "half close": the server reads to the client's end, then answers and closes. */
@@ -145,7 +141,7 @@ class TcpSpecScenariosTest {
         .map(n -> ByteString.fromString("got " + n)));
     List<ByteString> back = await(Source.from(List.of(ByteString.fromString("abc"),
         ByteString.fromString("de"))).via(t.connect(port)).runWith(Sink.seq(), system));
-    assertEquals(ByteString.fromString("got 5"), join(back));
+    assertEquals(ByteString.fromString("got 5"), StreamsTestKit.join(back));
   }
 
   /** TcpSpec "properly half-close by default": a server that only talks is heard in full. */
@@ -157,7 +153,7 @@ class TcpSpecScenariosTest {
         Source.from(List.of(ByteString.fromString("one"), ByteString.fromString("two")))));
     List<ByteString> back = await(Source.<ByteString>maybe().via(t.connect(port))
         .runWith(Sink.seq(), system));
-    assertEquals(ByteString.fromString("onetwo"), join(back));
+    assertEquals(ByteString.fromString("onetwo"), StreamsTestKit.join(back));
   }
 
   /** TcpSpec "not lose data when the server stops reading": its answer still arrives. */
@@ -170,7 +166,7 @@ class TcpSpecScenariosTest {
         Source.single(ByteString.fromString("answer"))));
     List<ByteString> back = await(Source.single(ByteString.fromString("question"))
         .concat(Source.maybe()).via(t.connect(port)).runWith(Sink.seq(), system));
-    assertEquals(ByteString.fromString("answer"), join(back));
+    assertEquals(ByteString.fromString("answer"), StreamsTestKit.join(back));
   }
 
   /** TcpSpec "materialize the connection": the client's value names where it went. */
@@ -204,6 +200,6 @@ class TcpSpecScenariosTest {
     Object connection = await(incoming);
     assertFalse(m.second().toCompletableFuture().isDone());
     t.handle(connection, Flow.of(ByteString.class));
-    assertEquals(early, join(await(m.second())));
+    assertEquals(early, StreamsTestKit.join(await(m.second())));
   }
 }

@@ -70,4 +70,11 @@ final class Batch {
   int buffer() {
     return buffer;
   }
+
+  /** Closes it unsent: its send buffer, to give back. */
+  int abandon() {
+    int b = buffer;
+    buffer = -1;
+    return b;
+  }
 }

@@ -3,10 +3,8 @@ package dev.pekkordma.streams.impl;
 import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
-import dev.pekkordma.streams.IncomingConnection;
 import dev.pekkordma.streams.RdmaStreamException;
 import dev.pekkordma.streams.RdmaStreamSettings;
-import dev.pekkordma.streams.ServerBinding;
 import java.net.InetSocketAddress;
 import java.util.ArrayDeque;
 import java.util.concurrent.CompletableFuture;
@@ -18,6 +16,8 @@ import org.apache.pekko.stream.Attributes;
 import org.apache.pekko.stream.Outlet;
 import org.apache.pekko.stream.SourceShape;
 import org.apache.pekko.stream.javadsl.Flow;
+import org.apache.pekko.stream.javadsl.Tcp.IncomingConnection;
+import org.apache.pekko.stream.javadsl.Tcp.ServerBinding;
 import org.apache.pekko.stream.stage.AbstractOutHandler;
 import org.apache.pekko.stream.stage.AsyncCallback;
 import org.apache.pekko.stream.stage.GraphStageLogic;
@@ -121,7 +121,7 @@ public final class BindStage
         failStage(ex);
         return;
       }
-      binding.complete(Handles.get().binding(bound, () -> {
+      binding.complete(TcpHandles.binding(bound, () -> {
         unbind.invoke(Done.getInstance());
         return unbound;
       }, unbound));
@@ -157,7 +157,7 @@ public final class BindStage
       Flow<ByteString, ByteString, NotUsed> once = ConnectionStage.<ByteString>flow(
           ConnectionStage.incoming(rt, passive, settings, halfClose, keepBoundaries))
           .mapMaterializedValue(m -> NotUsed.getInstance());
-      return Handles.get().incoming(bound, remote, once);
+      return TcpHandles.incoming(bound, remote, once);
     }
 
     @Override

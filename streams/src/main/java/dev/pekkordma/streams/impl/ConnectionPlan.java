@@ -9,13 +9,24 @@ import dev.pekkordma.streams.RdmaStreamSettings;
  * its rings carry. Both a binding that accepts early and the connection's own stage read it.
  */
 record ConnectionPlan(RdmaStreamSettings settings, RingSizing sizing, RingSizing.Plan first,
-    int slotSize, int sqDepth, int rqDepth, int ringFlags) {
+    int slotSize, int sqDepth, int rqDepth, int ringFlags, boolean keepBoundaries,
+    boolean coalesce) {
 
   static ConnectionPlan of(StreamsRuntime rt, RdmaStreamSettings settings,
       boolean keepBoundaries, boolean lend) {
+    return of(rt.ringSizing, rt.coalesceWrites, settings, keepBoundaries, lend);
+  }
+
+  /**
+   * With the runtime's elastic-ring settings and whether small writes coalesce; {@code
+   * keepBoundaries}: one ByteString in is one out (else a bulk connection's writes); {@code
+   * lend}: the ring is lent in place.
+   */
+  static ConnectionPlan of(RingSizing.Settings ringSizing, boolean coalesce,
+      RdmaStreamSettings settings, boolean keepBoundaries, boolean lend) {
     int slotSize = settings.bufferSize();
     RingSizing sizing = keepBoundaries && !lend
-        ? RingSizing.of(rt.ringSizing, settings.receiveBuffers(), slotSize) : null;
+        ? RingSizing.of(ringSizing, settings.receiveBuffers(), slotSize) : null;
     RingSizing.Plan first = sizing != null ? sizing.initial()
         : new RingSizing.Plan(settings.receiveBuffers(), slotSize, true);
     // writes into an old ring and a new one may both wait to be taken
@@ -23,7 +34,7 @@ record ConnectionPlan(RdmaStreamSettings settings, RingSizing sizing, RingSizing
     // the receiver splits batches into what was sent
     int flags = keepBoundaries && !lend ? Wire.TAKES_BATCHES : 0;
     return new ConnectionPlan(settings, sizing, first, slotSize, settings.sendQueueDepth(),
-        rqDepth, flags);
+        rqDepth, flags, keepBoundaries, coalesce);
   }
 
   boolean takesBatches() {

@@ -24,7 +24,7 @@ import org.slf4j.LoggerFactory;
  * CM disconnect, the QP, the registrations and the PD (its own, so that no peer's rkey reaches
  * another connection's ring), the memory, the CQ through its hub, the CM id, the hub.
  */
-final class ConnectionResources implements AutoCloseable {
+final class ConnectionResources implements ConnectionProtocol.Resources, AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(ConnectionResources.class);
   static final long RECV_WR_ID = -1L;
   /** An elastic connection's small send area: what an idle connection keeps. */
@@ -129,7 +129,8 @@ final class ConnectionResources implements AutoCloseable {
   }
 
   /** A receive ring of {@code count} slots of {@code size}, for the peer to write into. */
-  ReceiveRing openRing(int count, int size) {
+  @Override
+  public ReceiveRing openRing(int count, int size) {
     ReceiveRing r = new ReceiveRing(register((long) count * size,
         Access.LOCAL_WRITE | Access.REMOTE_WRITE, "a receive ring",
         ".receive-buffers or .buffer-size"), count, size);
@@ -138,7 +139,8 @@ final class ConnectionResources implements AutoCloseable {
   }
 
   /** The ring replaced and all its writes taken: deregistered and freed. */
-  void closeRing(Receiver.Slots slots) {
+  @Override
+  public void closeRing(Receiver.Slots slots) {
     for (ReceiveRing r : rings) {
       if (r.area.memory() == slots.memory()) {
         rings.remove(r);
@@ -172,8 +174,46 @@ final class ConnectionResources implements AutoCloseable {
     }
   }
 
+  // ------------------------------------------------------------ what the protocol runs on
+
+  @Override
+  public QueuePair qp() {
+    return qp;
+  }
+
+  @Override
+  public SendRequests sendRequests() {
+    return sendWr;
+  }
+
+  @Override
+  public SendBuffers sendBuffers() {
+    return send;
+  }
+
+  @Override
+  public OffHeapBuffer scratch() {
+    return scratch;
+  }
+
+  @Override
+  public int inlineMax() {
+    return inlineMax;
+  }
+
+  @Override
+  public ReceiveRing ring() {
+    return ring;
+  }
+
+  @Override
+  public int ringFlags() {
+    return ringFlags;
+  }
+
   /** Posts {@code count} receives (they take no data: every message is a write or is empty). */
-  void postReceives(int count) {
+  @Override
+  public void postReceives(int count) {
     recvWr.clear();
     for (int i = 0; i < count; i++) recvWr.add(RECV_WR_ID);
     qp.postRecv(recvWr);
@@ -229,13 +269,13 @@ final class ConnectionResources implements AutoCloseable {
   }
 
   /**
-   * The first ring goes to a {@link LeasedRing} for {@code receiver} to lend, which runs
-   * {@code wake} on releases and frees the memory after the last.
+   * The first ring goes to a {@link LeasedRing} to lend, which runs {@code wake} on releases and
+   * frees the memory after the last.
    */
-  void lend(Receiver receiver, String peer, Runnable wake) {
+  LeasedRing lend(String peer, Runnable wake) {
     lentRing = new LeasedRing(ring.area.memory(), ring.count, ring.size, peer, wake,
         this::ringFreed);
-    receiver.lend(lentRing);
+    return lentRing;
   }
 
   /** The lent ring's memory is freed: its share of the budget goes back. */

@@ -1,10 +1,8 @@
 package dev.pekkordma.streams.impl;
 
 import dev.pekkordma.streams.BulkChunk;
-import dev.pekkordma.streams.OutgoingConnection;
 import dev.pekkordma.streams.RdmaStreamSettings;
 import dev.pekkordma.streams.ReceivedBuffer;
-import dev.pekkordma.streams.ServerBinding;
 import dev.pekkordma.streams.TransferResult;
 import java.net.InetSocketAddress;
 import java.util.concurrent.CompletableFuture;
@@ -15,6 +13,8 @@ import org.apache.pekko.stream.Outlet;
 import org.apache.pekko.stream.javadsl.Flow;
 import org.apache.pekko.stream.javadsl.Keep;
 import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.stream.javadsl.Tcp.OutgoingConnection;
+import org.apache.pekko.stream.javadsl.Tcp.ServerBinding;
 import org.apache.pekko.stream.stage.GraphStageLogic;
 import org.apache.pekko.stream.stage.GraphStageWithMaterializedValue;
 import org.apache.pekko.util.ByteString;

@@ -104,10 +104,21 @@ final class ElementWriter {
     return current != null || batch.open();
   }
 
-  /** Nothing more is sent: the element in hand is dropped. */
-  void drop() {
+  /** Whether an element is in hand, not yet all written or gathered. */
+  boolean holding() {
+    return current != null;
+  }
+
+  /** The element in hand is done with. */
+  private void drop() {
     current = null;
     bytes = null;
+  }
+
+  /** Nothing more can reach the peer: the element in hand and what gathered are dropped. */
+  void abandon() {
+    drop();
+    if (batch.open()) sender.giveBack(batch.abandon());
   }
 
   /** The next element, a ByteString or a BulkChunk, checked by the caller. */

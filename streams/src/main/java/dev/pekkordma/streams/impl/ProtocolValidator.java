@@ -18,8 +18,9 @@ import dev.pekkordma.verbs.WcOpcode;
  * lengths inside are checked where they are read ({@link Receiver}). Control comes as a zero-length SEND of a known code, but for a RING: an RDMA WRITE
  * of {@link Wire.Ring#LENGTH} bytes, counted as a write, never a second before our RING_ACK of
  * the first (a RING may follow its FIN: it still reads). Credits returned never exceed our
- * writes into its current ring not yet credited, and a CREDIT returns at least one. FIN and CANCEL come once each, the FIN not in the middle of
- * a message; FIN_ACK once, after our FIN; a RING_ACK only for a RING of ours; a CANCEL takes at
+ * writes into its current ring not yet credited, and a CREDIT returns at least one. FIN and
+ * CANCEL come once each, the FIN not in the middle of a message (unless we stopped reading: a
+ * writer that hears so drops what it was writing, and ends); FIN_ACK once, after our FIN; a RING_ACK only for a RING of ours; a CANCEL takes at
  * most the writes we made. Once the peer acknowledges our RING, our new ring's slots are what
  * it may write.
  */
@@ -38,6 +39,7 @@ final class ProtocolValidator {
   private boolean finAck;
   private boolean cancel;
   private boolean finSent;
+  private boolean stoppedReading;
   private int peerFirstSlot = Integer.MAX_VALUE;
   private Wire.Ring announced; // our RING the peer has not acknowledged yet
   private boolean peerRingUnacked; // its RING we have not acknowledged yet
@@ -84,6 +86,11 @@ final class ProtocolValidator {
   /** We sent {@code n} credits: the peer may write that many more. */
   void sentCredits(int n) {
     granted += n;
+  }
+
+  /** We stopped reading: what the peer writes is dropped, its message boundaries too. */
+  void stoppedReading() {
+    stoppedReading = true;
   }
 
   /** We sent our FIN: the peer may acknowledge it. */
@@ -176,7 +183,9 @@ final class ProtocolValidator {
         return field == 0 ? "a CREDIT returning no credits" : credits(field, ourWrites);
       case Wire.FIN:
         if (fin) return "a second FIN";
-        if (midMessage) return "a FIN in the middle of a message (after a MORE write)";
+        if (midMessage && !stoppedReading) {
+          return "a FIN in the middle of a message (after a MORE write)";
+        }
         fin = true;
         return credits(field, ourWrites);
       case Wire.FIN_ACK:

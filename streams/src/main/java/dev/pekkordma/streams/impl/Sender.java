@@ -84,6 +84,11 @@ final class Sender {
     return peerSlotSize;
   }
 
+  /** The slots of the peer's ring our writes go to now: the most credits we may hold. */
+  int peerSlots() {
+    return peerSlots;
+  }
+
   /** The slot size of the peer's first ring: no ring of an honest peer's has smaller slots. */
   int peerFirstSlotSize() {
     return peerFirstSlotSize;

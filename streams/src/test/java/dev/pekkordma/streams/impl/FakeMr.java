@@ -4,8 +4,12 @@ import dev.pekkordma.memory.OffHeapBuffer;
 import dev.pekkordma.verbs.MemoryRegion;
 import dev.pekkordma.verbs.ProtectionDomain;
 
-/** {@code memory} as a region with keys, for tests whose QP only records and reads nothing. */
-record FakeMr(OffHeapBuffer memory) implements MemoryRegion {
+/** {@code memory} as a region with keys, for tests whose QP reads nothing, or checks keys. */
+record FakeMr(OffHeapBuffer memory, int lkey, int rkey) implements MemoryRegion {
+  FakeMr(OffHeapBuffer memory) {
+    this(memory, 1, 2);
+  }
+
   @Override
   public ProtectionDomain pd() {
     throw new UnsupportedOperationException();
@@ -19,16 +23,6 @@ record FakeMr(OffHeapBuffer memory) implements MemoryRegion {
   @Override
   public long length() {
     return memory.length();
-  }
-
-  @Override
-  public int lkey() {
-    return 1;
-  }
-
-  @Override
-  public int rkey() {
-    return 2;
   }
 
   @Override
