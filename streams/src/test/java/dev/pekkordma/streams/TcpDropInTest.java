@@ -123,8 +123,11 @@ class TcpDropInTest {
   void anUnresolvedAddressIsResolved(String name) throws Exception {
     TcpLike t = transport(name);
     int port = bind(t, false, Flow.of(ByteString.class));
+    // localhost is the loopback, where the native provider has no RDMA device: there the name
+    // is the CM address's own text, unresolved all the same
+    String host = StreamsTestKit.NATIVE ? HOST : "localhost";
     List<ByteString> back = await(Source.single(ByteString.fromString("hi"))
-        .via(connect(t, InetSocketAddress.createUnresolved("localhost", port), true))
+        .via(connect(t, InetSocketAddress.createUnresolved(host, port), true))
         .runWith(Sink.seq(), system));
     assertEquals("hi", StreamsTestKit.join(back).utf8String());
   }
