@@ -45,6 +45,13 @@ public final class PeerProcess implements AutoCloseable {
     reader.start();
   }
 
+  /**
+   * How long a peer may take to say it is ready: in the Soft-RoCE VM it shares its vCPU with the
+   * test's JVM and loads the native provider, which took up to two minutes of emulation on a
+   * loaded machine. Only a failing wait lasts this long.
+   */
+  public static final Duration START = Duration.ofMinutes(5);
+
   /** Tests' JVM options: small, and quick to start (the C1 compiler only). */
   public static final List<String> TEST_JVM =
       List.of("-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1");
@@ -157,8 +164,9 @@ public final class PeerProcess implements AutoCloseable {
         throw new AssertionError("interrupted", e);
       }
       if (line == null) {
+        dumpThreads();
         throw new AssertionError(name + " printed no line starting with '" + prefix + "' within "
-            + timeout.toMillis() + " ms; its output:\n" + output);
+            + timeout.toMillis() + " ms; its output, its threads last:\n" + output);
       }
       if (line.equals(EOF)) {
         lines.add(EOF);
@@ -166,6 +174,24 @@ public final class PeerProcess implements AutoCloseable {
             + prefix + "'; its output:\n" + output);
       }
       if (line.startsWith(prefix)) return line.substring(prefix.length()).trim();
+    }
+  }
+
+  /**
+   * Has the JVM print its threads (SIGQUIT: it prints them to its output and runs on), so that a
+   * peer that does not answer says where it is; waits a few seconds for the dump to arrive.
+   */
+  private void dumpThreads() {
+    if (!process.isAlive()) return;
+    try {
+      new ProcessBuilder("kill", "-QUIT", String.valueOf(process.pid())).inheritIO().start()
+          .waitFor(10, TimeUnit.SECONDS);
+      long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (System.nanoTime() < until && output.indexOf("JNI global refs") < 0) Thread.sleep(50);
+    } catch (IOException e) {
+      output.append("(no thread dump: ").append(e).append(")\n");
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     }
   }
 

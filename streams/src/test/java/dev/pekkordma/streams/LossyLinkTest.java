@@ -196,7 +196,7 @@ class LossyLinkTest {
     int port = server.localAddress().getPort();
     try (PeerProcess sender = PeerProcess.start(PATIENT_JVM, StreamSendMain.class, HOST,
         "" + port, "-1")) {
-      sender.awaitLine("CONNECTED", Duration.ofSeconds(120));
+      sender.awaitLine("CONNECTED", PeerProcess.START);
       Arrival killed = arrivals.poll(60, TimeUnit.SECONDS);
       assertTrue(killed != null, "the server saw no connection");
       awaitTaken(killed, 64 * 1024);

@@ -57,7 +57,7 @@ class PeerProcessFaultTest {
         + " NIC with its process, not a real one");
     ResourceCounts start = rdma.liveResources();
     try (PeerProcess server = PeerProcess.start(StreamEchoMain.class)) {
-      int port = Integer.parseInt(server.awaitLine("LISTENING ", Duration.ofSeconds(120)));
+      int port = Integer.parseInt(server.awaitLine("LISTENING ", PeerProcess.START));
       AtomicLong echoed = new AtomicLong();
       Pair<SourceQueueWithComplete<ByteString>, CompletionStage<Done>> client =
           Source.<ByteString>queue(4, OverflowStrategy.fail())
@@ -90,7 +90,7 @@ class PeerProcessFaultTest {
   void aServerKilledMidTransferFailsTheStreamNamingIt() throws Exception {
     ResourceCounts start = rdma.liveResources();
     try (PeerProcess server = PeerProcess.start(StreamEchoMain.class)) {
-      int port = Integer.parseInt(server.awaitLine("LISTENING ", Duration.ofSeconds(120)));
+      int port = Integer.parseInt(server.awaitLine("LISTENING ", PeerProcess.START));
       AtomicLong echoed = new AtomicLong();
       CompletionStage<Done> client = streamTo(port, echoed);
       awaitEchoes(echoed, 10 * CHUNK.size());

@@ -43,7 +43,7 @@ class EchoPeerStoppedTest {
     RdmaProvider provider = RdmaExtension.get(kit.system()).provider();
     ResourceCounts idle = new ResourceCounts(1, 0, 0, 0, 0, 0, 0, 0, 0); // the device stays open
     try (PeerProcess server = PeerProcess.start(EchoServerMain.class)) {
-      int port = Integer.parseInt(server.awaitLine("BOUND ", Duration.ofSeconds(120)));
+      int port = Integer.parseInt(server.awaitLine("BOUND ", PeerProcess.START));
       TestProbe<ConnectionActor.Event> events = kit.createTestProbe();
       RdmaExtension.get(kit.system()).cm().tell(new CmActor.Connect(
           new InetSocketAddress(TestRdma.CM_HOST, port), "echo please".getBytes(), QpSpec.rc(),
