@@ -59,7 +59,7 @@ class HandshakeRulesPropertyTest {
     FabricWire.Handshake hello = new FabricWire.Handshake(FabricWire.HELLO);
     hello.from = fromSelf ? self : from;
     hello.to = toSelf ? self : to;
-    short code = FabricHandshakes.judge(hello, self, claimRefused ? "no" : null, room);
+    short code = LinkHandshake.judge(hello, self, claimRefused ? "no" : null, room);
     short expected = !hello.to.equals(self) ? FabricWire.RELAYED
         : hello.from.equals(self) ? FabricWire.OWN_ADDRESS
         : claimRefused ? FabricWire.CERTIFICATE
