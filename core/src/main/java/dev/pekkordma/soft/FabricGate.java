@@ -92,6 +92,8 @@ final class FabricGate {
     /** A LINK handshaking here: its HELLO as read so far, and its state. */
     private ByteBuffer hello;
     private LinkHandshake handshake;
+    /** Its HELLO's call back while the claimed listener is asked; null before and after. */
+    private ProofCall call;
     private boolean done;
 
     Arrival(SocketChannel channel) {
@@ -121,6 +123,10 @@ final class FabricGate {
     /** Reads what came of its opening, or of its HELLO, and goes on when one is complete. */
     @Override
     public void ready(SelectionKey k) {
+      if (call != null) {
+        spokeWhileProven();
+        return;
+      }
       ByteBuffer into = hello != null ? hello : opening;
       try {
         if (channel.read(into) < 0) {
@@ -140,9 +146,32 @@ final class FabricGate {
       if (into == opening) {
         opened(k);
       } else {
-        k.interestOps(0); // nothing more is read before WELCOME
         act(k, handshake.hello(hello.array(), from -> null, fabric.served()::hasRoomFor,
             new byte[0], new byte[0]));
+      }
+    }
+
+    /**
+     * It sent something while the listener it names is asked: it hung up (its place is free at
+     * once, not at its deadline), or it did not wait for the answer to its HELLO.
+     */
+    private void spokeWhileProven() {
+      int n;
+      try {
+        drain.clear();
+        n = channel.read(drain);
+      } catch (IOException e) {
+        n = -1;
+      }
+      if (n == 0) return;
+      call.abandon();
+      if (n < 0) {
+        LOG.debug("soft fabric: {} closed the connection mid-handshake", remote);
+        close(this);
+      } else if (deadline.settle()) {
+        refuse(this, "it sent bytes before the answer to its HELLO");
+      } else {
+        close(this);
       }
     }
 
@@ -179,8 +208,11 @@ final class FabricGate {
     private void act(SelectionKey k, LinkHandshake.Action next) {
       if (next instanceof LinkHandshake.AskProof ask) {
         stage = handshake.proving();
-        new ProofCall(ask, answer -> act(k, handshake.proofAnswered(answer)))
-            .start(selector, deadline);
+        call = new ProofCall(ask, answer -> {
+          call = null;
+          act(k, handshake.proofAnswered(answer));
+        });
+        call.start(selector, deadline);
         return;
       }
       if (!deadline.settle()) { // too late: the deadline closed it and said so

@@ -66,13 +66,22 @@ final class ProofCall implements FabricGate.Ready {
     answered.accept(answer.array());
   }
 
+  /** Ends the call unanswered, for a connection that went meanwhile: nothing is told. */
+  void abandon() {
+    closeQuietly();
+  }
+
   private void failed(Exception e) {
     LOG.debug("soft fabric: cannot confirm the fabric at {}: {}", ask.claimed(), e.toString());
+    closeQuietly();
+    answered.accept(null);
+  }
+
+  private void closeQuietly() {
     try {
       if (channel != null) channel.close();
     } catch (IOException closing) {
       // closing is all we wanted
     }
-    answered.accept(null);
   }
 }
