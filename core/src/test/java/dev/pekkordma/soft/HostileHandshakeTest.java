@@ -156,6 +156,30 @@ class HostileHandshakeTest {
     fx.otherTrafficGoesOn();
   }
 
+  /** Nothing may come before the answer to a HELLO: a peer that sends frames early is dropped. */
+  @Test
+  void bytesSentBeforeTheAnswerToAHelloDropTheConnectionAtOnce() throws Exception {
+    tcp.limits(HostileRequestsTest.defaultLimits().withHandshake(Duration.ofSeconds(20)));
+    try (java.net.ServerSocket neverAnswers = new java.net.ServerSocket(0, 5,
+            java.net.InetAddress.getByName("127.0.0.1"));
+        Socket s = new Socket()) {
+      FabricAddress pit = new FabricAddress(new byte[] {127, 0, 0, 1},
+          neverAnswers.getLocalPort());
+      s.connect(RawFabricPeer.ours().socketAddress(), 5000);
+      OutputStream out = s.getOutputStream();
+      out.write(concat(FabricWire.opening(FabricWire.LINK, null),
+          fx.otherPeer.hello(pit, RawFabricPeer.ours(), false).encode()));
+      out.flush();
+      Thread.sleep(200); // it is being proven now
+      out.write(fx.write(0, 0, 8).header());
+      out.flush();
+      s.setSoTimeout(5000);
+      assertEquals(-1, s.getInputStream().read(), "dropped, unanswered");
+      log.await(5000, "it sent bytes before the answer to its HELLO");
+    }
+    fx.otherTrafficGoesOn();
+  }
+
   @Test
   void aRefusalOfThisProcesssHelloIsReportedWithItsReason() throws Exception {
     try (RawFabricPeer refusing = new RawFabricPeer()) {
