@@ -173,8 +173,8 @@ final class FabricHandshakes {
       } finally {
         c.close();
       }
-      fabric.refusals().refuse(a.remote, "it claims to be the fabric at " + identity
-          + ", refused: " + FabricWire.refusal(FabricWire.BUSY));
+      fabric.refusals().refuse(a.remote, LinkHandshake.refusal(identity,
+          FabricWire.refusal(FabricWire.BUSY)));
       return false;
     }
     try {

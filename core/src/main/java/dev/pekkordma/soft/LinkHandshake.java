@@ -77,8 +77,12 @@ final class LinkHandshake {
   }
 
   private Refuse refuse(short code, String reason) {
-    return new Refuse(code, "it claims to be the fabric at " + hello.from + ", refused: "
-        + reason);
+    return new Refuse(code, refusal(hello.from, reason));
+  }
+
+  /** The line logged when a HELLO claiming {@code claimed} is refused for {@code reason}. */
+  static String refusal(FabricAddress claimed, String reason) {
+    return "it claims to be the fabric at " + claimed + ", refused: " + reason;
   }
 
   /** The REFUSED message carrying {@code code}. */
