@@ -286,11 +286,20 @@ final class FabricGate {
             }
           } catch (CancelledKeyException e) {
             // its deadline closed the channel meanwhile
+          } catch (RuntimeException e) { // a fault of ours: that connection goes, the gate stays
+            LOG.error("soft fabric: a connection's handshake failed", e);
+            if (k.attachment() instanceof Arrival a) close(a);
           }
         }
         if (handOffs.isEmpty()) continue;
         selector.selectNow(); // deregisters the cancelled keys, so their channels may block
-        for (Runnable r : handOffs) r.run();
+        for (Runnable r : handOffs) {
+          try {
+            r.run();
+          } catch (RuntimeException e) {
+            LOG.error("soft fabric: handing a connection on failed", e);
+          }
+        }
         handOffs.clear();
       }
     } catch (ClosedSelectorException e) {
