@@ -3,6 +3,7 @@ package dev.pekkordma.soft;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
+import java.nio.channels.CancelledKeyException;
 import java.nio.channels.ClosedSelectorException;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
@@ -21,11 +22,17 @@ import org.slf4j.LoggerFactory;
  * and reads each one's 24-byte opening without blocking, holding nothing for it but the socket
  * and those bytes, so a peer that sends nothing, or a byte now and then, costs a socket and
  * holds no thread. Each connection has its handshake deadline from the moment it is accepted.
- * A complete opening sends the connection on: a LINK to the handshake threads (in the order
- * they came), a PROOF about a nonce this process is waiting on to a lane of its own, which no
- * one else can fill (its nonces are secret and taken once). Connections not yet proven are
- * bounded ({@link FabricLimits#maxWaiting}); past it the gate stops accepting until some are
- * done, leaving the rest in the system's accept queue: waiting, never refused.
+ *
+ * <p>On a plain fabric a LINK's whole handshake runs here too, up to WELCOME: its HELLO is read
+ * without blocking, judged ({@link LinkHandshake}), and the listener it claims is called back
+ * without blocking ({@link ProofCall}); only a proven connection is made blocking and handed to
+ * the served processes. So peers that stall a handshake, at any step, hold no thread that
+ * another's handshake needs. Under TLS a LINK goes to the handshake threads once its opening
+ * came (the JDK's TLS sockets block), in the order they came. A PROOF about a nonce this process
+ * is waiting on goes to a lane of its own, which no one else can fill (its nonces are secret and
+ * taken once). Connections not yet proven are bounded ({@link FabricLimits#maxWaiting}); past it
+ * the gate stops accepting until some are done, leaving the rest in the system's accept queue:
+ * waiting, never refused.
  */
 final class FabricGate {
   private static final Logger LOG = LoggerFactory.getLogger(FabricGate.class);
@@ -39,10 +46,19 @@ final class FabricGate {
   private final AtomicInteger waiting = new AtomicInteger();
   /** Where what a refused peer sent goes, so that closing is a close, not a reset. */
   private final ByteBuffer drain = ByteBuffer.allocate(4096);
+  /** Whether LINK handshakes run here (a plain fabric) rather than on the handshake threads. */
+  private final boolean linksHere;
+  /**
+   * Work on channels whose keys were cancelled, done once the selector has let go of them (only
+   * then may a channel block).
+   */
+  private final List<Runnable> handOffs = new ArrayList<>();
 
-  FabricGate(TcpFabric fabric, ServerSocketChannel server) throws IOException {
+  FabricGate(TcpFabric fabric, ServerSocketChannel server, boolean linksHere)
+      throws IOException {
     this.fabric = fabric;
     this.server = server;
+    this.linksHere = linksHere;
     this.selector = Selector.open();
     server.configureBlocking(false);
     server.register(selector, SelectionKey.OP_ACCEPT);
@@ -60,14 +76,24 @@ final class FabricGate {
     return waiting.get();
   }
 
-  /** A connection that came in: its socket, its opening as read so far, its deadline. */
-  final class Arrival {
+  /** What the gate's thread does when a channel it watches is ready. */
+  interface Ready {
+    void ready(SelectionKey k);
+  }
+
+  /** A connection that came in: its socket, its handshake as read so far, its deadline. */
+  final class Arrival implements Ready {
     final SocketChannel channel;
     final String remote;
     final ByteBuffer opening = ByteBuffer.allocate(FabricWire.OPENING_BYTES);
     final Deadline deadline;
     /** What it was doing, for the line logged if its deadline passes. */
     volatile String stage = "sending its opening";
+    /** A LINK handshaking here: its HELLO as read so far, and its state. */
+    private ByteBuffer hello;
+    private LinkHandshake handshake;
+    /** Its HELLO's call back while the claimed listener is asked; null before and after. */
+    private ProofCall call;
     private boolean done;
 
     Arrival(SocketChannel channel) {
@@ -93,10 +119,154 @@ final class FabricGate {
       }
       if (waiting.decrementAndGet() == fabric.limits().maxWaiting() - 1) selector.wakeup();
     }
+
+    /** Reads what came of its opening, or of its HELLO, and goes on when one is complete. */
+    @Override
+    public void ready(SelectionKey k) {
+      if (call != null) {
+        spokeWhileProven();
+        return;
+      }
+      ByteBuffer into = hello != null ? hello : opening;
+      try {
+        if (channel.read(into) < 0) {
+          if (hello == null) { // a port scan, a health check: nothing refused
+            LOG.debug("soft fabric: {} closed the connection before its opening", remote);
+          } else {
+            LOG.debug("soft fabric: {} closed the connection mid-handshake", remote);
+          }
+          close(this);
+          return;
+        }
+      } catch (IOException e) {
+        close(this);
+        return;
+      }
+      if (into.hasRemaining()) return;
+      if (into == opening) {
+        opened(k);
+      } else {
+        act(k, handshake.hello(hello.array(), from -> null, fabric.served()::hasRoomFor,
+            new byte[0], new byte[0]));
+      }
+    }
+
+    /**
+     * It sent something while the listener it names is asked: it hung up (its place is free at
+     * once, not at its deadline), or it did not wait for the answer to its HELLO.
+     */
+    private void spokeWhileProven() {
+      int n;
+      try {
+        drain.clear();
+        n = channel.read(drain);
+      } catch (IOException e) {
+        n = -1;
+      }
+      if (n == 0) return;
+      call.abandon();
+      if (n < 0) {
+        LOG.debug("soft fabric: {} closed the connection mid-handshake", remote);
+        close(this);
+      } else if (deadline.settle()) {
+        refuse(this, "it sent bytes before the answer to its HELLO");
+      } else {
+        close(this);
+      }
+    }
+
+    /** Its opening came: it goes where it asks to go, or is refused. */
+    private void opened(SelectionKey k) {
+      byte purpose;
+      byte[] nonce = null;
+      try {
+        purpose = FabricWire.purpose(opening);
+        if (purpose == FabricWire.PROOF) {
+          nonce = FabricWire.openingNonce(opening);
+          if (!fabric.nonces().claim(nonce)) {
+            refuse(this, "it asks about a nonce this process is not waiting on (or another"
+                + " connection asked already)");
+            return;
+          }
+        }
+      } catch (FabricWire.Violation v) {
+        refuse(this, v.getMessage());
+        return;
+      }
+      if (purpose == FabricWire.LINK && linksHere) {
+        stage = "sending its HELLO";
+        hello = ByteBuffer.allocate(FabricWire.HANDSHAKE_BYTES);
+        handshake = new LinkHandshake(fabric.address());
+        return;
+      }
+      k.cancel();
+      byte[] asked = nonce;
+      handOffs.add(() -> toThreads(purpose, asked));
+    }
+
+    /** Does what its handshake says next. */
+    private void act(SelectionKey k, LinkHandshake.Action next) {
+      if (next instanceof LinkHandshake.AskProof ask) {
+        stage = handshake.proving();
+        call = new ProofCall(ask, answer -> {
+          call = null;
+          act(k, handshake.proofAnswered(answer));
+        });
+        call.start(selector, deadline);
+        return;
+      }
+      if (!deadline.settle()) { // too late: the deadline closed it and said so
+        close(this);
+      } else if (next instanceof LinkHandshake.Drop drop) {
+        refuse(this, drop.why());
+      } else if (next instanceof LinkHandshake.Refuse refusal) {
+        fabric.refusals().refuse(remote, refusal.why());
+        try {
+          channel.write(ByteBuffer.wrap(LinkHandshake.refused(refusal.code())));
+        } catch (IOException e) {
+          // gone already: closing anyway
+        }
+        close(this);
+      } else {
+        FabricAddress identity = ((LinkHandshake.Welcome) next).identity();
+        k.cancel();
+        handOffs.add(() -> welcome(identity));
+      }
+    }
+
+    /** Proven and in time: served as the process at {@code identity}, on a blocking channel. */
+    private void welcome(FabricAddress identity) {
+      boolean welcomed = false;
+      try {
+        channel.configureBlocking(true);
+        welcomed = fabric.handshakes().welcome(channel.socket(), this, identity);
+      } catch (IOException e) {
+        LOG.debug("soft fabric: handshake with {} failed: {}", remote, e.toString());
+      } finally {
+        if (!welcomed) closeQuietly(channel);
+        done();
+      }
+    }
+
+    /** A LINK under TLS to the handshake threads, a PROOF to its lane. */
+    private void toThreads(byte purpose, byte[] nonce) {
+      try {
+        channel.configureBlocking(true);
+      } catch (IOException e) { // closed by its deadline meanwhile, say
+        close(this);
+        return;
+      }
+      if (purpose == FabricWire.LINK) {
+        stage = "waiting for a handshake thread";
+        fabric.handshakes().admitLink(this);
+      } else {
+        stage = "answering a proof";
+        fabric.handshakes().answerProof(this, nonce);
+      }
+    }
   }
 
   private void run() {
-    List<Arrival> opened = new ArrayList<>();
     try {
       while (selector.isOpen()) {
         SelectionKey accepting = server.keyFor(selector);
@@ -107,17 +277,30 @@ final class FabricGate {
         while (keys.hasNext()) {
           SelectionKey k = keys.next();
           keys.remove();
-          if (!k.isValid()) continue;
-          if (k.isAcceptable()) {
-            accept();
-          } else if (k.isReadable() && read(k)) {
-            opened.add((Arrival) k.attachment());
+          try {
+            if (!k.isValid()) continue;
+            if (k.isAcceptable()) {
+              accept();
+            } else {
+              ((Ready) k.attachment()).ready(k);
+            }
+          } catch (CancelledKeyException e) {
+            // its deadline closed the channel meanwhile
+          } catch (RuntimeException e) { // a fault of ours: that connection goes, the gate stays
+            LOG.error("soft fabric: a connection's handshake failed", e);
+            if (k.attachment() instanceof Arrival a) close(a);
           }
         }
-        if (opened.isEmpty()) continue;
-        selector.selectNow(); // deregisters their keys, so their channels may block
-        for (Arrival a : opened) route(a);
-        opened.clear();
+        if (handOffs.isEmpty()) continue;
+        selector.selectNow(); // deregisters the cancelled keys, so their channels may block
+        for (Runnable r : handOffs) {
+          try {
+            r.run();
+          } catch (RuntimeException e) {
+            LOG.error("soft fabric: handing a connection on failed", e);
+          }
+        }
+        handOffs.clear();
       }
     } catch (ClosedSelectorException e) {
       // closed: the JVM is ending
@@ -149,59 +332,6 @@ final class FabricGate {
     }
   }
 
-  /** Reads what came of {@code k}'s opening; true when it is complete (its key cancelled). */
-  private boolean read(SelectionKey k) {
-    Arrival a = (Arrival) k.attachment();
-    try {
-      if (a.channel.read(a.opening) < 0) { // a port scan, a health check: nothing refused
-        LOG.debug("soft fabric: {} closed the connection before its opening", a.remote);
-        k.cancel();
-        close(a);
-        return false;
-      }
-    } catch (IOException e) {
-      k.cancel();
-      close(a);
-      return false;
-    }
-    if (a.opening.hasRemaining()) return false;
-    k.cancel();
-    return true;
-  }
-
-  /** Sends a connection whose opening came where it asks to go, or refuses it. */
-  private void route(Arrival a) {
-    byte purpose;
-    byte[] nonce = null;
-    try {
-      purpose = FabricWire.purpose(a.opening);
-      if (purpose == FabricWire.PROOF) {
-        nonce = FabricWire.openingNonce(a.opening);
-        if (!fabric.nonces().claim(nonce)) {
-          refuse(a, "it asks about a nonce this process is not waiting on (or another"
-              + " connection asked already)");
-          return;
-        }
-      }
-    } catch (FabricWire.Violation v) {
-      refuse(a, v.getMessage());
-      return;
-    }
-    try {
-      a.channel.configureBlocking(true);
-    } catch (IOException e) { // closed by its deadline meanwhile, say
-      close(a);
-      return;
-    }
-    if (purpose == FabricWire.LINK) {
-      a.stage = "waiting for a handshake thread";
-      fabric.handshakes().admitLink(a);
-    } else {
-      a.stage = "answering a proof";
-      fabric.handshakes().answerProof(a, nonce);
-    }
-  }
-
   /** Logs why, then closes the connection after reading what it sent (a reset would hide it). */
   private void refuse(Arrival a, String why) {
     fabric.refusals().refuse(a.remote, why + "; the connection is dropped");
@@ -214,15 +344,19 @@ final class FabricGate {
     close(a);
   }
 
-  /** Ends a connection refused or failed before any handshake thread had it. */
+  /** Ends a connection refused or failed before it was welcomed or a handshake thread had it. */
   void close(Arrival a) {
     a.deadline.settle();
+    closeQuietly(a.channel);
+    a.done();
+  }
+
+  private static void closeQuietly(SocketChannel c) {
     try {
-      a.channel.close();
+      c.close();
     } catch (IOException e) {
       // closing is all we wanted
     }
-    a.done();
   }
 
   void stop() {

@@ -24,11 +24,12 @@ import org.slf4j.LoggerFactory;
  * what it can alone ({@link #judge}), then asks the named listener whether it issued that nonce
  * for a connection bound as this one is, and only then answers WELCOME.
  *
- * <p>The accepting side runs LINK handshakes on a pool of {@code max-handshakes} threads, in the
- * order the connections came, apart from the threads that serve proven processes; proofs asked
- * of this process run on a lane of their own, which only holders of a pending nonce reach. Every
- * step is bounded by the connection's deadline; nothing is allocated for a peer's frames before
- * WELCOME.
+ * <p>The accepting side's rules are {@link LinkHandshake}'s. On a plain fabric the gate runs
+ * them without blocking, up to WELCOME ({@link #welcome}); under TLS, whose sockets block, LINK
+ * handshakes run here on a pool of {@code max-handshakes} threads, in the order the connections
+ * came, apart from the threads that serve proven processes. Proofs asked of this process run on
+ * a lane of their own, which only holders of a pending nonce reach. Every step is bounded by the
+ * connection's deadline; nothing is allocated for a peer's frames before WELCOME.
  */
 final class FabricHandshakes {
   private static final Logger LOG = LoggerFactory.getLogger(FabricHandshakes.class);
@@ -107,21 +108,7 @@ final class FabricHandshakes {
 
   // ---------------------------------------------------------------- the accepting side
 
-  /**
-   * Why {@code hello} must be refused before any proof is asked (0: it may go on): it names
-   * another listener than {@code self} (it was relayed), or claims {@code self}; the connection's
-   * certificate may not claim its address ({@code claimRefusal}, null if it may); or no place
-   * is left for a process not served yet.
-   */
-  static short judge(FabricWire.Handshake hello, FabricAddress self, String claimRefusal,
-      boolean room) {
-    if (!hello.to.equals(self)) return FabricWire.RELAYED;
-    if (hello.from.equals(self)) return FabricWire.OWN_ADDRESS;
-    if (claimRefusal != null) return FabricWire.CERTIFICATE;
-    return room ? 0 : FabricWire.BUSY;
-  }
-
-  /** Takes a LINK connection in its turn. */
+  /** Takes a LINK connection under TLS in its turn. */
   void admitLink(FabricGate.Arrival a) {
     try {
       links.execute(() -> link(a));
@@ -132,32 +119,31 @@ final class FabricHandshakes {
 
   private void link(FabricGate.Arrival a) {
     if (a.deadline.expired()) return; // its deadline passed while it waited: closed and logged
-    a.stage = "in its TLS handshake and HELLO";    String why = null;
+    a.stage = "in its TLS handshake and HELLO";
+    String why = null;
     boolean welcomed = false;
     try {
       Socket s = tls.server(a.channel.socket(), a.remote);
-      FabricWire.Handshake hello = FabricWire.Handshake.decode(read(s, a.deadline),
-          FabricWire.HELLO);
-      FabricAddress self = fabric.address();
-      String claim = tls.claimRefusal(s, hello.from.inetAddress(), hello.from.port());
-      short refusal = judge(hello, self, claim, fabric.served().hasRoomFor(hello.from));
-      if (refusal == 0) {
-        a.stage = "being proven by the fabric it names (" + hello.from + ")";
-        byte[] binding = ChannelBinding.of(hello.from, self, SoftTls.localCertificateBytes(s),
-            SoftTls.peerCertificateBytes(s));
-        refusal = askProof(hello.from, hello.nonce, binding, a.deadline)
-            ? 0 : FabricWire.NOT_CONFIRMED;
+      LinkHandshake handshake = new LinkHandshake(fabric.address());
+      LinkHandshake.Action next = handshake.hello(read(s, a.deadline),
+          from -> tls.claimRefusal(s, from.inetAddress(), from.port()),
+          fabric.served()::hasRoomFor, SoftTls.localCertificateBytes(s),
+          SoftTls.peerCertificateBytes(s));
+      if (next instanceof LinkHandshake.AskProof ask) {
+        a.stage = handshake.proving();
+        next = handshake.proofAnswered(askProof(ask, a.deadline));
       }
-      if (!a.deadline.settle()) return; // too late: the deadline closed it and said so
-      if (refusal != 0) {
-        why = "it claims to be the fabric at " + hello.from + ", refused: "
-            + (claim != null ? claim : FabricWire.refusal(refusal));
-        refuse(s, refusal);
+      if (next instanceof LinkHandshake.Drop drop) {
+        why = drop.why() + "; the connection is dropped";
         return;
       }
-      welcomed = welcome(s, a, hello.from);
-    } catch (FabricWire.Violation v) {
-      why = v.getMessage() + "; the connection is dropped";
+      if (!a.deadline.settle()) return; // too late: the deadline closed it and said so
+      if (next instanceof LinkHandshake.Refuse refusal) {
+        why = refusal.why();
+        refuse(s, refusal.code());
+        return;
+      }
+      welcomed = welcome(s, a, ((LinkHandshake.Welcome) next).identity());
     } catch (javax.net.ssl.SSLException e) {
       why = "TLS: " + e.getMessage();
     } catch (IOException e) {
@@ -171,14 +157,12 @@ final class FabricHandshakes {
   }
 
   private void refuse(Socket s, short code) throws IOException {
-    FabricWire.Handshake answer = new FabricWire.Handshake(FabricWire.REFUSED);
-    answer.code = code;
-    write(s, answer.encode());
+    write(s, LinkHandshake.refused(code));
     s.close();
   }
 
   /** Serves the proven process on {@code s}, or refuses it if its place went meanwhile. */
-  private boolean welcome(Socket s, FabricGate.Arrival a, FabricAddress identity)
+  boolean welcome(Socket s, FabricGate.Arrival a, FabricAddress identity)
       throws IOException {
     FabricConnection c = new FabricConnection(s, a.remote, fabric.limits().frame().toNanos(),
         fabric.watch());
@@ -189,8 +173,8 @@ final class FabricHandshakes {
       } finally {
         c.close();
       }
-      fabric.refusals().refuse(a.remote, "it claims to be the fabric at " + identity
-          + ", refused: " + FabricWire.refusal(FabricWire.BUSY));
+      fabric.refusals().refuse(a.remote, LinkHandshake.refusal(identity,
+          FabricWire.refusal(FabricWire.BUSY)));
       return false;
     }
     try {
@@ -205,29 +189,32 @@ final class FabricHandshakes {
   }
 
   /**
-   * Asks the fabric at {@code claimed}, on a connection of our own, whether it issued {@code
-   * nonce} for a connection with {@code binding}; bounded by {@code deadline}.
+   * Asks the fabric {@code ask} names, on a connection of our own, whether it issued the nonce
+   * for the binding; its answer's bytes, or null if it gave none by {@code deadline}.
    */
-  private boolean askProof(FabricAddress claimed, byte[] nonce, byte[] binding,
-      Deadline deadline) {
+  private byte[] askProof(LinkHandshake.AskProof ask, Deadline deadline) {
     Socket plain = new Socket();
     deadline.guard(plain);
     try (plain) {
       plain.setTcpNoDelay(true);
-      plain.connect(claimed.socketAddress(), deadline.remainingMillis());
-      write(plain, FabricWire.opening(FabricWire.PROOF, nonce));
-      Socket s = tls.client(plain, "the soft fabric at " + claimed);
-      checkClaim(s, claimed, "the soft fabric at " + claimed);
-      FabricWire.Handshake ask = new FabricWire.Handshake(FabricWire.PROVE);
-      System.arraycopy(nonce, 0, ask.nonce, 0, nonce.length);
-      System.arraycopy(binding, 0, ask.binding, 0, binding.length);
-      write(s, ask.encode());
-      return FabricWire.Handshake.decode(read(s, deadline), FabricWire.PROVEN,
-          FabricWire.NOT_PROVEN).kind == FabricWire.PROVEN;
+      plain.connect(ask.claimed().socketAddress(), deadline.remainingMillis());
+      write(plain, FabricWire.opening(FabricWire.PROOF, ask.nonce()));
+      Socket s = tls.client(plain, "the soft fabric at " + ask.claimed());
+      checkClaim(s, ask.claimed(), "the soft fabric at " + ask.claimed());
+      write(s, prove(ask));
+      return read(s, deadline);
     } catch (IOException | RuntimeException e) {
-      LOG.debug("soft fabric: cannot confirm the fabric at {}: {}", claimed, e.toString());
-      return false;
+      LOG.debug("soft fabric: cannot confirm the fabric at {}: {}", ask.claimed(), e.toString());
+      return null;
     }
+  }
+
+  /** The PROVE message that asks {@code ask}'s question. */
+  static byte[] prove(LinkHandshake.AskProof ask) {
+    FabricWire.Handshake prove = new FabricWire.Handshake(FabricWire.PROVE);
+    System.arraycopy(ask.nonce(), 0, prove.nonce, 0, ask.nonce().length);
+    System.arraycopy(ask.binding(), 0, prove.binding, 0, ask.binding().length);
+    return prove.encode();
   }
 
   /** Answers a proof about {@code nonce}, which the gate let in (one connection per nonce). */

@@ -9,7 +9,7 @@ import java.time.Duration;
  */
 record FabricLimits(int maxConnections, int maxHandshakes, Duration handshake, Duration frame,
     Duration idle) {
-  /** Connections waiting for a handshake thread, per thread, before the listener stops accepting. */
+  /** Connections accepted and not yet proven, per {@code max-handshakes}, before the gate stops. */
   static final int WAITING_PER_HANDSHAKE = 16;
 
   static FabricLimits of(SoftSettings s) {

@@ -53,7 +53,7 @@ final class TcpFabric {
     this.handshakes = new FabricHandshakes(this, tls, limits.maxHandshakes());
     this.served = new ServedProcesses(this);
     this.watch = new ConnectionWatch(this, timers);
-    this.gate = new FabricGate(this, server);
+    this.gate = new FabricGate(this, server, !tls.enabled());
   }
 
   static TcpFabric start(RdmaSettings settings, SoftFabric fabric) {
