@@ -181,28 +181,28 @@ steps() {
     --select-class=$samples.interop.DatagramToolsInteropTest \
     -Dpekko-rdma.interop=true "${props[@]}" -Dpekko-rdma.test.cm-source=192.0.2.2
   # the actors' echo sample and the doctor
-  step echo 60 samples --scan-classpath=target/test-classes \
+  step echo 150 samples --scan-classpath=target/test-classes \
     --include-classname='.*\.(Echo[^.$]*Test|DoctorTest)$' "${props[@]}"
   # native's own tests and core's conformance suite, as native's Surefire configuration picks
-  step native 240 native --scan-classpath=target/test-classes \
+  step native 400 native --scan-classpath=target/test-classes \
     --scan-classpath="$(core_tests_jar)" \
     --include-classname='.*\.(conformance|nativeverbs)\.[^.$]*Test$' "${props[@]}"
   # (streams' differential property, 200 random connection lives on Tcp and on RDMA, is the host
   # suite's, on the software provider; here its shrunk cases run on the native one)
   for m in runtime actors streams; do
-    step "$m" "$( [[ $m == streams ]] && echo 600 || echo 180 )" "$m" \
+    step "$m" "$( [[ $m == streams ]] && echo 750 || echo 200 )" "$m" \
       --scan-classpath=target/test-classes "${tests_of_module[@]}" \
       --exclude-classname='.*\.TcpDifferentialPropertyTest$' "${props[@]}"
   done
   # then what changes rxe0: it goes away (rdma link delete) and comes back
-  step actors-removal 90 actors --select-class=$actors.DeviceRemovalTest \
+  step actors-removal 130 actors --select-class=$actors.DeviceRemovalTest \
     -Dpekko-rdma.test.remove-device=true "${props[@]}"
   # and under a running stream
-  step streams-removal 90 streams --select-class=$streams.DeviceRemovalTest \
+  step streams-removal 190 streams --select-class=$streams.DeviceRemovalTest \
     -Dpekko-rdma.test.remove-device=true "${props[@]}"
   # and last, as after it rxe0's CM connections end UNREACHABLE: real port events, its netdev
   # (dummy0) down and up
-  step actors-netdev 60 actors \
+  step actors-netdev 90 actors \
     --select-method=$actors.DeviceActorTest#portEventsReachTheDeviceAndItsSubscribers \
     -Dpekko-rdma.test.toggle-netdev=true "${props[@]}"
   # Across the veth link. The tools' last exchange does not survive a lost final ACK
@@ -211,13 +211,13 @@ steps() {
   # response timeout (seconds, past the suite's windows): the interop and the CM cases cross it
   # clean.
   $plan || sh "$link" clear
-  step link-interop 60 samples --select-class=$samples.interop.RealToolsInteropTest \
+  step link-interop 75 samples --select-class=$samples.interop.RealToolsInteropTest \
     -Dpekko-rdma.interop=true "${link_props[@]}"
   step link-cm 90 native --select-class=dev.pekkordma.conformance.CmConformanceTest "${link_props[@]}"
   # and with faults on it (each test sets its own, and clears them)
-  step streams-lossy 300 streams --select-class=$streams.LossyLinkTest "${link_props[@]}"
-  step actors-lossy 120 actors --select-class=$actors.LossyLinkActorsTest "${link_props[@]}"
-  step cluster-lossy 240 cluster --select-class=dev.pekkordma.cluster.LossyLinkClusterTest \
+  step streams-lossy 380 streams --select-class=$streams.LossyLinkTest "${link_props[@]}"
+  step actors-lossy 140 actors --select-class=$actors.LossyLinkActorsTest "${link_props[@]}"
+  step cluster-lossy 290 cluster --select-class=dev.pekkordma.cluster.LossyLinkClusterTest \
     -Dpekko-rdma.test.cluster-wait=90 "${link_props[@]}"
   step perf-lossy 150 samples --select-class=$samples.perf.LossyLinkPerfTest "${link_props[@]}"
   $plan || sh "$link" clear
