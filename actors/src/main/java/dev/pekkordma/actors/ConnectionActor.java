@@ -303,7 +303,8 @@ public final class ConnectionActor {
     private Behavior<Command> ended(boolean lost, boolean byPeer, String reason) {
       timers.cancelAll();
       told = true;
-      qp.tell(new QpActor.Sync(reason)); // the CM flushed the QP: its actor reports the flushes
+      // the CM flushed the QP: its actor reports the flushes, and not to us, who stop now
+      qp.tell(new QpActor.Sync(reason, true));
       if (handler != null) {
         handler.tell(lost ? new ConnectionLost(ctx.getSelf(), reason)
             : new Disconnected(ctx.getSelf(), byPeer));

@@ -74,8 +74,16 @@ public final class QpActor {
   /** An async event of a QP (by number, else -1) or a CQ (else null) of this actor. */
   record AsyncEventArrived(AsyncEventType type, int qpNum, CqEntry cq) implements Command {}
 
-  /** Something else (the CM) moved the QP: follow its state. */
-  record Sync(String cause) implements Command, DeadLetterSuppression {}
+  /**
+   * Something else (the CM) moved the QP: follow its state. {@code ownerEnding}: the owner sends
+   * this as it stops (an orderly disconnect), so the flushes still go to their requesters but
+   * the new state is not told to an owner that is gone.
+   */
+  record Sync(String cause, boolean ownerEnding) implements Command, DeadLetterSuppression {
+    Sync(String cause) {
+      this(cause, false);
+    }
+  }
 
   /** After an error completion: has the QP left its state yet? */
   private record ErrorSync(WcStatus status, int tries) implements Command {}
@@ -352,7 +360,7 @@ public final class QpActor {
                   ? asyncEvent(e.type()) : Behaviors.same())
           .onMessage(CqFailed.class, f -> f.cq() != cq ? Behaviors.same()
               : cqFailed("CQ failed: " + f.reason()))
-          .onMessage(Sync.class, s -> follow(s.cause()))
+          .onMessage(Sync.class, s -> follow(s.cause(), !s.ownerEnding()))
           .onMessage(ErrorSync.class, this::errorSync)
           .onMessage(Inspect.class, i -> {
             i.replyTo().tell(qp);
@@ -405,9 +413,13 @@ public final class QpActor {
     }
 
     private Behavior<Command> follow(String cause) {
+      return follow(cause, true);
+    }
+
+    private Behavior<Command> follow(String cause, boolean tellOwner) {
       QpState before = state;
       QpState now = qp.state();
-      if (now != state) enter(now, cause);
+      if (now != state) enter(now, cause, tellOwner);
       return next(before);
     }
 
@@ -417,9 +429,13 @@ public final class QpActor {
 
     /** Moves to {@code to} and reports what the new state does to outstanding work. */
     private void enter(QpState to, String cause) {
+      enter(to, cause, true);
+    }
+
+    private void enter(QpState to, String cause, boolean tellOwner) {
       QpState from = state;
       state = to;
-      owner.tell(new StateChanged(qpNum, from, to, cause));
+      if (tellOwner) owner.tell(new StateChanged(qpNum, from, to, cause));
       switch (to) {
         case ERR:
           posted.reportFlushed(false);

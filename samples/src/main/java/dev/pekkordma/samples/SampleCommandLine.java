@@ -41,7 +41,8 @@ public final class SampleCommandLine {
     String name = cl.getCommandName();
     cl.setCaseInsensitiveEnumValuesAllowed(true);
     conventions(cl, out, err);
-    cl.setExecutionExceptionHandler((e, cmd, parsed) -> {
+    cl.setExecutionExceptionHandler((thrown, cmd, parsed) -> {
+      Throwable e = unwrapped(thrown);
       Throwable badInput = badInput(e);
       if (badInput != null) return badInput(err, cmd, badInput.getMessage());
       err.println(name + ": FAILED: " + (e instanceof RunFailure ? e.getMessage()
@@ -50,6 +51,15 @@ public final class SampleCommandLine {
       return 1;
     });
     return cl.execute(args);
+  }
+
+  /** What a future's get() wrapped: the failure itself says more than "ExecutionException". */
+  private static Throwable unwrapped(Throwable e) {
+    while ((e instanceof java.util.concurrent.ExecutionException
+        || e instanceof java.util.concurrent.CompletionException) && e.getCause() != null) {
+      e = e.getCause();
+    }
+    return e;
   }
 
   /** The exit codes of every program, stated in each one's --help. */
