@@ -303,8 +303,7 @@ public final class ConnectionActor {
     private Behavior<Command> ended(boolean lost, boolean byPeer, String reason) {
       timers.cancelAll();
       told = true;
-      // the CM flushed the QP: its actor reports the flushes, and not to us, who stop now
-      qp.tell(new QpActor.Sync(reason, true));
+      qp.tell(new QpActor.Sync(reason)); // the CM flushed the QP: its actor reports the flushes
       if (handler != null) {
         handler.tell(lost ? new ConnectionLost(ctx.getSelf(), reason)
             : new Disconnected(ctx.getSelf(), byPeer));

@@ -74,16 +74,8 @@ public final class QpActor {
   /** An async event of a QP (by number, else -1) or a CQ (else null) of this actor. */
   record AsyncEventArrived(AsyncEventType type, int qpNum, CqEntry cq) implements Command {}
 
-  /**
-   * Something else (the CM) moved the QP: follow its state. {@code ownerEnding}: the owner sends
-   * this as it stops (an orderly disconnect), so the flushes still go to their requesters but
-   * the new state is not told to an owner that is gone.
-   */
-  record Sync(String cause, boolean ownerEnding) implements Command, DeadLetterSuppression {
-    Sync(String cause) {
-      this(cause, false);
-    }
-  }
+  /** Something else (the CM) moved the QP: follow its state. */
+  record Sync(String cause) implements Command, DeadLetterSuppression {}
 
   /** After an error completion: has the QP left its state yet? */
   private record ErrorSync(WcStatus status, int tries) implements Command {}
@@ -159,7 +151,12 @@ public final class QpActor {
     int qpNum();
   }
 
-  public record StateChanged(int qpNum, QpState from, QpState to, String cause) implements Event {}
+  /**
+   * The QP changed state. A note, not a request: an owner that has stopped (its connection ended
+   * in order, the QP's last change racing its stop) has no use for it, so it is no dead letter.
+   */
+  public record StateChanged(int qpNum, QpState from, QpState to, String cause)
+      implements Event, DeadLetterSuppression {}
 
   public record AsyncEventReceived(int qpNum, AsyncEventType type) implements Event {}
 
@@ -360,7 +357,7 @@ public final class QpActor {
                   ? asyncEvent(e.type()) : Behaviors.same())
           .onMessage(CqFailed.class, f -> f.cq() != cq ? Behaviors.same()
               : cqFailed("CQ failed: " + f.reason()))
-          .onMessage(Sync.class, s -> follow(s.cause(), !s.ownerEnding()))
+          .onMessage(Sync.class, s -> follow(s.cause()))
           .onMessage(ErrorSync.class, this::errorSync)
           .onMessage(Inspect.class, i -> {
             i.replyTo().tell(qp);
@@ -413,13 +410,9 @@ public final class QpActor {
     }
 
     private Behavior<Command> follow(String cause) {
-      return follow(cause, true);
-    }
-
-    private Behavior<Command> follow(String cause, boolean tellOwner) {
       QpState before = state;
       QpState now = qp.state();
-      if (now != state) enter(now, cause, tellOwner);
+      if (now != state) enter(now, cause);
       return next(before);
     }
 
@@ -429,13 +422,9 @@ public final class QpActor {
 
     /** Moves to {@code to} and reports what the new state does to outstanding work. */
     private void enter(QpState to, String cause) {
-      enter(to, cause, true);
-    }
-
-    private void enter(QpState to, String cause, boolean tellOwner) {
       QpState from = state;
       state = to;
-      if (tellOwner) owner.tell(new StateChanged(qpNum, from, to, cause));
+      owner.tell(new StateChanged(qpNum, from, to, cause));
       switch (to) {
         case ERR:
           posted.reportFlushed(false);

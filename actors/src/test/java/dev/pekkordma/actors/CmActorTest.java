@@ -154,7 +154,19 @@ class CmActorTest {
         watcher.expectTerminated(side.connection(), WAIT);
         watcher.expectTerminated(side.qp(), WAIT);
       }
-      dead.expectNoMessage(Duration.ofMillis(300));
+      // what Pekko would log: a dead letter that is no DeadLetterSuppression, wrapped or not
+      List<Object> logged = new java.util.ArrayList<>();
+      while (true) {
+        try {
+          org.apache.pekko.actor.DeadLetter d = dead.receiveMessage(Duration.ofMillis(300));
+          Object m = d.message() instanceof org.apache.pekko.actor.WrappedMessage w
+              ? w.message() : d.message();
+          if (!(m instanceof org.apache.pekko.actor.DeadLetterSuppression)) logged.add(m);
+        } catch (AssertionError nothingMore) {
+          break;
+        }
+      }
+      assertEquals(List.of(), logged);
       unbind(bound, server);
     } finally {
       kit.system().eventStream().tell(new org.apache.pekko.actor.typed.eventstream.EventStream
