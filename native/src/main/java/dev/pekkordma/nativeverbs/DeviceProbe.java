@@ -55,14 +55,14 @@ final class DeviceProbe {
   String whyNot() {
     List<String> kernel = list(sysClass, "");
     if (kernel.isEmpty()) {
-      return "no RDMA device (" + sysClass + " is " + (Files.isDirectory(sysClass) ? "empty"
-          : "missing") + "): for Soft-RoCE, modprobe rdma_rxe && rdma link add rxe0 type rxe"
-          + " netdev <an up Ethernet netdev>";
+      return say("no RDMA device (", sysClass, " is ", Files.isDirectory(sysClass) ? "empty"
+          : "missing", "): for Soft-RoCE, modprobe rdma_rxe && rdma link add rxe0 type rxe"
+          + " netdev <an up Ethernet netdev>");
     }
     List<String> uverbs = list(dev, "uverbs");
     if (uverbs.isEmpty()) {
-      return "RDMA device(s) " + kernel + " but no " + dev + "/uverbs*: modprobe ib_uverbs"
-          + " (and rdma_ucm for the connection manager)";
+      return say("RDMA device(s) ", kernel, " but no ", dev, "/uverbs*: modprobe ib_uverbs"
+          + " (and rdma_ucm for the connection manager)");
     }
     List<String> denied = new ArrayList<>();
     for (String n : uverbs) {
@@ -70,32 +70,42 @@ final class DeviceProbe {
       if (!Files.isReadable(p) || !Files.isWritable(p)) denied.add(n);
     }
     if (denied.size() == uverbs.size()) {
-      return "this user may not read and write " + dev + "/" + denied + ": fix the permissions"
-          + " (rdma-core's udev rules, or chmod 666 " + dev + "/uverbs*)";
+      return say("this user may not read and write ", dev, "/", denied, ": fix the permissions"
+          + " (rdma-core's udev rules, or chmod 666 ", dev, "/uverbs*)");
     }
     Library lib = library.get();
     String loadError = lib.loadError();
     if (loadError != null) {
-      return "libibverbs.so.1 not found (" + firstLine(loadError) + "): apt-get install"
-          + " libibverbs1 ibverbs-providers";
+      return say("libibverbs.so.1 not found (", firstLine(loadError), "): apt-get install"
+          + " libibverbs1 ibverbs-providers");
     }
     int listed;
     try {
       listed = lib.deviceCount();
     } catch (RuntimeException e) {
-      return "ibv_get_device_list failed: " + firstLine(String.valueOf(e.getMessage()));
+      return say("ibv_get_device_list failed: ", firstLine(String.valueOf(e.getMessage())));
     }
     if (listed == 0) {
-      return "libibverbs lists none of the kernel's RDMA devices " + kernel + ": apt-get install"
-          + " ibverbs-providers (its user-space drivers)";
+      return say("libibverbs lists none of the kernel's RDMA devices ", kernel, ": apt-get"
+          + " install ibverbs-providers (its user-space drivers)");
     }
     return null;
+  }
+
+  /**
+   * The parts as one string, joined without the JDK's invokedynamic concatenation: its first use
+   * of each shape costs milliseconds, and this runs once, at start-up, where they count.
+   */
+  private static String say(Object... parts) {
+    StringBuilder b = new StringBuilder();
+    for (Object p : parts) b.append(p);
+    return b.toString();
   }
 
   private static String firstLine(String s) {
     int nl = s.indexOf('\n');
     String line = nl < 0 ? s : s.substring(0, nl);
-    return line.length() <= 160 ? line : line.substring(0, 157) + "...";
+    return line.length() <= 160 ? line : say(line.substring(0, 157), "...");
   }
 
   /** The sorted names in {@code dir} starting with {@code prefix}; none when it is missing. */
