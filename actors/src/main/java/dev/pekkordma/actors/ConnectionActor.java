@@ -9,6 +9,7 @@ import dev.pekkordma.verbs.QpInitAttributes;
 import dev.pekkordma.verbs.QueuePair;
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import org.apache.pekko.actor.DeadLetterSuppression;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.PostStop;
@@ -38,8 +39,11 @@ public final class ConnectionActor {
   /** Reject the request with private data (at most 148 bytes). */
   public record Reject(byte[] privateData) implements Command {}
 
-  /** Disconnect: the connection reports {@link Disconnected} and stops. */
-  public enum Disconnect implements Command { INSTANCE }
+  /**
+   * Disconnect: the connection reports {@link Disconnected} and stops. A connection that ended
+   * first has done it already, so a Disconnect reaching it stopped is no dead letter.
+   */
+  public enum Disconnect implements Command, DeadLetterSuppression { INSTANCE }
 
   record CmEventArrived(CmEvent event) implements Command {}
 
@@ -80,12 +84,15 @@ public final class ConnectionActor {
   record Established(ActorRef<Command> connection) implements Outcome {}
 
   /** The attempt failed before it was established; {@code retry} if trying again may help. */
-  record AttemptFailed(String reason, boolean retry) implements Outcome {}
+  record AttemptFailed(String reason, boolean retry) implements Outcome, DeadLetterSuppression {}
 
   record RejectedByPeer(byte[] privateData) implements Outcome {}
 
-  /** An established connection ended: lost (a failure) or disconnected. */
-  record Ended(String reason, boolean lost) implements Outcome {}
+  /**
+   * An established connection ended: lost (a failure) or disconnected. Like AttemptFailed, the
+   * last word to a connector, which may have stopped first (it was told to stop): no dead letter.
+   */
+  record Ended(String reason, boolean lost) implements Outcome, DeadLetterSuppression {}
 
   /**
    * What makes a connection: its id and side. A server connection has the listener's handler, a
@@ -303,6 +310,8 @@ public final class ConnectionActor {
     private Behavior<Command> ended(boolean lost, boolean byPeer, String reason) {
       timers.cancelAll();
       told = true;
+      // what the id says from now on (TIMEWAIT_EXIT, after a pause) is nobody's: no dead letter
+      spec.router().disown(id);
       qp.tell(new QpActor.Sync(reason)); // the CM flushed the QP: its actor reports the flushes
       if (handler != null) {
         handler.tell(lost ? new ConnectionLost(ctx.getSelf(), reason)

@@ -4,6 +4,7 @@ import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
 import java.net.InetSocketAddress;
+import org.apache.pekko.actor.DeadLetterSuppression;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.PostStop;
@@ -37,8 +38,12 @@ public final class ListenerActor {
   public record ConnectionRequested(ActorRef<ConnectionActor.Command> connection,
       byte[] privateData, InetSocketAddress remote) implements Event {}
 
-  /** The listener stopped listening (its device was removed, or Unbind). */
-  public record Unbound(InetSocketAddress address, String reason) implements Event {}
+  /**
+   * The listener stopped listening (its device was removed, or Unbind); a note a handler that
+   * stopped first (the system's shutdown) has no use for, so it is no dead letter.
+   */
+  public record Unbound(InetSocketAddress address, String reason)
+      implements Event, DeadLetterSuppression {}
 
   static Behavior<Command> create(CmRouter router, InetSocketAddress address, QpSpec qp,
       ActorRef<Event> handler, ActorRef<CmActor.Command> cm, int backlog) {

@@ -151,7 +151,12 @@ public final class QpActor {
     int qpNum();
   }
 
-  public record StateChanged(int qpNum, QpState from, QpState to, String cause) implements Event {}
+  /**
+   * The QP changed state. A note, not a request: an owner that has stopped (its connection ended
+   * in order, the QP's last change racing its stop) has no use for it, so it is no dead letter.
+   */
+  public record StateChanged(int qpNum, QpState from, QpState to, String cause)
+      implements Event, DeadLetterSuppression {}
 
   public record AsyncEventReceived(int qpNum, AsyncEventType type) implements Event {}
 

@@ -136,6 +136,45 @@ class CmActorTest {
   }
 
   @Test
+  void anOrderlyDisconnectLeavesNoDeadLetters() {
+    TestProbe<org.apache.pekko.actor.DeadLetter> dead = kit.createTestProbe();
+    kit.system().eventStream().tell(new org.apache.pekko.actor.typed.eventstream.EventStream
+        .Subscribe<>(org.apache.pekko.actor.DeadLetter.class, dead.getRef()));
+    try {
+      TestProbe<ListenerActor.Event> server = kit.createTestProbe();
+      TestProbe<ConnectionActor.Event> client = kit.createTestProbe();
+      TestProbe<ConnectionActor.Event> serverSide = kit.createTestProbe();
+      Bound bound = listen(server);
+      Connected[] c = connect(bound, server, client, serverSide);
+      c[0].connection().tell(Disconnect.INSTANCE);
+      client.expectMessageClass(Disconnected.class, WAIT);
+      serverSide.expectMessageClass(Disconnected.class, WAIT);
+      TestProbe<Object> watcher = kit.createTestProbe();
+      for (Connected side : c) {
+        watcher.expectTerminated(side.connection(), WAIT);
+        watcher.expectTerminated(side.qp(), WAIT);
+      }
+      // what Pekko would log: a dead letter that is no DeadLetterSuppression, wrapped or not
+      List<Object> logged = new java.util.ArrayList<>();
+      while (true) {
+        try {
+          org.apache.pekko.actor.DeadLetter d = dead.receiveMessage(Duration.ofMillis(300));
+          Object m = d.message() instanceof org.apache.pekko.actor.WrappedMessage w
+              ? w.message() : d.message();
+          if (!(m instanceof org.apache.pekko.actor.DeadLetterSuppression)) logged.add(m);
+        } catch (AssertionError nothingMore) {
+          break;
+        }
+      }
+      assertEquals(List.of(), logged);
+      unbind(bound, server);
+    } finally {
+      kit.system().eventStream().tell(new org.apache.pekko.actor.typed.eventstream.EventStream
+          .Unsubscribe<>(dead.getRef()));
+    }
+  }
+
+  @Test
   void theServerDisconnects() {
     TestProbe<ListenerActor.Event> server = kit.createTestProbe();
     TestProbe<ConnectionActor.Event> client = kit.createTestProbe();

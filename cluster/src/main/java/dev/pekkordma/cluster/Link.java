@@ -634,9 +634,16 @@ final class Link {
       return done();
     }
 
-    /** A closing link stops once its connection ended and every send is reported. */
+    /**
+     * A closing link stops once its connection ended and every request it posted is reported:
+     * the sends, and the credit frames and receives the QP flushes as it goes (so that no flush
+     * reaches a stopped link as a dead letter; the close deadline bounds the wait).
+     */
     private Behavior<Command> done() {
-      if (closing != null && connection == null && inflight.isEmpty()) return Behaviors.stopped();
+      if (closing != null && connection == null && inflight.isEmpty() && credits.isEmpty()
+          && receives.isEmpty()) {
+        return Behaviors.stopped();
+      }
       return Behaviors.same();
     }
 

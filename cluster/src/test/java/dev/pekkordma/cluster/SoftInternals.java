@@ -19,7 +19,10 @@ final class SoftInternals {
   static List<MemoryRegion> poolRegions(RdmaProvider provider) {
     List<MemoryRegion> found = new ArrayList<>();
     try {
-      for (Object device : (List<?>) field(provider, "devices")) {
+      // the provider the runtime hands out says why it was chosen; the soft one is inside
+      Object soft = provider.getClass().getSimpleName().equals("ChosenProvider")
+          ? field(provider, "provider") : provider;
+      for (Object device : (List<?>) field(soft, "devices")) {
         for (Object o : (Object[]) field(field(device, "memoryKeys"), "slots")) {
           if (o instanceof MemoryRegion mr && mr.access() == BufferPool.ACCESS) found.add(mr);
         }

@@ -26,7 +26,8 @@ public final class RdmaProviders {
   public static RdmaProvider load(Config config) {
     Choice c = choose(config);
     if (c.factory() == null) {
-      throw new RdmaException("ibv_get_device_list", RdmaException.ENODEV, c.why());
+      throw new RdmaException("ibv_get_device_list", RdmaException.ENODEV, c.why()
+          + " (pekko-rdma.provider = auto or soft runs without a device)");
     }
     return chosen(c.factory().create(config.getConfig(RdmaSettings.ROOT)), c.why());
   }
@@ -60,20 +61,19 @@ public final class RdmaProviders {
           if (f.devicesPresent()) return new Choice("native", key, f);
           why = f.whyUnavailable();
         }
-        return new Choice("soft", key + ", and " + why, find(factories, "soft"));
+        return new Choice("soft", key + "; " + why, find(factories, "soft"));
       }
     }
   }
 
-  /** Logs which provider serves and why: "native: 2 devices (mlx5_0, rxe0)". */
+  /**
+   * Logs which provider serves and why ("the native provider, 2 device(s) [mlx5_0, rxe0] (...)"),
+   * and returns it saying the same when printed.
+   */
   private static RdmaProvider chosen(RdmaProvider p, String why) {
-    if (log.isInfoEnabled()) {
-      List<String> names = new ArrayList<>();
-      for (RdmaDevice d : p.devices()) names.add(d.name());
-      log.info("pekko-rdma: the {} provider, {} device(s) {} ({})", p.name(), names.size(), names,
-          why);
-    }
-    return p;
+    RdmaProvider chosen = new ChosenProvider(p, why);
+    if (log.isInfoEnabled()) log.info("pekko-rdma: {}", chosen);
+    return chosen;
   }
 
   private static RdmaProviderFactory find(List<RdmaProviderFactory> factories, String name) {

@@ -28,20 +28,15 @@ class NativeProviderFactoryTest {
   }
 
   @Test
-  void withoutDevicesSaysWhatWasLookedForAndHowToFixIt() {
+  void withoutDevicesSaysWhyInOneLineWithTheRemedy() {
     RdmaProviderFactory f = nativeFactory();
     assumeFalse(f.devicesPresent(), "this machine has RDMA devices");
     String why = f.whyUnavailable();
-    System.out.println("whyUnavailable: " + why);
-    if (!Verbs.available()) {
-      assertTrue(why.contains("libibverbs1"), why);
-    } else {
-      assertTrue(why.contains("ibv_get_device_list found no RDMA device"), why);
-      assertTrue(why.contains("/sys/class/infiniband"), why);
-      assertTrue(why.contains("/dev/infiniband"), why);
-      if (!new java.io.File("/sys/class/infiniband").isDirectory()) {
-        assertTrue(why.contains("rdma link add rxe0 type rxe netdev"), why);
-      }
+    assertFalse(why.contains("\n"), why);
+    assertTrue(why.length() < 200, why);
+    if (!new java.io.File("/sys/class/infiniband").isDirectory()) {
+      assertTrue(why.startsWith("no RDMA device (/sys/class/infiniband is missing)"), why);
+      assertTrue(why.contains("rdma link add rxe0 type rxe netdev"), why);
     }
   }
 
@@ -52,8 +47,9 @@ class NativeProviderFactoryTest {
         ConfigFactory.parseString("pekko-rdma.provider = native")));
     assertEquals(RdmaException.ENODEV, e.errno());
     assertTrue(e.getMessage().contains("pekko-rdma.provider = native"), e.getMessage());
-    assertTrue(e.getMessage().contains("/dev/infiniband") || e.getMessage().contains("libibverbs1"),
+    assertTrue(e.getMessage().contains("RDMA device") || e.getMessage().contains("libibverbs1"),
         e.getMessage());
+    assertTrue(e.getMessage().contains("auto or soft runs without a device"), e.getMessage());
   }
 
   @Test

@@ -73,10 +73,6 @@ public final class BulkClient {
   public static void validate(long size, long chunk, int depth) {
     if (size <= 0) throw new BadOption("--size must be positive, was " + size);
     if (chunk <= 0) throw new BadOption("--chunk must be positive, was " + chunk);
-    if (chunk > size) {
-      throw new BadOption("--chunk " + ByteSize.format(chunk)
-          + " is larger than --size " + ByteSize.format(size));
-    }
     if (depth < 1 || depth > 4096) {
       throw new BadOption("--depth must be in [1, 4096], was " + depth);
     }

@@ -24,15 +24,13 @@ import picocli.CommandLine.Option;
  * <p>Exit codes: 0 when the data arrived intact, 1 when the transfer failed or the checksums
  * differ, 2 for bad command-line input.
  */
-@Command(name = "bulk-transfer", mixinStandardHelpOptions = true,
-    version = "pekko-rdma bulk-transfer 0.1",
+@Command(name = "pekko-rdma transfer", mixinStandardHelpOptions = true,
     description = "Moves data over RDMA, verifies CRC32C checksums and prints throughput. With no"
         + " subcommand, runs the demo: server and client in this JVM on 127.0.0.1.",
     footer = {"", "Examples:",
-        "  bulk-transfer --size 1g                    demo in one JVM",
-        "  bulk-transfer server --bind 127.0.0.1:18515",
-        "  bulk-transfer client --connect 127.0.0.1:18515 --size 4g --mode send",
-        "", "Exit codes: 0 data verified, 1 transfer failed or checksums differ, 2 bad input."},
+        "  pekko-rdma transfer --size 1g                    demo in one JVM",
+        "  pekko-rdma transfer server --bind 127.0.0.1:18515",
+        "  pekko-rdma transfer client --connect 127.0.0.1:18515 --size 4g --mode send"},
     subcommands = CommandLine.HelpCommand.class)
 public final class BulkTransfer implements Callable<Integer> {
 
@@ -75,7 +73,8 @@ public final class BulkTransfer implements Callable<Integer> {
 
     @Option(names = "--chunk", paramLabel = "BYTES", defaultValue = "1m",
         converter = ByteSize.Converter.class,
-        description = "Bytes per request (default: ${DEFAULT-VALUE}).")
+        description = "Bytes per request, at most --size (default: ${DEFAULT-VALUE}, or --size"
+            + " when that is smaller).")
     long chunk;
 
     @Option(names = "--depth", paramLabel = "N", defaultValue = "16",
@@ -101,6 +100,7 @@ public final class BulkTransfer implements Callable<Integer> {
 
     BulkClient.Settings settings(long sourceLimit) {
       BulkClient.validate(size, chunk, depth);
+      long chunk = Math.min(this.chunk, size); // a request never carries more than there is
       if (chunk > Integer.MAX_VALUE) {
         throw new BadOption("--chunk " + ByteSize.format(chunk)
             + " is too large: at most " + Integer.MAX_VALUE + " bytes (2 GiB - 1) per request");

@@ -34,7 +34,7 @@ import picocli.CommandLine.Unmatched;
         "  echo          the CM echo server and client on the actors",
         "  stream-echo   an echo over RdmaStreams between two JVMs (server, client)",
         "  cluster-demo  a cluster member that streams chunks to the others over RDMA",
-        "", "Exit status: the command's own (0 success, 1 failure, 2 bad input)."})
+        "", "Each command exits as the table below says."})
 public final class Launcher implements Callable<Integer> {
   /** A program's entry: its arguments in, its exit code out. */
   interface Program {
@@ -82,8 +82,7 @@ public final class Launcher implements Callable<Integer> {
   public static int execute(String[] args, PrintStream out, PrintStream err) {
     CommandLine cl = new CommandLine(new Launcher(out, err));
     cl.setStopAtPositional(true); // what follows COMMAND is the command's
-    cl.setOut(new java.io.PrintWriter(out, true));
-    cl.setErr(new java.io.PrintWriter(err, true));
+    SampleCommandLine.conventions(cl, out, err);
     return cl.execute(args);
   }
 

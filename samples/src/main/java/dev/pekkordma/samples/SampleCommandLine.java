@@ -1,19 +1,26 @@
 package dev.pekkordma.samples;
 
+import com.typesafe.config.ConfigException;
 import java.io.PrintStream;
 import java.io.PrintWriter;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.function.Function;
 import picocli.CommandLine;
 import picocli.CommandLine.Model.CommandSpec;
 
 /**
- * The sample programs' command line, shared so that they all fail alike: a {@link BadOption}
- * prints "NAME: message" and a hint, exit code 2; any other failure prints "NAME: FAILED: " and
- * the program's own description of it (with the stack trace when the command is {@link
- * Verbose}), exit code 1. Host names and HOST:PORT values are read here too.
+ * The programs' command line, shared so that they all behave alike: each is named as it is typed
+ * ({@code pekko-rdma transfer}), answers {@code --version} with the build's version, and says in
+ * its {@code --help} the one table of exit codes ({@link #EXIT_CODES}). Bad input (a parse error,
+ * a {@link BadOption}, a bad setting) prints "NAME: message" and a hint, exit code 2; any other
+ * failure, an unknown host among them, prints "NAME: FAILED: " and the program's own description
+ * of it with its causes (the stack trace too when the command is {@link Verbose}), exit code 1.
+ * Host names and HOST:PORT values are read here too.
  */
 public final class SampleCommandLine {
   private SampleCommandLine() {}
@@ -33,19 +40,93 @@ public final class SampleCommandLine {
     for (Object subcommand : subcommands) cl.addSubcommand(subcommand);
     String name = cl.getCommandName();
     cl.setCaseInsensitiveEnumValuesAllowed(true);
-    cl.setOut(new PrintWriter(out, true));
-    cl.setErr(new PrintWriter(err, true));
-    cl.setExecutionExceptionHandler((e, cmd, parsed) -> {
-      if (e instanceof BadOption) {
-        err.println(name + ": " + e.getMessage());
-        err.println("Try '" + cmd.getCommandSpec().qualifiedName() + " --help' for more information.");
-        return 2;
-      }
-      err.println(name + ": FAILED: " + describe.apply(e));
+    conventions(cl, out, err);
+    cl.setExecutionExceptionHandler((thrown, cmd, parsed) -> {
+      Throwable e = unwrapped(thrown);
+      Throwable badInput = badInput(e);
+      if (badInput != null) return badInput(err, cmd, badInput.getMessage());
+      err.println(name + ": FAILED: " + (e instanceof RunFailure ? e.getMessage()
+          : describe.apply(e) + causes(e)));
       if (verbose(cmd.getCommandSpec())) e.printStackTrace(err);
       return 1;
     });
     return cl.execute(args);
+  }
+
+  /** What a future's get() wrapped: the failure itself says more than "ExecutionException". */
+  private static Throwable unwrapped(Throwable e) {
+    while ((e instanceof java.util.concurrent.ExecutionException
+        || e instanceof java.util.concurrent.CompletionException) && e.getCause() != null) {
+      e = e.getCause();
+    }
+    return e;
+  }
+
+  /** The exit codes of every program, stated in each one's --help. */
+  public static final Map<String, String> EXIT_CODES = exitCodes();
+
+  private static Map<String, String> exitCodes() {
+    Map<String, String> m = new LinkedHashMap<>();
+    m.put("0", "done, all well");
+    m.put("1", "failed at run time (a host that does not resolve, a peer, a device, a check)");
+    m.put("2", "bad input (an option, an argument or a setting)");
+    return Collections.unmodifiableMap(m);
+  }
+
+  /**
+   * What every program shares, applied to {@code cl} and its subcommands: the build's version,
+   * the exit codes in --help, and a parse error as one line and a hint (exit code 2).
+   */
+  static void conventions(CommandLine cl, PrintStream out, PrintStream err) {
+    cl.setOut(new PrintWriter(out, true));
+    cl.setErr(new PrintWriter(err, true));
+    cl.setParameterExceptionHandler((e, args) -> badInput(err, e.getCommandLine(), e.getMessage()));
+    describeAlike(cl);
+  }
+
+  private static void describeAlike(CommandLine cl) {
+    CommandSpec spec = cl.getCommandSpec();
+    spec.versionProvider(BuildVersion.INSTANCE);
+    spec.usageMessage().exitCodeListHeading("%nExit status:%n").exitCodeList(EXIT_CODES);
+    for (CommandLine sub : cl.getSubcommands().values()) describeAlike(sub);
+  }
+
+  private static int badInput(PrintStream err, CommandLine cmd, String message) {
+    String name = cmd.getCommandSpec().qualifiedName();
+    err.println(name + ": " + message);
+    err.println("Try '" + name + " --help' for more information.");
+    return 2;
+  }
+
+  /** The bad input behind {@code e} (a BadOption or a setting that is wrong), or null. */
+  private static Throwable badInput(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof BadOption || t instanceof ConfigException) return t;
+    }
+    return null;
+  }
+
+  /** "; caused by X: why" for each cause whose message {@code e}'s does not already carry. */
+  static String causes(Throwable e) {
+    StringBuilder b = new StringBuilder();
+    String said = String.valueOf(e.getMessage());
+    for (Throwable c = e.getCause(); c != null && c != c.getCause(); c = c.getCause()) {
+      String m = c.getMessage();
+      if (m != null && said.contains(m)) continue;
+      b.append("; caused by ").append(withClassName(c));
+      said += " " + m;
+    }
+    return b.toString();
+  }
+
+  /**
+   * A failure at run time whose message says it all (exit code 1, printed as it is): a host that
+   * does not resolve, say.
+   */
+  public static final class RunFailure extends RuntimeException {
+    public RunFailure(String message) {
+      super(message);
+    }
   }
 
   private static boolean verbose(CommandSpec spec) {
@@ -63,16 +144,29 @@ public final class SampleCommandLine {
     return e.getClass().getSimpleName() + (m == null ? "" : ": " + m);
   }
 
-  /** {@code host}, named in the message by {@code option} when it is not a known host. */
+  /**
+   * {@code host}, named in the message by {@code option} when it does not resolve: a failure at
+   * run time (DNS may answer differently a moment later), not bad input.
+   */
   public static InetAddress resolve(String host, String option) {
     try {
       return InetAddress.getByName(host);
     } catch (UnknownHostException e) {
-      throw new BadOption(option + ": unknown host '" + host + "'");
+      throw new RunFailure(option + ": unknown host '" + host + "'");
     }
   }
 
-  /** {@code host:port} or {@code [v6]:port}. */
+  /** {@code address} resolved, or a {@link RunFailure} naming {@code option}. */
+  public static InetSocketAddress resolve(InetSocketAddress address, String option) {
+    if (!address.isUnresolved()) return address;
+    return new InetSocketAddress(resolve(address.getHostString(), option), address.getPort());
+  }
+
+  /**
+   * {@code host:port} or {@code [v6]:port}; a name is resolved when the program uses it ({@link
+   * #resolve(InetSocketAddress, String)}), so that one that does not resolve is a failure at run
+   * time.
+   */
   public static final class HostPort implements CommandLine.ITypeConverter<InetSocketAddress> {
     @Override
     public InetSocketAddress convert(String value) {
@@ -91,11 +185,7 @@ public final class SampleCommandLine {
       if (port < 0 || port > 65535) {
         throw new CommandLine.TypeConversionException("'" + value + "': port out of range");
       }
-      InetSocketAddress a = new InetSocketAddress(host, port);
-      if (a.isUnresolved()) {
-        throw new CommandLine.TypeConversionException("'" + value + "': unknown host " + host);
-      }
-      return a;
+      return InetSocketAddress.createUnresolved(host, port);
     }
   }
 }

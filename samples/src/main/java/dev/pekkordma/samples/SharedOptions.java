@@ -39,8 +39,9 @@ public final class SharedOptions {
         description = "Give up when no client came in this long (default: ${DEFAULT-VALUE}).")
     int acceptTimeoutSeconds;
 
+    /** The address, resolved (a name that does not resolve fails the run, naming --bind). */
     public InetSocketAddress address() {
-      return bind;
+      return SampleCommandLine.resolve(bind, "--bind");
     }
 
     /** The accept timeout, which must be positive. */
@@ -57,8 +58,9 @@ public final class SharedOptions {
         description = "The server's address (default: ${DEFAULT-VALUE}).")
     InetSocketAddress connect;
 
+    /** The address, resolved (a name that does not resolve fails the run, naming --connect). */
     public InetSocketAddress address() {
-      return connect;
+      return SampleCommandLine.resolve(connect, "--connect");
     }
   }
 }

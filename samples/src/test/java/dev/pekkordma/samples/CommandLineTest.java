@@ -40,9 +40,15 @@ class CommandLineTest {
   }
 
   @Test
-  void chunkLargerThanSize() {
-    assertEquals(2, run("--size", "1m", "--chunk", "2m"));
-    assertTrue(err.contains("--chunk 2 MiB is larger than --size 1 MiB"), err);
+  void aChunkLargerThanTheSizeShrinksToIt() {
+    BulkTransfer.TransferOptions o = new BulkTransfer.TransferOptions();
+    o.size = 1024;
+    o.chunk = 1 << 20; // the default
+    o.depth = 16;
+    o.timeoutSeconds = 30;
+    assertEquals(1024, o.settings(Long.MAX_VALUE).chunkSize());
+    o.chunk = 512;
+    assertEquals(512, o.settings(Long.MAX_VALUE).chunkSize());
   }
 
   @Test

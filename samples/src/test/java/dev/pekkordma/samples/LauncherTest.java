@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /** The one command: each program behind its name, their exit codes passed on. */
@@ -33,7 +34,56 @@ class LauncherTest {
     for (String c : Launcher.PROGRAMS.keySet()) {
       Run r = launch(c, "--help");
       assertEquals(0, r.exit(), c + ": " + r.err());
-      assertTrue(r.out().startsWith("Usage: "), c + ":\n" + r.out());
+      assertTrue(r.out().startsWith("Usage: pekko-rdma " + c + " "), c + ":\n" + r.out());
+      assertTrue(r.out().contains("Exit status:") && r.out().contains("2   bad input"),
+          c + ":\n" + r.out());
+    }
+  }
+
+  @Test
+  void everyCommandAndTheLauncherSayTheBuildsVersion() {
+    String version = BuildVersion.version();
+    assertTrue(version.matches("\\d+\\.\\d+\\.\\d+.*"), version);
+    assertEquals("pekko-rdma " + version, launch("--version").out().trim());
+    for (String c : Launcher.PROGRAMS.keySet()) {
+      Run r = launch(c, "--version");
+      assertEquals(0, r.exit(), c + ": " + r.err());
+      assertEquals("pekko-rdma " + version, r.out().trim(), c);
+    }
+  }
+
+  @Test
+  void aParseErrorIsOneLineAndAHint() {
+    for (String c : Launcher.PROGRAMS.keySet()) {
+      Run r = launch(c, "--no-such-option");
+      assertEquals(2, r.exit(), c + ": " + r.err());
+      assertEquals(List.of("pekko-rdma " + c + ": Unknown option: '--no-such-option'",
+          "Try 'pekko-rdma " + c + " --help' for more information."), r.err().lines().toList(), c);
+      assertEquals("", r.out(), c);
+    }
+  }
+
+  @Test
+  void aHostThatDoesNotResolveIsAFailureAtRunTime() {
+    Run r = launch("transfer", "client", "--provider", "soft", "--connect",
+        "no-such-host.invalid:18515");
+    assertEquals(1, r.exit(), r.err());
+    assertTrue(r.err().contains("--connect: unknown host 'no-such-host.invalid'"), r.err());
+  }
+
+  @Test
+  void aBadSettingIsBadInput() {
+    String before = System.getProperty("pekko-rdma.provider");
+    System.setProperty("pekko-rdma.provider", "fast");
+    com.typesafe.config.ConfigFactory.invalidateCaches();
+    try {
+      Run r = launch("doctor");
+      assertEquals(2, r.exit(), r.err());
+      assertTrue(r.err().contains("pekko-rdma.provider"), r.err());
+    } finally {
+      if (before == null) System.clearProperty("pekko-rdma.provider");
+      else System.setProperty("pekko-rdma.provider", before);
+      com.typesafe.config.ConfigFactory.invalidateCaches();
     }
   }
 

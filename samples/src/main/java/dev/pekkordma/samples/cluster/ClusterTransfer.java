@@ -124,11 +124,11 @@ public final class ClusterTransfer {
       int chunk, int rate) {}
 
   /** The command line: picocli's, so that --help works and bad input exits 2. */
-  @CommandLine.Command(name = "cluster-demo", mixinStandardHelpOptions = true,
+  @CommandLine.Command(name = "pekko-rdma cluster-demo", mixinStandardHelpOptions = true,
       description = "A member of a cluster that streams checksummed chunks to every other member"
           + " over RDMA and checks what it receives. Type leave, resources or quit.",
-      footer = {"", "Exit status: 0 after leave or quit, 1 if it ended otherwise (a failure,"
-          + " see the log), 2 bad options."})
+      footer = {"", "It exits 0 after leave or quit, 1 if it ended otherwise (a failure: see the"
+          + " log)."})
   static final class Cli implements Callable<Integer> {
     @Option(names = "--hostname", defaultValue = "127.0.0.1",
         description = "Pekko's hostname (default: ${DEFAULT-VALUE}).")

@@ -30,13 +30,15 @@ import picocli.CommandLine.Option;
  * as {@code ibv_devinfo} does plus a diagnosis: the provider that would be chosen and why, the
  * libraries and the memlock limit, every device with its ports (state, MTU, link layer) and GIDs
  * (type and netdev), the rdma_cm address a server would bind, and what to do about each problem.
- * Exit status 0 when nothing needs doing, 1 when something does, 2 for bad options.
+ * Exit status 0 when nothing needs doing (the software provider serving for want of a device is
+ * a note, unless {@code --require-device}), 1 when something does, 2 for bad options.
  */
-@Command(name = "doctor", mixinStandardHelpOptions = true,
+@Command(name = "pekko-rdma doctor", mixinStandardHelpOptions = true,
     description = "Which RDMA provider pekko-rdma would use here and why, the devices, ports and"
         + " GIDs it would see, the limits that matter, and what to do about any problem.",
-    footer = {"", "Exit status: 0 all well, 1 a problem found (each is listed with what to do),"
-        + " 2 bad options."})
+    footer = {"", "A problem found (each listed with what to do) is a failure: exit 1. Without an"
+        + " RDMA device the software provider serves, which is a note, not a problem, unless"
+        + " --require-device."})
 public final class Doctor implements Callable<Integer> {
   /** Below this, registering a stream connection's buffers or a bulk ring may fail. */
   static final long MEMLOCK_ENOUGH = 64L << 20;
@@ -44,10 +46,15 @@ public final class Doctor implements Callable<Integer> {
   private final PrintStream out;
   private final Environment env;
   private final List<String> problems = new ArrayList<>();
+  private final List<String> notes = new ArrayList<>();
 
   @Option(names = "--provider", description = "soft, native or auto (default: what"
       + " pekko-rdma.provider says, auto unless configured).")
   String provider;
+
+  @Option(names = "--require-device", description = "Count running on the software provider"
+      + " for want of an RDMA device as a problem (exit 1), as a production host would.")
+  boolean requireDevice;
 
   Doctor(PrintStream out, Environment env) {
     this.out = out;
@@ -75,11 +82,15 @@ public final class Doctor implements Callable<Integer> {
     out.println("  would use: " + (choice.factory() == null ? "none" : choice.provider())
         + " (" + choice.why() + ")");
     if (choice.factory() == null) {
-      problem("the native provider was asked for and cannot serve: see its reason above");
+      problem("the native provider was asked for and cannot serve (the reason is above)");
     } else if (choice.provider().equals("soft")
         && !config.getString("pekko-rdma.provider").equals("soft")) {
-      problem("no RDMA device is used: this runs on the software provider, an emulation ("
-          + choice.why() + ")");
+      if (requireDevice) {
+        problem("no RDMA device, and --require-device asks for one (the reason is above)");
+      } else {
+        notes.add("no RDMA device: the software provider serves; fine for development and tests"
+            + " (--require-device makes this a problem)");
+      }
     }
     environment(choice.factory() != null && choice.provider().equals("native"));
     if (choice.factory() != null) {
@@ -88,6 +99,7 @@ public final class Doctor implements Callable<Integer> {
       }
     }
     section("verdict");
+    for (String n : notes) out.println("  note: " + n);
     if (problems.isEmpty()) {
       out.println("  all well");
       return 0;

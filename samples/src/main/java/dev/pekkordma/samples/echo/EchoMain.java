@@ -20,10 +20,9 @@ import picocli.CommandLine.Option;
  * software one where there is no RDMA device). Exit status 0 when every message came back, 1
  * when the echo failed, 2 for bad options.
  */
-@Command(name = "echo", mixinStandardHelpOptions = true,
+@Command(name = "pekko-rdma echo", mixinStandardHelpOptions = true,
     description = "The CM echo server and client on the actors, in one JVM: every message sent"
-        + " comes back, checked.",
-    footer = {"", "Exit status: 0 all echoed, 1 the echo failed, 2 bad options."})
+        + " comes back, checked.")
 public final class EchoMain implements Callable<Integer> {
   private final PrintStream out;
 

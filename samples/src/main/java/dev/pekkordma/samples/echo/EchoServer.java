@@ -77,6 +77,8 @@ public final class EchoServer {
     private final BufferPool pool;
     private final ActorRef<QpActor.WorkResult> results;
     private long nextId = 1;
+    /** Receives posted and not yet completed (nor flushed). */
+    private int receivesPosted;
 
     private Session(ActorContext<Msg> ctx, ConnectionActor.Connected c) {
       this.ctx = ctx;
@@ -90,6 +92,7 @@ public final class EchoServer {
     }
 
     private QpActor.Work receive() {
+      receivesPosted++;
       return new QpActor.Receive(nextId++, pool.lease());
     }
 
@@ -99,12 +102,31 @@ public final class EchoServer {
             if (m.result() instanceof QpActor.Completed done) echo(done);
             return Behaviors.same();
           })
-          .onMessage(FromConnection.class, m -> Behaviors.stopped())
+          .onMessage(FromConnection.class, m -> ended())
           .build();
+    }
+
+    /**
+     * The connection ended: the QP flushes the receives still posted, to this session, which
+     * stops once it has them all (so that none reaches it stopped, as a dead letter).
+     */
+    private Behavior<Msg> ended() {
+      if (receivesPosted == 0) return Behaviors.stopped();
+      return Behaviors.receive(Msg.class)
+          .onMessage(FromQp.class, m -> {
+            if (m.result() instanceof QpActor.Completed done) countReceives(done);
+            return receivesPosted == 0 ? Behaviors.stopped() : Behaviors.same();
+          })
+          .build();
+    }
+
+    private void countReceives(QpActor.Completed done) {
+      for (QpActor.Completion c : done.completions()) if (c.id() > 0) receivesPosted--;
     }
 
     /** A new receive for each message that came, and the message back from its own buffer. */
     private void echo(QpActor.Completed done) {
+      countReceives(done);
       List<QpActor.Work> work = new ArrayList<>();
       for (QpActor.Completion c : done.completions()) {
         if (c.buffer() == null) continue; // a send's completion, or a flush at the end

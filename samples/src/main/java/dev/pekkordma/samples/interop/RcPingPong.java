@@ -26,16 +26,14 @@ import picocli.CommandLine.Parameters;
  * <p>Exit codes: 0 when every exchange completed (and with -c the data was what a -c client
  * sends), 1 when it failed, 2 for bad command-line input.
  */
-@Command(name = "rc-pingpong", mixinStandardHelpOptions = true,
-    version = "pekko-rdma rc-pingpong 0.1",
+@Command(name = "pekko-rdma pingpong", mixinStandardHelpOptions = true,
     description = {"ibv_rc_pingpong's ping-pong of SENDs over an RC QP connected by hand: the"
         + " addresses (LID, QPN, PSN, GID) go over TCP, the QP goes RESET -> INIT -> RTR -> RTS.",
         "Without HOST: wait for a client on the TCP port; with HOST: connect to the server there."},
     footer = {"", "Examples (Soft-RoCE VM, against the real tool):",
-        "  ibv_rc_pingpong -d rxe_lo -g 1 &   rc-pingpong --provider native -d rxe_lo -g 1 127.0.0.1",
-        "  rc-pingpong --provider native -d rxe_lo -g 1 &   ibv_rc_pingpong -d rxe_lo -g 1 127.0.0.1",
-        "On the software provider: rc-pingpong -g 0 &   rc-pingpong -g 0 127.0.0.1",
-        "", "Exit codes: 0 done, 1 failed or invalid data, 2 bad input."})
+        "  ibv_rc_pingpong -d rxe_lo -g 1 &   pekko-rdma pingpong --provider native -d rxe_lo -g 1 127.0.0.1",
+        "  pekko-rdma pingpong --provider native -d rxe_lo -g 1 &   ibv_rc_pingpong -d rxe_lo -g 1 127.0.0.1",
+        "On the software provider: pekko-rdma pingpong -g 0 &   pekko-rdma pingpong -g 0 127.0.0.1"})
 public final class RcPingPong implements Callable<Integer>, SampleCommandLine.Verbose {
   static final int DEFAULT_PORT = 18515;
 

@@ -22,15 +22,14 @@ import picocli.CommandLine.Option;
  * <p>Exit codes: 0 when the pings completed (and validated with -V), 1 when they failed, 2 for
  * bad command-line input.
  */
-@Command(name = "rping", version = "pekko-rdma rping 0.1",
+@Command(name = "pekko-rdma rping",
     description = {"librdmacm's rping over the pekko-rdma connection manager: per ping the client"
         + " advertises a buffer, the server RDMA READs it, the client advertises another, the"
         + " server RDMA WRITEs the ping there."},
     footer = {"", "Examples (Soft-RoCE VM, against the real tool):",
-        "  rping -s -a 192.0.2.1 -C 5 &   rping --provider native -c -a 192.0.2.1 -I 192.0.2.2 -C 5 -V -v",
-        "  rping --provider native -s -a 192.0.2.1 -C 5 -V &   rping -c -a 192.0.2.1 -I 192.0.2.2 -C 5 -V -v",
-        "On the software provider: rping -s -a 127.0.0.1 -C 5 &   rping -c -a 127.0.0.1 -C 5 -V",
-        "", "Exit codes: 0 done, 1 failed or data mismatch, 2 bad input."})
+        "  rping -s -a 192.0.2.1 -C 5 &   pekko-rdma rping --provider native -c -a 192.0.2.1 -I 192.0.2.2 -C 5 -V -v",
+        "  pekko-rdma rping --provider native -s -a 192.0.2.1 -C 5 -V &   rping -c -a 192.0.2.1 -I 192.0.2.2 -C 5 -V -v",
+        "On the software provider: pekko-rdma rping -s -a 127.0.0.1 -C 5 &   pekko-rdma rping -c -a 127.0.0.1 -C 5 -V"})
 public final class Rping implements Callable<Integer>, SampleCommandLine.Verbose {
   @Option(names = "-s", description = "Server side.")
   boolean server;

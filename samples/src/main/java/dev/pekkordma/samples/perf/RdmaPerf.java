@@ -22,20 +22,19 @@ import picocli.CommandLine.Option;
  *
  * <p>Exit codes: 0 when the test ran, 1 when it failed, 2 for bad command-line input.
  */
-@Command(name = "rdma-perf", mixinStandardHelpOptions = true, version = "pekko-rdma rdma-perf 0.1",
+@Command(name = "pekko-rdma perf", mixinStandardHelpOptions = true,
     description = {"perftest's bandwidth and latency tests (send, write, read) on the pekko-rdma"
         + " verbs API, printed as perftest prints them (MB = 2^20 bytes).",
         "With no subcommand both sides run in this JVM with QPs connected by hand on one device"
             + " (-d, -x: works on Soft-RoCE's loopback device, where rdma_cm does not)."},
     footer = {"", "Examples:",
-        "  rdma-perf write_bw -s 64k                       in-process, software provider",
-        "  rdma-perf send_lat -a -n 1000",
-        "  rdma-perf send_bw -q 4 -b -D 10                 4 QPs, both ways, 10 s per size",
-        "  rdma-perf send_bw -c UD -s 4k                   unreliable datagrams",
-        "  rdma-perf read_bw --provider native -d rxe_lo -x 1 -s 64k",
-        "  rdma-perf server --bind 192.0.2.1:18515 --provider native",
-        "  rdma-perf client --connect 192.0.2.1:18515 --source 192.0.2.2 write_bw -a",
-        "", "Exit codes: 0 ran, 1 failed, 2 bad input."},
+        "  pekko-rdma perf write_bw -s 64k                       in-process, software provider",
+        "  pekko-rdma perf send_lat -a -n 1000",
+        "  pekko-rdma perf send_bw -q 4 -b -D 10                 4 QPs, both ways, 10 s per size",
+        "  pekko-rdma perf send_bw -c UD -s 4k                   unreliable datagrams",
+        "  pekko-rdma perf read_bw --provider native -d rxe_lo -x 1 -s 64k",
+        "  pekko-rdma perf server --bind 192.0.2.1:18515 --provider native",
+        "  pekko-rdma perf client --connect 192.0.2.1:18515 --source 192.0.2.2 write_bw -a"},
     subcommands = CommandLine.HelpCommand.class)
 public final class RdmaPerf implements Callable<Integer> {
   static final int MAX_ITERATIONS = 10_000_000;

@@ -34,10 +34,10 @@ import picocli.CommandLine.Option;
  * streams' metrics saw. Exit status 0 when every message came back intact, 1 otherwise, 2 for
  * bad options.
  */
-@Command(name = "stream-echo", mixinStandardHelpOptions = true,
+@Command(name = "pekko-rdma stream-echo", mixinStandardHelpOptions = true,
     description = "An echo over RdmaStreams between two JVMs: start the server, then the client.",
-    footer = {"", "  stream-echo server --bind 127.0.0.1:18600",
-        "  stream-echo client --connect 127.0.0.1:18600 -n 100000 --size 64"})
+    footer = {"", "  pekko-rdma stream-echo server",
+        "  pekko-rdma stream-echo client -n 100000 --size 64"})
 public final class StreamEcho implements Callable<Integer> {
   private final PrintStream out;
 
@@ -77,7 +77,8 @@ public final class StreamEcho implements Callable<Integer> {
       description = "Echoes what every client sends, until --clients have come and gone (or"
           + " forever).")
   static final class Server implements Callable<Integer> {
-    @Option(names = "--bind", paramLabel = "HOST:PORT", defaultValue = "127.0.0.1:18600",
+    @Option(names = "--bind", paramLabel = "HOST:PORT",
+        defaultValue = SharedOptions.DEFAULT_ADDRESS,
         converter = SampleCommandLine.HostPort.class,
         description = "Address to listen on (default: ${DEFAULT-VALUE}).")
     InetSocketAddress bind;

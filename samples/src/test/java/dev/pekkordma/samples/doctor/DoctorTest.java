@@ -66,11 +66,25 @@ class DoctorTest {
   }
 
   @Test
-  void autoOnAMachineWithoutRdmaSaysItIsTheEmulation() {
+  void autoWithoutADeviceIsWellWithANoteSaidOnce() {
     assumeFalse(NATIVE, "the VM has devices");
     Run r = doctor("--provider", "auto");
+    assertEquals(0, r.exit(), r.out());
+    assertTrue(r.out().contains("note: no RDMA device: the software provider serves; fine for"
+        + " development and tests"), r.out());
+    String reason = r.out().lines().filter(l -> l.contains("would use: soft")).findFirst()
+        .orElseThrow();
+    String said = reason.substring(reason.indexOf("auto; ") + 6, reason.length() - 1);
+    assertEquals(1, r.out().split(java.util.regex.Pattern.quote(said), -1).length - 1,
+        "the reason once:\n" + r.out());
+  }
+
+  @Test
+  void requireDeviceMakesTheMissingDeviceAProblem() {
+    assumeFalse(NATIVE, "the VM has devices");
+    Run r = doctor("--provider", "auto", "--require-device");
     assertEquals(1, r.exit(), r.out());
-    assertTrue(r.out().contains("this runs on the software provider, an emulation"), r.out());
+    assertTrue(r.out().contains("no RDMA device, and --require-device asks for one"), r.out());
   }
 
   /** In the Soft-RoCE VM: what ibv_devinfo and rdma link would say, and where a server binds. */
