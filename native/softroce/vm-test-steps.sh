@@ -105,8 +105,13 @@ dump_threads() { # DIR
 # later steps need (a device context keeps `rdma link delete` waiting, a port, a CPU), so it is
 # named, killed, and fails the step.
 leftovers() { # NAME
-  local pids
-  pids=$(pgrep -x 'java|rping|ibv_rc_pingpong|ibv_ud_pingpong|udaddy|mckey|rdma_server|rdma_client|ib_write_bw|ib_send_bw|ib_read_bw|ib_atomic_bw|ib_send_lat|ib_write_lat')
+  local pids="" n
+  # one name at a time: pgrep refuses a pattern longer than a process name (15 characters)
+  for n in java rping ibv_rc_pingpong ibv_ud_pingpong udaddy mckey rdma_server rdma_client \
+      ib_write_bw ib_send_bw ib_read_bw ib_atomic_bw ib_send_lat ib_write_lat; do
+    pids+=" $(pgrep -x "$n")"
+  done
+  pids=$(echo $pids)
   [[ -z $pids ]] && return 0
   say "step $1 left processes running, killed now:"
   ps -o pid=,etime=,args= -p "$(echo $pids | tr ' ' ,)" | cut -c1-200
