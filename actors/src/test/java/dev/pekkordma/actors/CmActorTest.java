@@ -28,7 +28,10 @@ class CmActorTest {
   static final ActorTestKit kit = ActorTestKit.create("CmActorTest", config(CM_DEVICE,
       "pekko-rdma.soft.devices = [\"soft0\"]\n"
           + "pekko-rdma.cm.connect-timeout = 400ms\n"
-          + "pekko-rdma.actors.cm { connect-timeout = 2s, accept-timeout = 1s,"
+          // a client waits longer than a server decides: on native, under emulation, the
+          // server's reject at its accept-timeout took more than a second more to reach it
+          + "pekko-rdma.actors.cm { connect-timeout = " + (NATIVE ? "5s" : "2s")
+          + ", accept-timeout = 1s,"
           + " disconnect-timeout = 1s, device-idle-timeout = 100ms, retry { min-backoff = 50ms, max-backoff = 100ms,"
           + " max-attempts = 2 } }"));
   static final RdmaExtension rdma = RdmaExtension.get(kit.system());
