@@ -13,6 +13,7 @@ import org.apache.pekko.actor.DeadLetterSuppression;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.PostStop;
+import org.apache.pekko.actor.typed.Terminated;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.BehaviorBuilder;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -186,6 +187,7 @@ public final class ConnectionActor {
               return failAttempt("no QP: " + c.reply().getError().getMessage());
             }
             qp = c.reply().getValue();
+            ctx.watch(qp);
             return spec.active() ? connect() : askHandler();
           })
           .onMessage(CmEventArrived.class, e -> unexpectedBeforeEstablished(e.event())));
@@ -306,19 +308,46 @@ public final class ConnectionActor {
       }
     }
 
-    /** The end of an established connection: tell the handler and connector, then stop. */
+    /**
+     * The end of an established connection. The QP actor first reports the completion of every
+     * request (a receive the peer filled before it disconnected is data, not a flush) and stops;
+     * then the handler and connector hear of the end, and this actor stops. A QP whose
+     * completions do not come within {@code disconnect-timeout} is stopped with the rest
+     * reported flushed.
+     */
     private Behavior<Command> ended(boolean lost, boolean byPeer, String reason) {
       timers.cancelAll();
-      told = true;
       // what the id says from now on (TIMEWAIT_EXIT, after a pause) is nobody's: no dead letter
       spec.router().disown(id);
-      qp.tell(new QpActor.Sync(reason)); // the CM flushed the QP: its actor reports the flushes
-      if (handler != null) {
-        handler.tell(lost ? new ConnectionLost(ctx.getSelf(), reason)
-            : new Disconnected(ctx.getSelf(), byPeer));
-      }
-      if (spec.active()) spec.connector().tell(new Ended(reason, lost));
-      return Behaviors.stopped();
+      qp.tell(new QpActor.Finish(reason));
+      timers.startSingleTimer(new Timeout("finish"), settings.disconnectTimeout);
+      Runnable tell = () -> {
+        told = true;
+        if (handler != null) {
+          handler.tell(lost ? new ConnectionLost(ctx.getSelf(), reason)
+              : new Disconnected(ctx.getSelf(), byPeer));
+        }
+        if (spec.active()) spec.connector().tell(new Ended(reason, lost));
+      };
+      return Behaviors.receive(Command.class)
+          .onSignal(Terminated.class, t -> {
+            tell.run();
+            return Behaviors.stopped();
+          })
+          .onMessage(Timeout.class, t -> {
+            ctx.getLog().warn("the QP of the connection with {} did not report all its "
+                + "completions within {} (pekko-rdma.actors.cm.disconnect-timeout); the rest "
+                + "are reported flushed", remote, settings.disconnectTimeout);
+            tell.run();
+            return Behaviors.stopped();
+          })
+          .onAnyMessage(m -> Behaviors.same())
+          .onSignal(PostStop.class, s -> {
+            if (!told) tell.run(); // stopped from above while the QP finished: still this end
+            spec.router().destroy(id, ctx.getLog());
+            return Behaviors.same();
+          })
+          .build();
     }
 
     /** Before ESTABLISHED every other event ends the attempt. */
@@ -377,6 +406,8 @@ public final class ConnectionActor {
             }
             return Behaviors.same();
           })
+          // the QP actor stops only when told to (Finish) or when it could not make the QP
+          .onSignal(Terminated.class, t -> Behaviors.same())
           .onSignal(PostStop.class, s -> {
             // stopped from above (its device failed, say) before it could say how it ended
             if (!told) tellStopped();

@@ -206,11 +206,19 @@ final class PostedWork {
     return firstError;
   }
 
-  /** Every outstanding request (or every send) is reported flushed; buffers wait for the CQE. */
-  void reportFlushed(boolean sendsOnly) {
+  /** Whether every request's requester has heard of its end. */
+  boolean allReported() {
+    for (Pending p : outstanding.values()) {
+      if (!p.reported) return false;
+    }
+    return true;
+  }
+
+  /** Every outstanding request is reported flushed: no completion will come for it. */
+  void reportFlushed() {
     Map<ActorRef<WorkResult>, List<Completion>> out = new LinkedHashMap<>();
     for (Pending p : outstanding.values()) {
-      if (p.reported || (sendsOnly && !p.isSend())) continue;
+      if (p.reported) continue;
       p.reported = true;
       out.computeIfAbsent(p.requester, r -> new ArrayList<>())
           .add(new Completion(p.work.id(), WcStatus.WR_FLUSH_ERR, opcodeOf(p.work), 0, null,
@@ -229,7 +237,7 @@ final class PostedWork {
 
   /** After the QP is destroyed. */
   void close() {
-    reportFlushed(false);
+    reportFlushed();
     releaseAll();
     sendBatch.close();
     recvBatch.close();

@@ -30,8 +30,9 @@ import org.apache.pekko.pattern.StatusReply;
  * per QP state. A modify is checked with {@link QpStateMachine} first, so an illegal transition
  * is answered with {@link TransitionRejected} and never reaches verbs. Work requests name a
  * {@link Buffer}; the actor tracks each until its completion, which goes to the requester in a
- * batch per poll. Entering ERR reports every outstanding request to its requester as flushed.
- * Stopping or restarting destroys the QP.
+ * batch per poll. In ERR every outstanding request still completes through the CQ, with its own
+ * status: one the QP finished before the error is no flush. Stopping or restarting destroys the
+ * QP; what had no completion by then is reported flushed.
  *
  * <p>Buffers: a posted buffer belongs to the actor until its completion. A successful receive or
  * read hands it back in the {@link Completion}; in every other case (sends, writes, errors,
@@ -76,6 +77,12 @@ public final class QpActor {
 
   /** Something else (the CM) moved the QP: follow its state. */
   record Sync(String cause) implements Command, DeadLetterSuppression {}
+
+  /**
+   * The connection over the QP ended: move it to ERR if the CM has not, report every request's
+   * completion as the CQ gives it, then stop (which destroys the QP).
+   */
+  record Finish(String cause) implements Command, DeadLetterSuppression {}
 
   /** After an error completion: has the QP left its state yet? */
   private record ErrorSync(WcStatus status, int tries) implements Command {}
@@ -358,14 +365,14 @@ public final class QpActor {
           .onMessage(CqFailed.class, f -> f.cq() != cq ? Behaviors.same()
               : cqFailed("CQ failed: " + f.reason()))
           .onMessage(Sync.class, s -> follow(s.cause()))
+          .onMessage(Finish.class, f -> finish(f.cause()))
           .onMessage(ErrorSync.class, this::errorSync)
           .onMessage(Inspect.class, i -> {
             i.replyTo().tell(qp);
             return Behaviors.same();
           })
           .onMessage(GetState.class, g -> {
-            g.replyTo().tell(new QpInfo(qpNum, spec.type(), state,
-                qp.capabilities().maxSendWr(), qp.capabilities().maxRecvWr()));
+            g.replyTo().tell(info());
             return Behaviors.same();
           })
           .onSignal(PostStop.class, s -> {
@@ -376,6 +383,11 @@ public final class QpActor {
             destroy("the QP is being replaced");
             return Behaviors.same();
           });
+    }
+
+    private QpInfo info() {
+      return new QpInfo(qpNum, spec.type(), state, qp.capabilities().maxSendWr(),
+          qp.capabilities().maxRecvWr());
     }
 
     // -------------------------------------------------------------- transitions
@@ -426,15 +438,9 @@ public final class QpActor {
       state = to;
       owner.tell(new StateChanged(qpNum, from, to, cause));
       switch (to) {
-        case ERR:
-          posted.reportFlushed(false);
-          break;
-        case SQE:
-          posted.reportFlushed(true);
-          break;
         case RESET:
           // RESET drops the queues without completions: the buffers are free now
-          posted.reportFlushed(false);
+          posted.reportFlushed();
           posted.releaseAll();
           break;
         default:
@@ -472,7 +478,7 @@ public final class QpActor {
         }
       }
       if (qp.state() != state) enter(qp.state(), reason);
-      posted.reportFlushed(false);
+      posted.reportFlushed();
       // no completion will come through a failed CQ; in ERR the QP touches no buffer
       posted.releaseAll();
       fatal(reason);
@@ -569,6 +575,45 @@ public final class QpActor {
     }
 
     // -------------------------------------------------------------- the end
+
+    private Behavior<Command> finish(String cause) {
+      follow(cause);
+      if (state != QpState.ERR && state != QpState.RESET && !cqBroken) {
+        try {
+          qp.modify(new QpAttributes().state(QpState.ERR));
+          enter(QpState.ERR, cause);
+        } catch (RuntimeException e) {
+          ctx.getLog().warn("QP {}: moving to ERR at the connection's end failed: {}", qpNum,
+              e.getMessage());
+        }
+      }
+      return finishing();
+    }
+
+    /** Until each request has its completion: none comes in RESET or through a failed CQ. */
+    private Behavior<Command> finishing() {
+      if (posted.allReported() || state == QpState.RESET || cqBroken) return Behaviors.stopped();
+      return Behaviors.receive(Command.class)
+          .onMessage(Completions.class, c -> {
+            if (c.cq() == cq) posted.completed(c.batch());
+            return finishing();
+          })
+          .onMessage(CqFailed.class, f -> {
+            if (f.cq() == cq) cqFailed("CQ failed: " + f.reason());
+            return finishing();
+          })
+          .onMessage(Post.class, this::flushAtOnce)
+          .onMessage(GetState.class, g -> {
+            g.replyTo().tell(info());
+            return Behaviors.same();
+          })
+          .onAnyMessage(m -> Behaviors.same()) // the QP is on its way out: nothing else to do
+          .onSignal(PostStop.class, s -> {
+            destroy("the connection ended");
+            return Behaviors.same();
+          })
+          .build();
+    }
 
     /** Destroys the QP first, so that nothing touches the buffers, then gives them back. */
     private void destroy(String why) {

@@ -138,6 +138,46 @@ class CmActorTest {
     unbind(bound, server);
   }
 
+  /**
+   * A receive the peer filled just before it disconnected completes with its data, never as a
+   * flush, and its requester hears it before Disconnected: the end waits for the QP's last
+   * completions. Many rounds, since which comes first (the completion or the DISCONNECTED
+   * event) is a race.
+   */
+  @Test
+  void whatArrivedBeforeTheDisconnectIsDeliveredBeforeDisconnected() {
+    TestProbe<ListenerActor.Event> server = kit.createTestProbe();
+    Bound bound = listen(server);
+    for (int round = 0; round < 40; round++) {
+      TestProbe<ConnectionActor.Event> client = kit.createTestProbe();
+      TestProbe<WorkResult> sent = kit.createTestProbe();
+      TestProbe<Object> serverSide = kit.createTestProbe(); // the handler and the requester
+      rdma.cm().tell(new CmActor.Connect(bound.address(), new byte[0], QpSpec.rc(),
+          client.getRef()));
+      requested(server).connection().tell(new Accept(new byte[0], serverSide.getRef().narrow()));
+      Connected s = serverSide.expectMessageClass(Connected.class, WAIT);
+      s.qp().tell(Post.of(new Receive(1, s.pool().lease()), serverSide.getRef().narrow()));
+      Connected c = client.expectMessageClass(Connected.class, WAIT);
+      Buffer out = c.pool().lease();
+      String message = "round " + round;
+      out.put(0, text(message));
+      c.qp().tell(Post.of(new Send(2, out, message.length()), sent.getRef()));
+      assertEquals(WcStatus.SUCCESS,
+          sent.expectMessageClass(Completed.class, WAIT).completions().get(0).status());
+      c.connection().tell(Disconnect.INSTANCE);
+
+      Completed received = serverSide.expectMessageClass(Completed.class, WAIT);
+      Completion recv = received.completions().get(0);
+      assertEquals(WcStatus.SUCCESS, recv.status(), "round " + round + ": " + received);
+      assertEquals(message, text(recv.buffer().bytes(recv.byteLength())));
+      recv.buffer().release();
+      assertEquals(new Disconnected(s.connection(), true),
+          serverSide.expectMessageClass(Disconnected.class, WAIT));
+      client.expectMessageClass(Disconnected.class, WAIT);
+    }
+    unbind(bound, server);
+  }
+
   @Test
   void anOrderlyDisconnectLeavesNoDeadLetters() {
     TestProbe<org.apache.pekko.actor.DeadLetter> dead = kit.createTestProbe();
