@@ -63,6 +63,9 @@ public final class BufferPool {
   /** How many buffers are free now. */
   public synchronized int available() { return freeCount; }
 
+  /** How many buffers are leased now (a closed pool has none to give back). */
+  synchronized int leased() { return closed ? 0 : buffers.length - freeCount; }
+
   /** A free buffer, or null when all are leased (or the pool is closed). */
   public synchronized Buffer tryLease() {
     if (closed || freeCount == 0) return null;

@@ -60,6 +60,9 @@ public final class DeviceActor {
 
   private record IdleTimeout(int made) implements Command {}
 
+  /** Retired: have the connections' buffers a program held all come back? */
+  private record BuffersBack() implements Command {}
+
   private record Reopen(int attempt) implements Command {}
 
   private record ChildStopped(ActorRef<?> child) implements Command {}
@@ -112,6 +115,7 @@ public final class DeviceActor {
     private final RdmaRuntime runtime;
     private final ActorRef<CmActor.Command> cm;
     private ActorRef<PdActor.Command> connectionsPd;
+    private BufferPool connectionsPool;
     private int connectionsMade;
     private int retiredAt = -1; // connectionsMade when the CM actor was asked to forget us
     private final Set<ActorRef<DeviceEvent>> subscribers = new LinkedHashSet<>();
@@ -187,13 +191,19 @@ public final class DeviceActor {
             }
             return Behaviors.same();
           })
-          .onMessage(Retired.class, r -> retiredAt == connectionsMade ? close() : Behaviors.same())
+          .onMessage(Retired.class, r -> retiredAt == connectionsMade
+              ? closeWhenBuffersBack() : Behaviors.same())
+          .onMessage(BuffersBack.class, b -> retiredAt == connectionsMade
+              ? closeWhenBuffersBack() : Behaviors.same())
           .onMessage(GetInfo.class, this::info)
           .onMessage(Raised.class, r -> raised(r.event()))
           .onMessage(Fail.class, f -> fail(f.reason()))
           .onMessage(ChildStopped.class, c -> {
             children.remove(c.child());
-            if (c.child().equals(connectionsPd)) connectionsPd = null;
+            if (c.child().equals(connectionsPd)) {
+              connectionsPd = null;
+              connectionsPool = null;
+            }
             if (c.child().equals(reader)) return fail("its event reader stopped");
             return Behaviors.same();
           })
@@ -206,7 +216,7 @@ public final class DeviceActor {
 
     private Behavior<Command> allocatePd(AllocatePd a) {
       try {
-        a.replyTo().tell(StatusReply.success(newPd()));
+        a.replyTo().tell(StatusReply.success(newPd().actor()));
       } catch (RuntimeException e) {
         a.replyTo().tell(StatusReply.error("allocating a PD on " + source.name() + " failed: "
             + e.getMessage()));
@@ -214,8 +224,10 @@ public final class DeviceActor {
       return Behaviors.same();
     }
 
+    private record Pd(ActorRef<PdActor.Command> actor, BufferPool pool) {}
+
     /** A PD, its buffer pool (registered now, once) and its actor. */
-    private ActorRef<PdActor.Command> newPd() {
+    private Pd newPd() {
       String name = source.name() + "/pd-" + (pds + 1);
       MemoryBudget.Reservation bytes = session.memory().reserve(
           (long) settings.slabSize * settings.slabs, "the buffer pool of " + name,
@@ -233,7 +245,7 @@ public final class DeviceActor {
         ActorRef<PdActor.Command> ref =
             ctx.spawn(PdActor.create(session, pd, pool), "pd-" + (++pds));
         watch(ref);
-        return ref;
+        return new Pd(ref, pool);
       } catch (RuntimeException e) {
         bytes.close(); // once: a pool that failed to register closed it already
         try {
@@ -248,7 +260,11 @@ public final class DeviceActor {
     /** Connections share one PD (and its pool) per device. */
     private Behavior<Command> spawnConnection(SpawnConnection s) {
       try {
-        if (connectionsPd == null) connectionsPd = newPd();
+        if (connectionsPd == null) {
+          Pd made = newPd();
+          connectionsPd = made.actor();
+          connectionsPool = made.pool();
+        }
       } catch (RuntimeException e) {
         s.spec().abandon("no PD on " + source.name() + ": " + e.getMessage(), ctx.getLog());
         return Behaviors.same();
@@ -265,8 +281,18 @@ public final class DeviceActor {
      */
     private Behavior<Command> connectionsIdle(ConnectionsIdle i) {
       if (i.made() != connectionsMade) return Behaviors.same(); // one is on its way
-      if (retiredAt >= 0) return close();
+      if (retiredAt >= 0) return closeWhenBuffersBack();
       timers.startSingleTimer(new IdleTimeout(connectionsMade), settings.cmDeviceIdleTimeout);
+      return Behaviors.same();
+    }
+
+    /**
+     * A buffer a connection handed the program (a receive's, a read's) is the program's until
+     * it releases it, after the connection too: the pool, and so the context, wait for them all.
+     */
+    private Behavior<Command> closeWhenBuffersBack() {
+      if (connectionsPool == null || connectionsPool.leased() == 0) return close();
+      timers.startSingleTimer(new BuffersBack(), settings.cmDeviceIdleTimeout);
       return Behaviors.same();
     }
 
