@@ -451,12 +451,14 @@ final class ConnectionProtocol {
 
   /**
    * The peer's CANCEL: its application stopped reading, having taken {@code taken} of our writes
-   * (modulo 2^24). Anything beyond them was dropped, and so is the element in hand: our writing
-   * fails, and nothing more can reach the peer (an element more fails too).
+   * (modulo 2^24). Data writes beyond them were dropped, and so is the element in hand: our
+   * writing fails, and nothing more can reach the peer (an element more fails too). A RING of
+   * ours still on its way when the peer stopped carried no element: it is no loss.
    */
   private void peerStoppedReading(int taken) {
     peerReading = PeerReading.STOPPED;
-    long dropped = (sender.writes() - taken) & Wire.CREDIT_MASK;
+    // signed: RINGs the peer took after our last data write put it ahead
+    long dropped = Math.max(0, ((sender.writesThroughData() - taken) << 40) >> 40);
     boolean busy = writer.busy();
     if (dropped == 0 && !busy) return;
     writer.abandon();

@@ -35,6 +35,7 @@ final class Sender {
   private int peerFirstSlotSize; // an honest peer's slots are never smaller
   private int credits;
   private long writes; // into every ring of the peer's
+  private long writesThroughData; // writes, as it was after our last data write (not a RING)
   private long ringWrites; // into its current ring: the next goes to slot ringWrites % peerSlots
   private Wire.Ring pendingRing; // the peer's new ring, written to once our RING_ACK is posted
 
@@ -99,9 +100,14 @@ final class Sender {
     return peerTakesBatches;
   }
 
-  /** Data writes posted so far. */
+  /** Writes posted so far, data and RINGs. */
   long writes() {
     return writes;
+  }
+
+  /** {@link #writes} as it was after our last data write: RINGs since carry no element. */
+  long writesThroughData() {
+    return writesThroughData;
   }
 
   /** Send-queue entries not yet retired by a completion. */
@@ -165,6 +171,7 @@ final class Sender {
     post(WrOpcode.RDMA_WRITE_WITH_IMM, address, length, lkey, peerRing + slot * peerSlotSize,
         imm, buffer, inline, signal);
     writes++;
+    if (Wire.kind(imm) != Wire.CONTROL) writesThroughData = writes;
     ringWrites++;
     credits--;
     buffers.wrote(length);
