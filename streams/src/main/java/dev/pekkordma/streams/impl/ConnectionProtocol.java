@@ -158,6 +158,7 @@ final class ConnectionProtocol {
 
   private boolean pulled;
   private boolean demanded;
+  private boolean withDownstream; // an element pushed, and no demand since: not yet taken
   private boolean burstEndDue;
   private boolean ticking; // the resize timer runs
   private String flushReason;
@@ -276,6 +277,7 @@ final class ConnectionProtocol {
   /** Our downstream asks for an element. */
   void demanded() {
     demanded = true;
+    withDownstream = false;
     progress();
   }
 
@@ -477,6 +479,9 @@ final class ConnectionProtocol {
       byte next = arrivals.nextKind();
       if (reading && !demanded && next != Arrivals.FIN && next != Arrivals.SKIP) return;
       if (next == Arrivals.FIN) {
+        // the last element first reaches our downstream's handler (its next demand says so):
+        // the FIN_ACK tells the peer that its every byte was taken
+        if (reading && withDownstream) return;
         arrivals.pop();
         peerWriting = PeerWriting.FIN_TAKEN;
         if (reading) {
@@ -494,6 +499,7 @@ final class ConnectionProtocol {
       }
       if (element != null) {
         demanded = false;
+        withDownstream = true;
         actions.push(element);
       }
     }
