@@ -11,6 +11,7 @@ module dev.pekkordma.core {
   exports dev.pekkordma.cm;
   exports dev.pekkordma.memory;
   exports dev.pekkordma.config;
+  exports dev.pekkordma.annotation;
   exports dev.pekkordma.verbs.spi;
   // the ABI of work requests and completions: for the native provider, not the API
   exports dev.pekkordma.verbs.abi to dev.pekkordma.nativeverbs;

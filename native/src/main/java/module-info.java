@@ -1,8 +1,8 @@
 /**
- * The native provider over libibverbs and librdmacm, found through ServiceLoader. Its package is
- * exported only because jnr-ffi implements {@code Verbs}' library interfaces in a class of its
- * own making, in an unnamed module, which reaches exported types only; its other types are
- * package-private.
+ * The native provider over libibverbs and librdmacm, found through ServiceLoader; it has no API
+ * of its own. The one exported package, {@code ffi}, holds the C libraries' interfaces: jnr-ffi
+ * implements them in a class of its own making, in an unnamed module, which reaches exported
+ * types only.
  */
 module dev.pekkordma.nativeverbs {
   requires dev.pekkordma.core;
@@ -10,7 +10,7 @@ module dev.pekkordma.nativeverbs {
   requires org.jnrproject.ffi;
   requires org.jnrproject.jffi;
 
-  exports dev.pekkordma.nativeverbs;
+  exports dev.pekkordma.nativeverbs.ffi;
 
   provides dev.pekkordma.verbs.RdmaProviderFactory
       with dev.pekkordma.nativeverbs.NativeProviderFactory;

@@ -1,4 +1,8 @@
-/** One runtime per actor system: the provider, the CM dispatcher, completion hubs, pollers. */
+/**
+ * One runtime per actor system: the provider, the CM dispatcher, completion hubs, pollers. Its
+ * API is {@code dev.pekkordma.runtime}; the machinery under it ({@code .internal}) is exported
+ * only to the facades built on it.
+ */
 module dev.pekkordma.runtime {
   requires transitive dev.pekkordma.core;
   requires transitive pekko.actor.typed;
@@ -9,5 +13,6 @@ module dev.pekkordma.runtime {
   requires jdk.jfr;
 
   exports dev.pekkordma.runtime;
-  exports dev.pekkordma.runtime.datagram;
+  exports dev.pekkordma.runtime.internal to dev.pekkordma.actors, dev.pekkordma.streams;
+  exports dev.pekkordma.runtime.internal.datagram to dev.pekkordma.actors, dev.pekkordma.streams;
 }

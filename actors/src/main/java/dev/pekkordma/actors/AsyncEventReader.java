@@ -1,7 +1,7 @@
 package dev.pekkordma.actors;
 
 import dev.pekkordma.actors.DeviceSession.CqEntry;
-import dev.pekkordma.runtime.Agent;
+import dev.pekkordma.runtime.internal.Agent;
 import dev.pekkordma.verbs.AsyncEvent;
 import java.time.Duration;
 import org.apache.pekko.actor.typed.ActorRef;

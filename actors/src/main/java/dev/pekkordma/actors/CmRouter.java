@@ -4,7 +4,7 @@ import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
 import dev.pekkordma.cm.RdmaPortSpace;
-import dev.pekkordma.runtime.CmDispatcher;
+import dev.pekkordma.runtime.internal.CmDispatcher;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;

@@ -1,8 +1,8 @@
 package dev.pekkordma.actors;
 
 import dev.pekkordma.runtime.MemoryBudget;
-import dev.pekkordma.runtime.AgentRunner;
 import dev.pekkordma.runtime.RdmaRuntime;
+import dev.pekkordma.runtime.internal.AgentRunner;
 import dev.pekkordma.verbs.AsyncEvent;
 import dev.pekkordma.verbs.AsyncEventType;
 import dev.pekkordma.verbs.DeviceAttributes;

@@ -1,9 +1,9 @@
 package dev.pekkordma.actors;
 
-import dev.pekkordma.runtime.CompletionHandler;
-import dev.pekkordma.runtime.CompletionHub;
 import dev.pekkordma.runtime.MemoryBudget;
 import dev.pekkordma.runtime.RdmaRuntime;
+import dev.pekkordma.runtime.internal.CompletionHandler;
+import dev.pekkordma.runtime.internal.CompletionHub;
 import dev.pekkordma.verbs.CompletionQueue;
 import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.WorkCompletions;

@@ -6,10 +6,10 @@ import static org.junit.jupiter.api.Assertions.*;
 import dev.pekkordma.actors.DeviceActor.*;
 import dev.pekkordma.verbs.AsyncEventType;
 import dev.pekkordma.verbs.DeviceContext;
-import dev.pekkordma.verbs.FaultInjection;
 import dev.pekkordma.verbs.PortState;
 import dev.pekkordma.verbs.QpAttributes;
 import dev.pekkordma.verbs.RdmaProvider;
+import dev.pekkordma.verbs.spi.FaultInjection;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
 import org.apache.pekko.actor.testkit.typed.javadsl.TestProbe;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -75,7 +75,7 @@ class DeviceActorTest {
       assertEquals(counts(1, 1, 1, 1, 1, 0), provider.liveResources());
 
       try (DeviceContext other = provider.open("dies")) {
-        provider.faults().orElseThrow().deviceFatal(other);
+        FaultInjection.of(provider).orElseThrow().deviceFatal(other);
         assertEquals(new DeviceFailed("dies", "DEVICE_FATAL"),
             subscriber.expectMessageClass(DeviceFailed.class, WAIT));
         TestProbe<Object> watcher = own.createTestProbe();
@@ -97,7 +97,7 @@ class DeviceActorTest {
 
       // the device comes back: the next attempt reopens it and it serves again
       try (DeviceContext probe = provider.open("dies")) {
-        provider.faults().orElseThrow().restoreDevice(probe);
+        FaultInjection.of(provider).orElseThrow().restoreDevice(probe);
       }
       DeviceEvent e;
       do {

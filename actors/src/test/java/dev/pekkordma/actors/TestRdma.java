@@ -10,13 +10,13 @@ import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import dev.pekkordma.verbs.AddressVector;
 import dev.pekkordma.verbs.DeviceContext;
-import dev.pekkordma.verbs.FaultInjection;
 import dev.pekkordma.verbs.Gid;
 import dev.pekkordma.verbs.Mtu;
 import dev.pekkordma.verbs.QpAttributes;
 import dev.pekkordma.verbs.RdmaProvider;
 import dev.pekkordma.verbs.RdmaProvider.Feature;
 import dev.pekkordma.verbs.ResourceCounts;
+import dev.pekkordma.verbs.spi.FaultInjection;
 import java.time.Duration;
 import java.util.Optional;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
@@ -95,7 +95,7 @@ public final class TestRdma {
   }
 
   static FaultInjection faults(RdmaProvider provider) {
-    Optional<FaultInjection> faults = provider.faults();
+    Optional<FaultInjection> faults = FaultInjection.of(provider);
     Assumptions.assumeTrue(faults.isPresent(), () -> skip("it injects faults, which provider '"
         + provider.name() + "' cannot"));
     return faults.get();

@@ -2,6 +2,7 @@ package dev.pekkordma.cluster;
 
 import static dev.pekkordma.config.ConfigChecks.atLeast;
 import static dev.pekkordma.config.ConfigChecks.backoff;
+import static dev.pekkordma.config.ConfigChecks.port;
 import static dev.pekkordma.config.ConfigChecks.positive;
 
 import com.typesafe.config.Config;
@@ -87,13 +88,4 @@ public final class ClusterSettings {
     long ms = d.toMillis();
     return ms % 1000 == 0 ? ms / 1000 + "s" : ms + "ms";
   }
-
-  private static int port(Config c, String path) {
-    int v = c.getInt(path);
-    if (v < 0 || v > 65535) {
-      throw new ConfigException.BadValue(path, "must be in [0, 65535], was " + v);
-    }
-    return v;
-  }
-
 }

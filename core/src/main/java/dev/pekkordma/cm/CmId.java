@@ -38,6 +38,11 @@ public interface CmId extends AutoCloseable {
 
   InetSocketAddress localAddress();
 
+  /**
+   * The peer's address once resolved (or, for a request's id, the requester's); after a bind and
+   * before that, the unspecified address of the bound family with port 0 ({@code 0.0.0.0:0}), as
+   * the kernel's {@code rdma_bind_addr} leaves it; null before either.
+   */
   InetSocketAddress remoteAddress();
 
   /**

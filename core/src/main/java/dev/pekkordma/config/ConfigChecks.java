@@ -24,6 +24,15 @@ public final class ConfigChecks {
     return d;
   }
 
+  /** A TCP or UDP port number, 0 (any) to 65535. */
+  public static int port(Config c, String path) {
+    int v = c.getInt(path);
+    if (v < 0 || v > 65535) {
+      throw new ConfigException.BadValue(path, "must be in [0, 65535], was " + v);
+    }
+    return v;
+  }
+
   public static int atLeast(Config c, String path, int min) {
     int v = c.getInt(path);
     if (v < min) throw new ConfigException.BadValue(path, "must be at least " + min + ", was " + v);

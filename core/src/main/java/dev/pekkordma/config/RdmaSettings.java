@@ -1,6 +1,7 @@
 package dev.pekkordma.config;
 
 import static dev.pekkordma.config.ConfigChecks.atLeast;
+import static dev.pekkordma.config.ConfigChecks.port;
 import static dev.pekkordma.config.ConfigChecks.positive;
 
 import com.typesafe.config.Config;
@@ -145,14 +146,6 @@ public final class RdmaSettings {
             "must be in [mtu, 2^31], was " + maxMsgSize);
       }
       tls = new TlsSettings(c);
-    }
-
-    private static int port(Config c, String path) {
-      int p = c.getInt(path);
-      if (p < 0 || p > 65535) {
-        throw new ConfigException.BadValue(path, "must be in [0, 65535], was " + p);
-      }
-      return p;
     }
 
     private static int limit(Config c, String key) {

@@ -1,5 +1,6 @@
 package dev.pekkordma.soft;
 
+import dev.pekkordma.cm.SocketAddresses;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -370,7 +371,7 @@ final class FabricGate {
   private static String describe(SocketChannel c) {
     try {
       InetSocketAddress a = (InetSocketAddress) c.getRemoteAddress();
-      return a.getAddress().getHostAddress() + ":" + a.getPort();
+      return SocketAddresses.format(a);
     } catch (IOException | RuntimeException e) {
       return "an unconnected peer";
     }

@@ -1,6 +1,7 @@
 package dev.pekkordma.soft;
 
 import dev.pekkordma.verbs.abi.RequestLayout;
+import dev.pekkordma.verbs.spi.Checks;
 import static dev.pekkordma.soft.SoftPeer.Response.ACK;
 import static dev.pekkordma.soft.SoftPeer.Response.NAK_INVALID_REQUEST;
 import static dev.pekkordma.soft.SoftPeer.Response.NAK_REMOTE_ACCESS;
@@ -102,15 +103,11 @@ final class Requester {
           + numSge + " SGEs; the QP takes at most " + qp.caps.maxSendSge() + " (max_send_sge)");
     }
     if (qp.type == QpType.UD && op.isSend()) {
-      long srcSges = NativeMemory.getLong(from + RequestLayout.OFF_SG_LIST);
-      long total = 0;
-      for (int k = 0; k < numSge; k++) {
-        total += Integer.toUnsignedLong(NativeMemory.getInt(srcSges + k * 16L + 8));
-      }
-      if (total > qp.device.settings.mtu) {
-        throw new RdmaException("ibv_post_send", RdmaException.EINVAL, which(i, from)
-            + ": a datagram of " + total + " bytes exceeds the port's MTU of "
-            + qp.device.settings.mtu + " bytes (a UD message is one packet)");
+      String over = Checks.overMtu(RequestLayout.gatheredLength(
+          NativeMemory.getLong(from + RequestLayout.OFF_SG_LIST), numSge), qp.device.settings.mtu);
+      if (over != null) {
+        throw new RdmaException("ibv_post_send", RdmaException.EINVAL, which(i, from) + ": "
+            + over + " (a UD message is one packet)");
       }
     }
     if (tail - head >= capacity) {
@@ -124,10 +121,7 @@ final class Requester {
     NativeMemory.putInt(slot + OFF_DONE_STATUS, 0);
     if ((flags & SendRequests.INLINE) != 0 && !op.isAtomic() && op != WrOpcode.RDMA_READ) {
       long srcSges = NativeMemory.getLong(from + RequestLayout.OFF_SG_LIST);
-      long total = 0;
-      for (int k = 0; k < numSge; k++) {
-        total += Integer.toUnsignedLong(NativeMemory.getInt(srcSges + k * 16L + 8));
-      }
+      long total = RequestLayout.gatheredLength(srcSges, numSge);
       if (total > qp.caps.maxInlineData()) {
         throw new RdmaException("ibv_post_send", RdmaException.EINVAL, which(i, from) + " has "
             + total + " bytes inline; the QP allows " + qp.caps.maxInlineData()
@@ -136,8 +130,8 @@ final class Requester {
       long inline = sges + (long) qp.caps.maxSendSge() * RequestLayout.SGE_SIZE;
       long at = inline;
       for (int k = 0; k < numSge; k++) {
-        int len = NativeMemory.getInt(srcSges + k * 16L + 8);
-        NativeMemory.copy(NativeMemory.getLong(srcSges + k * 16L), at, len);
+        long len = RequestLayout.sgeLength(srcSges, k);
+        NativeMemory.copy(RequestLayout.sgeAddress(srcSges, k), at, len);
         at += len;
       }
       NativeMemory.putLong(sges, inline);
@@ -356,9 +350,9 @@ final class Requester {
     int n = NativeMemory.getInt(wr + RequestLayout.OFF_NUM_SGE);
     long sges = NativeMemory.getLong(wr + RequestLayout.OFF_SG_LIST);
     for (int k = 0; k < n; k++) {
-      long addr = NativeMemory.getLong(sges + k * 16L);
-      long len = Integer.toUnsignedLong(NativeMemory.getInt(sges + k * 16L + 8));
-      int lkey = NativeMemory.getInt(sges + k * 16L + 12);
+      long addr = RequestLayout.sgeAddress(sges, k);
+      long len = RequestLayout.sgeLength(sges, k);
+      int lkey = RequestLayout.sgeLkey(sges, k);
       if (len > qp.device.settings.maxMsgSize) return WcStatus.LOC_LEN_ERR.code;
       if (inline) {
         into.add(addr, len); // copied into the slot at posting: the provider's memory
@@ -491,7 +485,7 @@ final class Requester {
       long wr = slot(index);
       op = WrOpcode.of(NativeMemory.getInt(wr + RequestLayout.OFF_OPCODE));
       if (readData != null) { // from another process: it carries what was asked, no more
-        long expected = r.code == ACK && op == WrOpcode.RDMA_READ ? requestLength(wr) : 0;
+        long expected = r.code == ACK && op == WrOpcode.RDMA_READ ? RequestLayout.requestLength(wr) : 0;
         if (readData.length() != expected) {
           throw new FabricWire.Violation("it answered " + op + " (PSN " + r.psn + ") of QP "
               + qp.qpn + " with " + readData.length() + " bytes, where "
@@ -541,7 +535,7 @@ final class Requester {
     }
     synchronized (qp) {
       if (qp.fence.generation() != generation || outstanding(r.psn) != index) return;
-      if (op != WrOpcode.RDMA_READ && !op.isAtomic()) len = (int) requestLength(slot(index));
+      if (op != WrOpcode.RDMA_READ && !op.isAtomic()) len = (int) RequestLayout.requestLength(slot(index));
       if (status == WcStatus.SUCCESS) timers.progress();
       markDone(index, status, status == WcStatus.SUCCESS ? len : 0);
       drain();
@@ -573,14 +567,6 @@ final class Requester {
     }
     long index = head + ((psn - headPsn()) & 0xffffff);
     return index < sent ? index : -1;
-  }
-
-  private static long requestLength(long wr) {
-    int n = NativeMemory.getInt(wr + RequestLayout.OFF_NUM_SGE);
-    long sges = NativeMemory.getLong(wr + RequestLayout.OFF_SG_LIST);
-    long len = 0;
-    for (int k = 0; k < n; k++) len += Integer.toUnsignedLong(NativeMemory.getInt(sges + k * 16L + 8));
-    return len;
   }
 
   private void settleNak(SoftPeer.Response r, WrOpcode op) {

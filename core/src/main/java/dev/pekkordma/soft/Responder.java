@@ -21,6 +21,7 @@ import dev.pekkordma.verbs.WcOpcode;
 import dev.pekkordma.verbs.WcStatus;
 import dev.pekkordma.verbs.WorkCompletions;
 import dev.pekkordma.verbs.WrOpcode;
+import dev.pekkordma.verbs.abi.RequestLayout;
 
 /**
  * A QP's responder and receive queue: executes its peer's requests against the PD's memory.
@@ -367,9 +368,9 @@ final class Responder {
       target.clear();
       boolean protOk = true;
       for (int k = 0; k < n; k++) {
-        long addr = NativeMemory.getLong(sges + k * 16L);
-        long l = Integer.toUnsignedLong(NativeMemory.getInt(sges + k * 16L + 8));
-        int lkey = NativeMemory.getInt(sges + k * 16L + 12);
+        long addr = RequestLayout.sgeAddress(sges, k);
+        long l = RequestLayout.sgeLength(sges, k);
+        int lkey = RequestLayout.sgeLkey(sges, k);
         if (!qp.grantLocal(lkey, addr, l, true, target)) {
           protOk = false;
           break;

@@ -1,16 +1,17 @@
 package dev.pekkordma.soft;
 
 import dev.pekkordma.cm.CmEventChannel;
+import dev.pekkordma.soft.cm.CmResources;
+import dev.pekkordma.soft.cm.SoftCmEventChannel;
+import dev.pekkordma.soft.cm.SoftCmSupport;
 import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.Gid;
 import dev.pekkordma.verbs.RdmaException;
-import dev.pekkordma.soft.cm.CmResources;
-import dev.pekkordma.soft.cm.SoftCmEventChannel;
-import java.util.ArrayList;
-import java.util.List;
 import java.net.InetAddress;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 /** The provider's side of the software connection manager: shared contexts and bookkeeping. */

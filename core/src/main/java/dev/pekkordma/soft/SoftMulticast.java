@@ -4,7 +4,6 @@ import dev.pekkordma.memory.OffHeapBuffer;
 import dev.pekkordma.verbs.Gid;
 import java.io.IOException;
 import java.net.DatagramPacket;
-import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.MulticastSocket;
@@ -61,15 +60,6 @@ final class SoftMulticast implements SoftPeer {
 
   static boolean isMulticast(Gid g) {
     return MulticastWire.isMulticastGid(g.toBytes(), 0);
-  }
-
-  /** RoCEv2's GID of an IPv4 group, as the kernel's CM makes it: ::ffff:a.b.c.d. */
-  static Gid mgidOf(Inet4Address group) {
-    byte[] g = new byte[16];
-    g[10] = (byte) 0xff;
-    g[11] = (byte) 0xff;
-    System.arraycopy(group.getAddress(), 0, g, 12, 4);
-    return Gid.of(g);
   }
 
   /** The IPv4 group a GID maps (RoCEv2's or RoCEv1's form), or null. */

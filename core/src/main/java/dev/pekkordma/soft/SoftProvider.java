@@ -1,21 +1,21 @@
 package dev.pekkordma.soft;
 
+import dev.pekkordma.annotation.InternalApi;
 import dev.pekkordma.cm.CmEventChannel;
 import dev.pekkordma.config.RdmaSettings;
 import dev.pekkordma.config.RdmaSettings.SoftSettings;
 import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.PortCounters;
-import dev.pekkordma.verbs.FaultInjection;
 import dev.pekkordma.verbs.QueuePair;
 import dev.pekkordma.verbs.RdmaDevice;
 import dev.pekkordma.verbs.RdmaException;
 import dev.pekkordma.verbs.RdmaProvider;
-import dev.pekkordma.verbs.ResourceCounters;
 import dev.pekkordma.verbs.ResourceCounts;
+import dev.pekkordma.verbs.spi.FaultInjection;
+import dev.pekkordma.verbs.spi.ResourceCounters;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
-import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -24,6 +24,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * The embedded software RDMA provider: verbs semantics with no hardware, devices of one JVM
  * talking in memory and devices of different processes over TCP.
  */
+@InternalApi
 public final class SoftProvider implements RdmaProvider, FaultInjection {
   final ResourceCounters counters = new ResourceCounters();
   private final SoftSettings settings;
@@ -134,11 +135,6 @@ public final class SoftProvider implements RdmaProvider, FaultInjection {
   @Override
   public ResourceCounts liveResources() {
     return counters.snapshot();
-  }
-
-  @Override
-  public Optional<FaultInjection> faults() {
-    return Optional.of(this);
   }
 
   @Override

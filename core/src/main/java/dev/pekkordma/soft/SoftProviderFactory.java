@@ -2,11 +2,13 @@ package dev.pekkordma.soft;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
+import dev.pekkordma.annotation.InternalApi;
 import dev.pekkordma.config.RdmaSettings;
 import dev.pekkordma.verbs.RdmaProvider;
 import dev.pekkordma.verbs.RdmaProviderFactory;
 
 /** Registers the software provider with {@link dev.pekkordma.verbs.RdmaProviders}. */
+@InternalApi
 public final class SoftProviderFactory implements RdmaProviderFactory {
   @Override
   public String name() {

@@ -1,5 +1,6 @@
 package dev.pekkordma.verbs;
 
+import java.net.Inet4Address;
 import java.net.Inet6Address;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
@@ -22,18 +23,23 @@ public final class Gid {
     return new Gid(raw.clone());
   }
 
+  /**
+   * The GID of an IPv4 address as RoCEv2 and the kernel's CM make it, IPv4-mapped:
+   * {@code ::ffff:a.b.c.d} (a multicast group's MGID too).
+   */
+  public static Gid ipv4Mapped(Inet4Address a) {
+    byte[] mapped = new byte[16];
+    mapped[10] = (byte) 0xff;
+    mapped[11] = (byte) 0xff;
+    System.arraycopy(a.getAddress(), 0, mapped, 12, 4);
+    return new Gid(mapped);
+  }
+
+  /** A GID written as an IPv6 address, or an IPv4 one (taken {@link #ipv4Mapped}). */
   public static Gid parse(String text) {
     try {
       InetAddress a = InetAddress.getByName(text);
-      byte[] b = a.getAddress();
-      if (b.length == 4) {
-        byte[] mapped = new byte[16];
-        mapped[10] = (byte) 0xff;
-        mapped[11] = (byte) 0xff;
-        System.arraycopy(b, 0, mapped, 12, 4);
-        b = mapped;
-      }
-      return new Gid(b);
+      return a instanceof Inet4Address v4 ? ipv4Mapped(v4) : new Gid(a.getAddress());
     } catch (UnknownHostException e) {
       throw new IllegalArgumentException("not a GID: '" + text + "'", e);
     }

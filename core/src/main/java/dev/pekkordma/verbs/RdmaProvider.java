@@ -2,7 +2,6 @@ package dev.pekkordma.verbs;
 
 import dev.pekkordma.cm.CmEventChannel;
 import java.util.List;
-import java.util.Optional;
 
 /**
  * One implementation of the verbs: the embedded software provider or the native one. Obtain it
@@ -41,11 +40,6 @@ public interface RdmaProvider extends AutoCloseable {
 
   /** Live resources opened through this provider. */
   ResourceCounts liveResources();
-
-  /** Fault injection, where the provider has it (the software provider does). */
-  default Optional<FaultInjection> faults() {
-    return Optional.empty();
-  }
 
   @Override
   void close();

@@ -12,15 +12,14 @@ import dev.pekkordma.verbs.AsyncEvent;
 import dev.pekkordma.verbs.AsyncEventType;
 import dev.pekkordma.verbs.CompletionQueue;
 import dev.pekkordma.verbs.DeviceContext;
-import dev.pekkordma.verbs.FaultInjection;
 import dev.pekkordma.verbs.PortState;
 import dev.pekkordma.verbs.ProtectionDomain;
 import dev.pekkordma.verbs.QpAttributes;
 import dev.pekkordma.verbs.QpInitAttributes;
 import dev.pekkordma.verbs.QpState;
-import dev.pekkordma.verbs.RdmaException;
 import dev.pekkordma.verbs.QpType;
 import dev.pekkordma.verbs.QueuePair;
+import dev.pekkordma.verbs.RdmaException;
 import dev.pekkordma.verbs.RdmaProvider;
 import dev.pekkordma.verbs.RdmaProvider.Feature;
 import dev.pekkordma.verbs.RecvRequests;
@@ -29,6 +28,7 @@ import dev.pekkordma.verbs.SharedReceiveQueue;
 import dev.pekkordma.verbs.SrqAttributes;
 import dev.pekkordma.verbs.WcOpcode;
 import dev.pekkordma.verbs.WcStatus;
+import dev.pekkordma.verbs.spi.FaultInjection;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -215,7 +215,7 @@ class AsyncEventConformanceTest extends ConformanceTest {
     RdmaProvider own = ConformanceProvider.loadProvider(ConfigFactory.parseString(
         "pekko-rdma.soft.devices = [\"conformance-fatal0\"]"));
     try {
-      FaultInjection faults = own.faults().orElseThrow();
+      FaultInjection faults = FaultInjection.of(own).orElseThrow();
       DeviceContext ctx = own.open(own.devices().get(0));
       try {
         ProtectionDomain pd = ctx.allocPd();

@@ -365,6 +365,79 @@ class CmDatagramConformanceTest extends ConformanceTest {
   }
 
   @Test
+  void sidrToAPortBoundButNotListenedOnIsAnsweredUnsupportedAtOnce() {
+    try (Sidr s = new Sidr(false)) { // the listener's id is bound and does not listen
+      resolve(s.clientCh, s.client.id, s.address);
+      s.client.createQp();
+      s.client.id.connect(ConnectionParameters.withPrivateData(ascii("anyone?")));
+      // the id on the port answers (the kernel's CM: IB_SIDR_UNSUPPORTED within milliseconds),
+      // well before the requester's own timeout would end it with -ETIMEDOUT
+      CmEvent e = awaitCm(s.clientCh, CmEventType.UNREACHABLE, s.client.id,
+          "client sending a SIDR request to " + s.address + ", bound but not listened on",
+          Duration.ofSeconds(2));
+      assertEquals(CmEvent.SIDR_UNSUPPORTED, e.status(), "SIDR status of " + e);
+      CmEvent late = s.serverCh.awaitEvent(ConformanceProvider.QUIET);
+      assertTrue(late == null, "an event for the id that does not listen: " + late);
+    }
+  }
+
+  @Test
+  void sidrPrivateDataArrivesPaddedToTheWholeMessage() {
+    try (Sidr s = new Sidr(true)) {
+      byte[] hello = ascii("short hello");
+      CmEvent req = s.request(hello);
+      assertEquals(180, req.privateData().length, "CONNECT_REQUEST's private data length");
+      assertEquals(180, req.ud().privateData().length, "CONNECT_REQUEST's ud private data length");
+      assertZerosAfter(hello.length, req.privateData(), "CONNECT_REQUEST's private data");
+      s.server.createQp();
+      byte[] welcome = ascii("short welcome");
+      s.server.id.accept(ConnectionParameters.withPrivateData(welcome));
+      CmEvent est = awaitCm(s.clientCh, CmEventType.ESTABLISHED, s.client.id, "client", T);
+      assertEquals(136, est.privateData().length, "ESTABLISHED's private data length");
+      assertEquals(136, est.ud().privateData().length, "ESTABLISHED's ud private data length");
+      assertStartsWith(welcome, est.privateData(), "ESTABLISHED's private data");
+      assertZerosAfter(welcome.length, est.privateData(), "ESTABLISHED's private data");
+    }
+  }
+
+  @Test
+  void sidrRejectPrivateDataArrivesPaddedToTheWholeMessage() {
+    try (Sidr s = new Sidr(true)) {
+      s.request(ascii("may I"));
+      byte[] no = ascii("no");
+      s.server.id.reject(no);
+      CmEvent e = awaitCm(s.clientCh, CmEventType.UNREACHABLE, s.client.id, "client", T);
+      assertEquals(136, e.privateData().length, "the reject's private data length");
+      assertStartsWith(no, e.privateData(), "the reject's private data");
+      assertZerosAfter(no.length, e.privateData(), "the reject's private data");
+    }
+  }
+
+  private static void assertZerosAfter(int from, byte[] data, String what) {
+    for (int i = from; i < data.length; i++) {
+      assertEquals(0, data[i], what + ": byte " + i + " after the " + from + " sent");
+    }
+  }
+
+  @Test
+  void aBoundIdsRemoteAddressIsTheUnspecifiedAddressUntilResolved() {
+    CmEventChannel ch = fx.provider.createCmEventChannel();
+    CmId udp = ch.createId("udp", RdmaPortSpace.UDP);
+    CmId tcp = ch.createId("tcp");
+    try {
+      udp.bind(new InetSocketAddress(cmAddress(), 0));
+      tcp.bind(new InetSocketAddress(cmAddress(), 0));
+      // the kernel's rdma_bind_addr gives the destination the bound address's family
+      InetSocketAddress unspecified = new InetSocketAddress(
+          cmAddress() instanceof java.net.Inet6Address ? "::" : "0.0.0.0", 0);
+      assertEquals(unspecified, udp.remoteAddress(), "remoteAddress() of a bound datagram id");
+      assertEquals(unspecified, tcp.remoteAddress(), "remoteAddress() of a bound id");
+    } finally {
+      closeAll(udp, tcp, ch);
+    }
+  }
+
+  @Test
   void oversizedSidrPrivateDataIsRefused() {
     try (Sidr s = new Sidr(true)) {
       resolve(s.clientCh, s.client.id, s.address);
@@ -486,6 +559,34 @@ class CmDatagramConformanceTest extends ConformanceTest {
       a.leave(group);
     } finally {
       closeAll(a, b, c, ch);
+    }
+  }
+
+  /** mckey's order: bind, resolve the group as the destination (port 0), then join. */
+  @Test
+  void aBoundIdResolvesAGroupAndJoinsIt() {
+    InetSocketAddress group = newGroup();
+    CmEventChannel ch = fx.provider.createCmEventChannel();
+    Dgram sender = new Dgram(ch.createId("mckey-sender", RdmaPortSpace.UDP));
+    Dgram member = null;
+    try {
+      InetSocketAddress source = new InetSocketAddress(cmAddress(), 0);
+      sender.id.bind(source);
+      sender.id.resolveAddress(sender.id.localAddress(), group, Duration.ofSeconds(2));
+      awaitCm(ch, CmEventType.ADDR_RESOLVED, sender.id, "resolving group " + group, T);
+      assertEquals(group, sender.id.remoteAddress(), "remoteAddress() after resolving a group");
+      sender.createQp();
+      UdParameters ud = join(ch, sender, group);
+      member = member(ch, "mckey-member");
+      join(ch, member, group);
+      member.recv(1, 0);
+      byte[] hello = Region.pattern(48, 74);
+      sender.region.put(8192, hello);
+      sender.sendTo(sender.ah(ud.addressVector()), ud.qpNum(), ud.qkey(), 5, 8192, 48);
+      Completions.awaitSuccess(sender.cq, "sender's CQ", 5, WcOpcode.SEND);
+      member.expect(1, 0, hello, sender.qp().qpNum(), "the member");
+    } finally {
+      closeAll(member, sender, ch);
     }
   }
 

@@ -9,13 +9,13 @@ import static org.junit.jupiter.api.Assertions.fail;
 import dev.pekkordma.verbs.AsyncEvent;
 import dev.pekkordma.verbs.AsyncEventType;
 import dev.pekkordma.verbs.DeviceContext;
-import dev.pekkordma.verbs.FaultInjection;
 import dev.pekkordma.verbs.QueuePair;
 import dev.pekkordma.verbs.RdmaException;
 import dev.pekkordma.verbs.RdmaProvider.Feature;
 import dev.pekkordma.verbs.RecvRequests;
 import dev.pekkordma.verbs.SendRequests;
 import dev.pekkordma.verbs.WrOpcode;
+import dev.pekkordma.verbs.spi.FaultInjection;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -24,8 +24,8 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.extension.ExtendWith;
-import org.junit.jupiter.api.parallel.ResourceLock;
 import org.junit.jupiter.api.function.Executable;
+import org.junit.jupiter.api.parallel.ResourceLock;
 
 /** What every conformance class shares: the provider, the leak check, and small verbs helpers. */
 @ExtendWith(ConformanceExtension.class)
@@ -59,10 +59,10 @@ public abstract class ConformanceTest {
   }
 
   protected FaultInjection requireFaults() {
-    skipUnless(fx.provider.faults().isPresent(),
+    skipUnless(FaultInjection.of(fx.provider).isPresent(),
         "has no fault injection (faults() is empty), so injected port/device/QP events can't be"
             + " provoked");
-    return fx.provider.faults().get();
+    return FaultInjection.of(fx.provider).get();
   }
 
   // ---- posting one request

@@ -9,7 +9,7 @@ package dev.pekkordma.nativeverbs;
  * <p>Naming: {@code STRUCT_FIELD} for offsets, {@code STRUCT_SIZE} for sizes, with the struct's
  * name shortened (ibv_ dropped).
  */
-public final class Layout {
+final class Layout {
   private Layout() {}
 
   public static final int POINTER_SIZE = 8;

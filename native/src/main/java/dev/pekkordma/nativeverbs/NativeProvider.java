@@ -1,7 +1,6 @@
 package dev.pekkordma.nativeverbs;
 
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
+import dev.pekkordma.annotation.InternalApi;
 import dev.pekkordma.cm.CmEventChannel;
 import dev.pekkordma.memory.NativeMemory;
 import dev.pekkordma.verbs.DeviceContext;
@@ -9,8 +8,8 @@ import dev.pekkordma.verbs.PortCounters;
 import dev.pekkordma.verbs.RdmaDevice;
 import dev.pekkordma.verbs.RdmaException;
 import dev.pekkordma.verbs.RdmaProvider;
-import dev.pekkordma.verbs.ResourceCounters;
 import dev.pekkordma.verbs.ResourceCounts;
+import dev.pekkordma.verbs.spi.ResourceCounters;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -22,8 +21,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /** The verbs on libibverbs: real RDMA devices, hardware or Soft-RoCE. */
+@InternalApi
 public final class NativeProvider implements RdmaProvider {
   private static final Logger log = LoggerFactory.getLogger(NativeProvider.class);
   private final SysfsCounters sysfs = SysfsCounters.fromSystemProperty();

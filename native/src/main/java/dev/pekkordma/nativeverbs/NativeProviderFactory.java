@@ -1,10 +1,12 @@
 package dev.pekkordma.nativeverbs;
 
 import com.typesafe.config.Config;
+import dev.pekkordma.annotation.InternalApi;
 import dev.pekkordma.verbs.RdmaProvider;
 import dev.pekkordma.verbs.RdmaProviderFactory;
 
 /** Registers the native provider with {@link java.util.ServiceLoader} (see META-INF/services). */
+@InternalApi
 public final class NativeProviderFactory implements RdmaProviderFactory {
   private static final String MAP_RESERVE = "native.map-reserve";
 

@@ -19,6 +19,7 @@ import dev.pekkordma.verbs.RdmaException;
 import dev.pekkordma.verbs.RecvRequests;
 import dev.pekkordma.verbs.SendRequests;
 import dev.pekkordma.verbs.WrOpcode;
+import dev.pekkordma.verbs.spi.Checks;
 import java.util.function.IntToLongFunction;
 
 /**
@@ -300,13 +301,12 @@ final class NativeQp extends NativeResource implements QueuePair {
       String which = describe() + ": request " + refused + " of " + n + " (wr_id "
           + requests.wrId(refused) + ", " + requests.opcode(refused) + ")";
       String rest = "; it and the " + (n - refused - 1) + " after it were not posted";
-      long length = datagramLength(requests.requestAddress(refused));
-      int mtu = datagramMtu;
-      if (type.allows(requests.opcode(refused)) && mtu > 0 && length > mtu) {
-        throw new RdmaException("ibv_post_send", RdmaException.EINVAL, which + " is a datagram"
-            + " of " + length + " bytes, over the path MTU of " + mtu + " bytes (its port's"
-            + " active MTU): a UD message is one packet, and a device drops a longer one"
-            + " without an error" + rest);
+      String over = Checks.overMtu(RequestLayout.requestLength(requests.requestAddress(refused)),
+          datagramMtu);
+      if (type.allows(requests.opcode(refused)) && over != null) {
+        throw new RdmaException("ibv_post_send", RdmaException.EINVAL, which + ": " + over
+            + " (its port's active MTU): a UD message is one packet, and a device drops a longer"
+            + " one without an error" + rest);
       }
       throw new RdmaException("ibv_post_send", RdmaException.EINVAL, which
           + " is not allowed on a " + type + " QP" + rest);
@@ -327,20 +327,9 @@ final class NativeQp extends NativeResource implements QueuePair {
       if (op >= 0 && op <= WrOpcode.SEND_WITH_INV.code && !type.allows(WrOpcode.of(op))) {
         return i;
       }
-      if (mtu > 0 && datagramLength(wr) > mtu) return i;
+      if (Checks.overMtu(RequestLayout.requestLength(wr), mtu) != null) return i;
     }
     return -1;
-  }
-
-  /** The bytes a send request gathers: its SGEs' lengths. */
-  private static long datagramLength(long wr) {
-    long sgl = NativeMemory.getLong(wr + RequestLayout.OFF_SG_LIST);
-    int sges = NativeMemory.getInt(wr + RequestLayout.OFF_NUM_SGE);
-    long total = 0;
-    for (int s = 0; s < sges && sgl != 0; s++) {
-      total += NativeMemory.getInt(sgl + (long) s * RequestLayout.SGE_SIZE + 8) & 0xffffffffL;
-    }
-    return total;
   }
 
   private static int badIndex(long head, long badSlot, int wrSize, int n) {

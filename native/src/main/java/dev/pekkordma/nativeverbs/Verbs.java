@@ -6,11 +6,13 @@ import com.kenai.jffi.Invoker;
 import com.kenai.jffi.LastError;
 import com.kenai.jffi.Type;
 import dev.pekkordma.memory.NativeMemory;
+import dev.pekkordma.nativeverbs.ffi.LibC;
+import dev.pekkordma.nativeverbs.ffi.LibIbverbs;
+import dev.pekkordma.nativeverbs.ffi.LibRdmacm;
 import dev.pekkordma.verbs.RdmaException;
 import java.time.Duration;
 import jnr.ffi.LibraryLoader;
 import jnr.ffi.Runtime;
-import jnr.ffi.annotations.SaveError;
 
 /**
  * Every native call of the native provider passes through here: libibverbs.so.1 and
@@ -23,85 +25,8 @@ import jnr.ffi.annotations.SaveError;
  * errno's text, except the data-path ones ({@link #pollCq}, {@link #post} ...) which return
  * the provider's status for the caller to report without allocating on success.
  */
-public final class Verbs {
+final class Verbs {
   private Verbs() {}
-
-  /** libibverbs' exported functions (the default symbol versions, as a C program links them). */
-  @SaveError
-  public interface LibIbverbs {
-    long ibv_get_device_list(long numDevices);
-    void ibv_free_device_list(long list);
-    String ibv_get_device_name(long device);
-    long ibv_get_device_guid(long device);
-    long ibv_open_device(long device);
-    int ibv_close_device(long context);
-    int ibv_query_device(long context, long deviceAttr);
-    /** The exported ibv_query_port@@IBVERBS_1.1 (verbs.h wraps it in an inline ___ibv_query_port). */
-    int ibv_query_port(long context, byte portNum, long portAttr);
-    int ibv_query_gid(long context, byte portNum, int index, long gid);
-    long ibv_alloc_pd(long context);
-    int ibv_dealloc_pd(long pd);
-    long ibv_reg_mr(long pd, long addr, long length, int access);
-    int ibv_rereg_mr(long mr, int flags, long pd, long addr, long length, int access);
-    int ibv_dereg_mr(long mr);
-    long ibv_create_comp_channel(long context);
-    int ibv_destroy_comp_channel(long channel);
-    long ibv_create_cq(long context, int cqe, long cqContext, long channel, int compVector);
-    int ibv_resize_cq(long cq, int cqe);
-    int ibv_destroy_cq(long cq);
-    int ibv_get_cq_event(long channel, long cqOut, long cqContextOut);
-    void ibv_ack_cq_events(long cq, int nevents);
-    long ibv_create_qp(long pd, long qpInitAttr);
-    int ibv_modify_qp(long qp, long attr, int attrMask);
-    int ibv_query_qp(long qp, long attr, int attrMask, long initAttr);
-    int ibv_destroy_qp(long qp);
-    long ibv_create_srq(long pd, long srqInitAttr);
-    int ibv_modify_srq(long srq, long srqAttr, int srqAttrMask);
-    int ibv_query_srq(long srq, long srqAttr);
-    int ibv_destroy_srq(long srq);
-    long ibv_create_ah(long pd, long ahAttr);
-    int ibv_destroy_ah(long ah);
-    int ibv_detach_mcast(long qp, long gid, short lid);
-    int ibv_get_async_event(long context, long event);
-    void ibv_ack_async_event(long event);
-  }
-
-  /** librdmacm's exported functions. */
-  @SaveError
-  public interface LibRdmacm {
-    long rdma_create_event_channel();
-    void rdma_destroy_event_channel(long channel);
-    int rdma_create_id(long channel, long idOut, long context, int portSpace);
-    int rdma_destroy_id(long id);
-    int rdma_bind_addr(long id, long sockaddr);
-    int rdma_listen(long id, int backlog);
-    int rdma_resolve_addr(long id, long srcAddr, long dstAddr, int timeoutMs);
-    int rdma_resolve_route(long id, int timeoutMs);
-    int rdma_create_qp(long id, long pd, long qpInitAttr);
-    void rdma_destroy_qp(long id);
-    int rdma_connect(long id, long connParam);
-    int rdma_accept(long id, long connParam);
-    int rdma_reject(long id, long privateData, byte privateDataLen);
-    int rdma_disconnect(long id);
-    int rdma_join_multicast(long id, long addr, long context);
-    int rdma_leave_multicast(long id, long addr);
-    int rdma_get_cm_event(long channel, long eventOut);
-    int rdma_ack_cm_event(long event);
-    String rdma_event_str(int event);
-    long rdma_get_devices(long numDevicesOut);
-    void rdma_free_devices(long list);
-  }
-
-  /** What the provider needs from libc. */
-  @SaveError
-  public interface LibC {
-    int poll(long fds, long nfds, int timeoutMs);
-    String strerror(int errnum);
-    int getrlimit(int resource, long rlimit);
-    int eventfd(int initval, int flags);
-    long write(int fd, long buf, long count);
-    int close(int fd);
-  }
 
   private static final LibIbverbs IBV;
   private static final Runtime IBV_RUNTIME;

@@ -1,6 +1,10 @@
 package dev.pekkordma.runtime;
 
+import dev.pekkordma.annotation.InternalApi;
 import dev.pekkordma.cm.CmEventChannel;
+import dev.pekkordma.runtime.internal.AgentRunner;
+import dev.pekkordma.runtime.internal.CmDispatcher;
+import dev.pekkordma.runtime.internal.CompletionHubs;
 import dev.pekkordma.verbs.PortCounters;
 import dev.pekkordma.verbs.RdmaDevice;
 import dev.pekkordma.verbs.RdmaProvider;
@@ -54,6 +58,7 @@ public final class RdmaRuntime implements Extension {
    * cmChannel} first: tests wrap it to make reading fail. It closes its own provider at the
    * system's end.
    */
+  @InternalApi
   public static RdmaRuntime withCmChannel(ActorSystem<?> system,
       UnaryOperator<CmEventChannel> cmChannel) {
     return new RdmaRuntime(system, cmChannel);
@@ -77,11 +82,13 @@ public final class RdmaRuntime implements Extension {
   }
 
   /** The completion hubs of the device contexts in use. */
+  @InternalApi
   public CompletionHubs hubs() {
     return hubs;
   }
 
   /** The CM event dispatcher, started by the first call; fails if the provider has no CM. */
+  @InternalApi
   public synchronized CmDispatcher cm() {
     if (cm == null) {
       if (!provider.supports(RdmaProvider.Feature.CONNECTION_MANAGER)) {
@@ -142,7 +149,8 @@ public final class RdmaRuntime implements Extension {
   }
 
   /** A system actor name no other runner of this system has. */
-  String uniqueName(String prefix) {
+  @InternalApi
+  public String uniqueName(String prefix) {
     return prefix + "-" + names.incrementAndGet();
   }
 

@@ -1,11 +1,14 @@
 package dev.pekkordma.runtime;
 
-import static dev.pekkordma.config.ConfigChecks.atLeast;
-import static dev.pekkordma.config.ConfigChecks.positive;
-
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigException;
+import dev.pekkordma.annotation.InternalApi;
+import dev.pekkordma.runtime.internal.BackoffIdleStrategy;
+import dev.pekkordma.runtime.internal.BusySpinIdleStrategy;
+import dev.pekkordma.runtime.internal.IdleStrategy;
 import java.time.Duration;
+import static dev.pekkordma.config.ConfigChecks.atLeast;
+import static dev.pekkordma.config.ConfigChecks.positive;
 
 /**
  * The runtime's settings under {@code pekko-rdma.runtime}, checked when read: a wrong value fails
@@ -54,6 +57,7 @@ public final class RuntimeSettings {
   }
 
   /** A new idle strategy as configured, for one poller. */
+  @InternalApi
   public IdleStrategy newIdleStrategy() {
     return idle == Idle.BUSY_SPIN ? new BusySpinIdleStrategy()
         : new BackoffIdleStrategy(maxSpins, maxYields, blockTimeout);

@@ -1,13 +1,14 @@
 package dev.pekkordma.runtime;
 
+import com.typesafe.config.ConfigException;
+import com.typesafe.config.ConfigFactory;
+import dev.pekkordma.runtime.internal.BackoffIdleStrategy;
+import dev.pekkordma.runtime.internal.BusySpinIdleStrategy;
+import org.junit.jupiter.api.Test;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-
-import com.typesafe.config.ConfigException;
-import com.typesafe.config.ConfigFactory;
-import org.junit.jupiter.api.Test;
 
 class RuntimeSettingsTest {
   private static RuntimeSettings with(String line) {

@@ -1,5 +1,6 @@
 package dev.pekkordma.streams;
 
+import dev.pekkordma.cm.SocketAddresses;
 import dev.pekkordma.verbs.Gid;
 import java.net.InetSocketAddress;
 
@@ -24,7 +25,7 @@ public record DatagramPeer(InetSocketAddress address, Gid gid, int qpn) {
 
   @Override
   public String toString() {
-    return (address != null ? RdmaStreamException.format(address) : "")
+    return (address != null ? SocketAddresses.format(address) : "")
         + (gid != null ? (address != null ? " " : "") + "(GID " + gid + ", QP 0x"
             + Integer.toHexString(qpn) + ")" : "");
   }

@@ -1,9 +1,10 @@
 package dev.pekkordma.streams;
 
-import dev.pekkordma.verbs.RdmaException;
-import org.apache.pekko.stream.BindFailedException;
 
+import dev.pekkordma.cm.SocketAddresses;
+import dev.pekkordma.verbs.RdmaException;
 import java.net.InetSocketAddress;
+import org.apache.pekko.stream.BindFailedException;
 
 /**
  * An RDMA connection or binding failed: the message names the peer (or the address bound) and
@@ -18,7 +19,7 @@ public class RdmaStreamException extends RuntimeException {
   }
 
   public RdmaStreamException(String what, InetSocketAddress peer, String reason, Throwable cause) {
-    super(what + " " + format(peer) + " failed: " + reason, cause);
+    super(what + " " + SocketAddresses.format(peer) + " failed: " + reason, cause);
     this.peer = peer;
     this.reason = reason;
   }
@@ -57,12 +58,5 @@ public class RdmaStreamException extends RuntimeException {
     public String getMessage() {
       return message;
     }
-  }
-
-  /** host:port, as the messages print it. */
-  public static String format(InetSocketAddress a) {
-    if (a == null) return "?";
-    String host = a.getAddress() != null ? a.getAddress().getHostAddress() : a.getHostString();
-    return host + ":" + a.getPort();
   }
 }

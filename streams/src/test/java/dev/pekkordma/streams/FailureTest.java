@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.pekkordma.verbs.ResourceCounts;
+import dev.pekkordma.verbs.spi.FaultInjection;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
@@ -81,7 +82,7 @@ class FailureTest {
         dev.pekkordma.runtime.RdmaRuntime.get(system).provider();
     try (dev.pekkordma.verbs.DeviceContext ctx = provider.open(provider.devices().get(0))) {
       ResourceCounts start = rdma.liveResources();
-      provider.faults().orElseThrow().setPortState(ctx, 1, false);
+      FaultInjection.of(provider).orElseThrow().setPortState(ctx, 1, false);
       try {
         // the address resolves and the QP opens; the route does not
         CompletionStage<Done> client = Source.single(CHUNK)
@@ -90,7 +91,7 @@ class FailureTest {
         RdmaStreamException failed = assertInstanceOf(RdmaStreamException.class, e.getCause());
         assertTrue(failed.reason().contains("ROUTE_ERROR"), failed.reason());
       } finally {
-        provider.faults().orElseThrow().setPortState(ctx, 1, true);
+        FaultInjection.of(provider).orElseThrow().setPortState(ctx, 1, true);
       }
       awaitResources(rdma, start);
     }

@@ -6,22 +6,23 @@ import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
 import dev.pekkordma.cm.ConnectionParameters;
 import dev.pekkordma.cm.RdmaPortSpace;
+import dev.pekkordma.cm.SocketAddresses;
 import dev.pekkordma.cm.UdParameters;
-import dev.pekkordma.runtime.CmDispatcher;
-import dev.pekkordma.runtime.CompletionHandler;
 import dev.pekkordma.runtime.RdmaRuntime;
-import dev.pekkordma.runtime.datagram.AddressHandles;
-import dev.pekkordma.runtime.datagram.Hello;
-import dev.pekkordma.runtime.datagram.PeerKey;
-import dev.pekkordma.runtime.datagram.Resolutions;
-import dev.pekkordma.runtime.datagram.SidrAnswers;
-import dev.pekkordma.runtime.datagram.UdResources;
+import dev.pekkordma.runtime.internal.CmDispatcher;
+import dev.pekkordma.runtime.internal.CompletionHandler;
+import dev.pekkordma.runtime.internal.datagram.AddressHandles;
+import dev.pekkordma.runtime.internal.datagram.Hello;
+import dev.pekkordma.runtime.internal.datagram.PeerKey;
+import dev.pekkordma.runtime.internal.datagram.Resolutions;
+import dev.pekkordma.runtime.internal.datagram.SidrAnswers;
+import dev.pekkordma.runtime.internal.datagram.UdResources;
 import dev.pekkordma.verbs.AddressVector;
 import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.ProtectionDomain;
 import dev.pekkordma.verbs.QpInitAttributes;
 import dev.pekkordma.verbs.QueuePair;
-import dev.pekkordma.verbs.WcStatus;
+import dev.pekkordma.verbs.spi.Checks;
 import java.net.InetSocketAddress;
 import java.util.function.Consumer;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -87,7 +88,7 @@ final class EndpointLogic {
       CompletionHandler handler = UdBatch.to(b -> self.tell(new Completions(incarnation, b)),
           r -> self.tell(new CqFailed(incarnation, r)));
       res = UdResources.open(runtime, device, port, settings.receiveBuffers,
-          settings.sendBuffers, true, "the datagram endpoint at " + PeerBook.format(bound),
+          settings.sendBuffers, true, "the datagram endpoint at " + SocketAddresses.format(bound),
           DatagramSettings.BUFFERS_SETTING, (hub, n) -> hub.createPolledCq(n, handler),
           this::verbsQp, qp -> qp::close);
       handles = new AddressHandles(res.pd(), settings.maxPeers);
@@ -185,7 +186,7 @@ final class EndpointLogic {
 
   private Behavior<Command> send(Send s) {
     SendPath.Pending p = new SendPath.Pending(peers.route(s.to()), s.data(), s.replyTo(), s.to());
-    if (!admit(p, "to " + PeerBook.format(s.to()))) return Behaviors.same();
+    if (!admit(p, "to " + SocketAddresses.format(s.to()))) return Behaviors.same();
     if (p.target() != null) {
       sends.add(p);
       return drain();
@@ -219,9 +220,9 @@ final class EndpointLogic {
 
   /** Refuses, answering, what is over the path MTU or beyond max-pending-sends. */
   private boolean admit(SendPath.Pending p, String to) {
-    if (p.data().size() > res.mtu) {
-      answer(p.replyTo(), p.to(), "a datagram of " + p.data().size() + " bytes " + to
-          + " is over the path MTU of " + res.mtu + " bytes");
+    String over = Checks.overMtu(p.data().size(), res.mtu);
+    if (over != null) {
+      answer(p.replyTo(), p.to(), over + " (" + to + ")");
       return false;
     }
     if (sends.waiting() + resolutions.waiting() >= settings.maxPendingSends) {
@@ -320,23 +321,13 @@ final class EndpointLogic {
 
   // ------------------------------------------------------------ completions
 
+  private void deliver(Received r) {
+    for (ActorRef<Received> s : lineage.subscribers) s.tell(r);
+  }
+
   private Behavior<Command> completions(Completions c) {
     if (c.incarnation() != incarnation) return Behaviors.same();
-    UdBatch b = c.batch();
-    String failed = null;
-    for (int i = 0; i < b.size; i++) {
-      long wrId = b.wrIds[i];
-      if (wrId >= UdResources.SEND_TAG) {
-        if (!sends.completed((int) (wrId - UdResources.SEND_TAG), b.status[i])) {
-          failed = "a send completed with " + WcStatus.of(b.status[i]);
-        }
-      } else if (b.status[i] != 0) {
-        failed = "a receive completed with " + WcStatus.of(b.status[i]);
-      } else {
-        Received r = receives.take((int) wrId, b.byteLengths[i], b.flags[i], b.sourceQps[i]);
-        if (r != null) for (ActorRef<Received> s : lineage.subscribers) s.tell(r);
-      }
-    }
+    String failed = c.batch().sortInto(sends, receives, this::deliver);
     if (failed != null) return fatal(failed);
     try {
       res.flushReceives();
@@ -352,7 +343,7 @@ final class EndpointLogic {
   private void freeAll() {
     if (listener != null) cm.destroy(listener, false);
     listener = null;
-    String reason = "the datagram endpoint at " + PeerBook.format(lineage.address)
+    String reason = "the datagram endpoint at " + SocketAddresses.format(lineage.address)
         + " stopped";
     if (resolutions != null) {
       for (SendPath.Pending p : resolutions.closeAll()) SendPath.answer(p, reason);

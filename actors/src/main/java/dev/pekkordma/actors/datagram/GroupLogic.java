@@ -5,14 +5,15 @@ import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
 import dev.pekkordma.cm.RdmaPortSpace;
+import dev.pekkordma.cm.SocketAddresses;
 import dev.pekkordma.cm.UdParameters;
-import dev.pekkordma.runtime.CmDispatcher;
-import dev.pekkordma.runtime.CompletionHandler;
 import dev.pekkordma.runtime.RdmaRuntime;
-import dev.pekkordma.runtime.datagram.AddressHandles;
-import dev.pekkordma.runtime.datagram.UdResources;
+import dev.pekkordma.runtime.internal.CmDispatcher;
+import dev.pekkordma.runtime.internal.CompletionHandler;
+import dev.pekkordma.runtime.internal.datagram.AddressHandles;
+import dev.pekkordma.runtime.internal.datagram.UdResources;
 import dev.pekkordma.verbs.DeviceContext;
-import dev.pekkordma.verbs.WcStatus;
+import dev.pekkordma.verbs.spi.Checks;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -67,7 +68,7 @@ final class GroupLogic {
       CompletionHandler handler = UdBatch.to(b -> self.tell(new Completions(incarnation, b)),
           r -> self.tell(new CqFailed(incarnation, r)));
       res = UdResources.open(runtime, device, id.portNum(), settings.receiveBuffers,
-          settings.sendBuffers, false, "the multicast group " + PeerBook.format(lineage.group),
+          settings.sendBuffers, false, "the multicast group " + SocketAddresses.format(lineage.group),
           DatagramSettings.BUFFERS_SETTING, (hub, n) -> hub.createPolledCq(n, handler),
           qpOwner::createQp, qp -> qpOwner::destroyQp);
       handles = new AddressHandles(res.pd(), 1);
@@ -128,11 +129,11 @@ final class GroupLogic {
   }
 
   private Behavior<Command> send(Send s) {
-    String to = "to the group " + PeerBook.format(lineage.group);
+    String to = "to the group " + SocketAddresses.format(lineage.group);
     SendPath.Pending p = new SendPath.Pending(group, s.data(), s.replyTo(), lineage.group);
-    if (s.data().size() > res.mtu) {
-      SendPath.answer(p, "a datagram of " + s.data().size() + " bytes " + to
-          + " is over the path MTU of " + res.mtu + " bytes");
+    String over = Checks.overMtu(s.data().size(), res.mtu);
+    if (over != null) {
+      SendPath.answer(p, over + " (" + to + ")");
     } else if (sends.waiting() + early.size() >= settings.maxPendingSends) {
       SendPath.answer(p, "a datagram " + to + " finds " + settings.maxPendingSends
           + " sends waiting already (" + DatagramSettings.PATH + ".max-pending-sends)");
@@ -184,21 +185,7 @@ final class GroupLogic {
 
   private Behavior<Command> completions(Completions c) {
     if (c.incarnation() != incarnation) return Behaviors.same();
-    UdBatch b = c.batch();
-    String failed = null;
-    for (int i = 0; i < b.size; i++) {
-      long wrId = b.wrIds[i];
-      if (wrId >= UdResources.SEND_TAG) {
-        if (!sends.completed((int) (wrId - UdResources.SEND_TAG), b.status[i])) {
-          failed = "a send completed with " + WcStatus.of(b.status[i]);
-        }
-      } else if (b.status[i] != 0) {
-        failed = "a receive completed with " + WcStatus.of(b.status[i]);
-      } else {
-        Received r = receives.take((int) wrId, b.byteLengths[i], b.flags[i], b.sourceQps[i]);
-        if (r != null) lineage.subscriber.tell(r);
-      }
-    }
+    String failed = c.batch().sortInto(sends, receives, lineage.subscriber::tell);
     if (failed != null) return fatal(failed);
     try {
       res.flushReceives();
@@ -210,7 +197,7 @@ final class GroupLogic {
 
   /** Leaves the group (if joined), then frees everything in order. */
   private void freeAll() {
-    String reason = "the multicast member of " + PeerBook.format(lineage.group) + " stopped";
+    String reason = "the multicast member of " + SocketAddresses.format(lineage.group) + " stopped";
     for (SendPath.Pending p : early) SendPath.answer(p, reason);
     early.clear();
     if (sends != null) sends.failAll(reason);

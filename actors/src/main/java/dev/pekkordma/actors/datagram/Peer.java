@@ -1,5 +1,6 @@
 package dev.pekkordma.actors.datagram;
 
+import dev.pekkordma.cm.SocketAddresses;
 import dev.pekkordma.verbs.Gid;
 import java.net.InetSocketAddress;
 
@@ -12,7 +13,6 @@ import java.net.InetSocketAddress;
 public record Peer(Gid gid, int qpn, InetSocketAddress address) {
   @Override
   public String toString() {
-    return (address != null ? address.getAddress().getHostAddress() + ":" + address.getPort()
-        + " " : "") + "(GID " + gid + ", QP 0x" + Integer.toHexString(qpn) + ")";
+    return (address != null ? SocketAddresses.format(address) + " " : "") + "(GID " + gid + ", QP 0x" + Integer.toHexString(qpn) + ")";
   }
 }

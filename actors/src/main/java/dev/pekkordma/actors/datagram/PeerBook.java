@@ -1,7 +1,8 @@
 package dev.pekkordma.actors.datagram;
 
-import dev.pekkordma.runtime.datagram.PeerKey;
-import dev.pekkordma.runtime.datagram.PeerRoutes;
+import dev.pekkordma.cm.SocketAddresses;
+import dev.pekkordma.runtime.internal.datagram.PeerKey;
+import dev.pekkordma.runtime.internal.datagram.PeerRoutes;
 import dev.pekkordma.verbs.Gid;
 import java.net.InetSocketAddress;
 import java.time.Duration;
@@ -55,12 +56,6 @@ final class PeerBook {
 
   /** Why sends to {@code to} fail: it did not resolve, for {@code why}. */
   static String cannotResolve(InetSocketAddress to, String why) {
-    return "cannot resolve datagram peer " + format(to) + ": " + why;
-  }
-
-  /** host:port, for messages; an unresolved address by its name. */
-  static String format(InetSocketAddress a) {
-    String host = a.getAddress() != null ? a.getAddress().getHostAddress() : a.getHostString();
-    return host + ":" + a.getPort();
+    return "cannot resolve datagram peer " + SocketAddresses.format(to) + ": " + why;
   }
 }

@@ -1,7 +1,7 @@
 package dev.pekkordma.actors.datagram;
 
-import dev.pekkordma.runtime.datagram.DatagramFormat;
-import dev.pekkordma.runtime.datagram.UdResources;
+import dev.pekkordma.runtime.internal.datagram.DatagramFormat;
+import dev.pekkordma.runtime.internal.datagram.UdResources;
 import dev.pekkordma.verbs.Gid;
 import java.util.function.BiFunction;
 import org.slf4j.Logger;

@@ -1,7 +1,7 @@
 package dev.pekkordma.actors.datagram;
 
-import dev.pekkordma.runtime.datagram.AddressHandles;
-import dev.pekkordma.runtime.datagram.UdResources;
+import dev.pekkordma.runtime.internal.datagram.AddressHandles;
+import dev.pekkordma.runtime.internal.datagram.UdResources;
 import dev.pekkordma.verbs.AddressVector;
 import dev.pekkordma.verbs.WcStatus;
 import java.net.InetSocketAddress;

@@ -1,6 +1,8 @@
 package dev.pekkordma.actors.datagram;
 
-import dev.pekkordma.runtime.CompletionHandler;
+import dev.pekkordma.runtime.internal.CompletionHandler;
+import dev.pekkordma.runtime.internal.datagram.UdResources;
+import dev.pekkordma.verbs.WcStatus;
 import dev.pekkordma.verbs.WorkCompletions;
 import java.util.function.Consumer;
 
@@ -32,6 +34,29 @@ final class UdBatch {
       b.sourceQps[i] = wcs.sourceQp(i);
     }
     return b;
+  }
+
+  /**
+   * Sorts the batch: each send's completion to {@code sends}, each good receive's datagram to
+   * {@code deliver}. Returns why the endpoint must start again (a send or receive that completed
+   * with an error; the last such), or null.
+   */
+  String sortInto(SendPath sends, ReceivePath receives, Consumer<Received> deliver) {
+    String failed = null;
+    for (int i = 0; i < size; i++) {
+      long wrId = wrIds[i];
+      if (wrId >= UdResources.SEND_TAG) {
+        if (!sends.completed((int) (wrId - UdResources.SEND_TAG), status[i])) {
+          failed = "a send completed with " + WcStatus.of(status[i]);
+        }
+      } else if (status[i] != 0) {
+        failed = "a receive completed with " + WcStatus.of(status[i]);
+      } else {
+        Received r = receives.take((int) wrId, byteLengths[i], flags[i], sourceQps[i]);
+        if (r != null) deliver.accept(r);
+      }
+    }
+    return failed;
   }
 
   /** A CQ handler that hands each batch, or the CQ's failure, to an actor. */

@@ -13,6 +13,7 @@ import dev.pekkordma.actors.RdmaExtension;
 import dev.pekkordma.actors.TestRdma;
 import dev.pekkordma.verbs.RdmaProvider;
 import dev.pekkordma.verbs.ResourceCounts;
+import dev.pekkordma.verbs.spi.FaultInjection;
 import java.net.DatagramSocket;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -300,7 +301,7 @@ class DatagramActorsTest {
 
   @Test
   void aFailedQpFreesEverythingAndTheEndpointBindsAgainKeepingItsSubscribers() {
-    dev.pekkordma.verbs.FaultInjection faults = provider.faults().orElse(null);
+    FaultInjection faults = FaultInjection.of(provider).orElse(null);
     org.junit.jupiter.api.Assumptions.assumeTrue(faults != null,
         "[actors] skipped: it injects faults, which this provider cannot");
     TestProbe<DatagramEndpoint.Event> ha = kit.createTestProbe();

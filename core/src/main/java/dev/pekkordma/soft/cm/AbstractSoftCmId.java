@@ -8,7 +8,6 @@ import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventChannel;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
-import dev.pekkordma.soft.SoftCmSupport;
 import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.QueuePair;
 import dev.pekkordma.verbs.RdmaException;
@@ -104,7 +103,9 @@ abstract class AbstractSoftCmId implements SoftChannelId {
 
   @Override
   public synchronized InetSocketAddress remoteAddress() {
-    return remote;
+    if (remote != null || local == null) return remote;
+    // as the kernel's rdma_bind_addr: the destination takes the bound address's family, no more
+    return CmChecks.unspecified(local.getAddress());
   }
 
   @Override
@@ -117,6 +118,16 @@ abstract class AbstractSoftCmId implements SoftChannelId {
   }
 
   // ---- addresses and routes
+
+  /** What {@code rdma_bind_addr} checks first: an address, the IDLE state, a local interface. */
+  void checkBindable(String verb, InetSocketAddress address) {
+    requireAddress(verb, "address", address);
+    expect(verb, "IDLE", CmState.IDLE);
+    if (!CmChecks.isLocal(address.getAddress())) {
+      throw new RdmaException(verb, RdmaException.ENODEV, "no local interface has address "
+          + address.getAddress().getHostAddress());
+    }
+  }
 
   @Override
   public synchronized void resolveAddress(

@@ -35,6 +35,16 @@ final class CmChecks {
         "the id is in state " + state + "; " + verb + " needs " + needed);
   }
 
+  /** The wildcard address of {@code like}'s family, port 0: 0.0.0.0:0 or [::]:0. */
+  static InetSocketAddress unspecified(InetAddress like) {
+    byte[] zeros = new byte[like instanceof java.net.Inet6Address ? 16 : 4];
+    try {
+      return new InetSocketAddress(InetAddress.getByAddress(zeros), 0);
+    } catch (java.net.UnknownHostException e) {
+      throw new IllegalStateException(e); // 4 or 16 bytes are always an address
+    }
+  }
+
   static void requireTimeout(String verb, Duration timeout) {
     if (timeout == null || timeout.isNegative() || timeout.isZero()) {
       throw new RdmaException(verb, RdmaException.EINVAL, "timeout must be positive, was "

@@ -1,6 +1,5 @@
 package dev.pekkordma.soft.cm;
 
-import dev.pekkordma.soft.SoftCmSupport;
 import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.Mtu;
 import java.net.InetAddress;

@@ -1,7 +1,6 @@
 package dev.pekkordma.soft.cm;
 
 import dev.pekkordma.cm.UdParameters;
-import dev.pekkordma.soft.SoftCmSupport;
 import dev.pekkordma.verbs.AddressVector;
 import dev.pekkordma.verbs.Gid;
 import dev.pekkordma.verbs.QueuePair;
@@ -49,14 +48,6 @@ final class CmGroups {
     return (Inet4Address) a;
   }
 
-  static Gid mgidOf(Inet4Address group) {
-    byte[] g = new byte[16];
-    g[10] = (byte) 0xff;
-    g[11] = (byte) 0xff;
-    System.arraycopy(group.getAddress(), 0, g, 12, 4);
-    return Gid.of(g);
-  }
-
   /**
    * Joins {@code group} (checked), attaching {@code qp} when not null: returns what
    * MULTICAST_JOIN carries. EADDRINUSE when the id joined it already; an attach that fails
@@ -68,7 +59,7 @@ final class CmGroups {
       throw new RdmaException(verb, RdmaException.EADDRINUSE, "the id joined group "
           + a.getHostAddress() + " already");
     }
-    Gid mgid = mgidOf(a);
+    Gid mgid = Gid.ipv4Mapped(a);
     if (qp != null) support.attachMulticast(qp, mgid);
     joined.put(a, new Joined(group, mgid, qp));
     return new UdParameters(new byte[0], new AddressVector(0, 0, 1, true, mgid, 0, HOP_LIMIT, 0,

@@ -3,9 +3,11 @@ package dev.pekkordma.soft.cm;
 import static dev.pekkordma.soft.cm.CmSocket.closeQuietly;
 
 import dev.pekkordma.cm.CmEvent;
+import dev.pekkordma.cm.SocketAddresses;
 import dev.pekkordma.soft.tls.SoftTls;
 import java.io.EOFException;
 import java.io.IOException;
+import java.net.InetSocketAddress;
 import java.net.ProtocolException;
 import java.net.ServerSocket;
 import java.net.Socket;
@@ -61,7 +63,8 @@ final class CmListener {
     this.owner = owner;
     this.server = server;
     this.resources = resources;
-    this.address = server.getInetAddress().getHostAddress() + ":" + server.getLocalPort();
+    this.address = SocketAddresses.format(
+        new InetSocketAddress(server.getInetAddress(), server.getLocalPort()));
     acceptor = CmChecks.daemon("soft-cm-listener-" + server.getLocalPort(), this::acceptLoop);
   }
 

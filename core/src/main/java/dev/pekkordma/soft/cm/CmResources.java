@@ -1,5 +1,6 @@
 package dev.pekkordma.soft.cm;
 
+import dev.pekkordma.annotation.InternalApi;
 import dev.pekkordma.config.RdmaSettings;
 import dev.pekkordma.soft.tls.SoftTls;
 import java.net.InetAddress;
@@ -19,6 +20,7 @@ import org.slf4j.LoggerFactory;
  * write links (two per link, from its TCP connect or accept to its end; {@value #READY_THREADS}
  * of them wait ready while the provider is open).
  */
+@InternalApi
 public final class CmResources {
   static final String MAX_CONNECTIONS = "pekko-rdma.cm.max-connections";
   static final String MAX_PENDING = "pekko-rdma.cm.max-pending-handshakes";

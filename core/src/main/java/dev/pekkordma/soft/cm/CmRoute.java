@@ -18,6 +18,8 @@ record CmRoute(InetSocketAddress target, InetAddress source) {
    */
   private static final ConcurrentLinkedDeque<DatagramSocket> PROBES = new ConcurrentLinkedDeque<>();
   private static final int MAX_PROBES = 4;
+  /** The port a probe connects to when the destination has none: any number routes alike. */
+  private static final int DISCARD = 9;
 
   /** No route: {@code errno} is what the ADDR_ERROR event carries, negated. */
   static final class Unreachable extends Exception {
@@ -47,7 +49,9 @@ record CmRoute(InetSocketAddress target, InetAddress source) {
       if (probe == null) {
         probe = any ? new DatagramSocket() : new DatagramSocket(new InetSocketAddress(from, 0));
       }
-      probe.connect(target);
+      // the route does not depend on the port, and a socket cannot connect to port 0 (a group's)
+      probe.connect(target.getPort() == 0 ? new InetSocketAddress(target.getAddress(), DISCARD)
+          : target);
       CmRoute route = new CmRoute(target, probe.getLocalAddress());
       if (any) {
         probe.disconnect(); // unbinds the source address it took: the next connect picks again

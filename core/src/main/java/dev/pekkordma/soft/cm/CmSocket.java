@@ -1,5 +1,6 @@
 package dev.pekkordma.soft.cm;
 
+import dev.pekkordma.cm.SocketAddresses;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
@@ -88,9 +89,7 @@ final class CmSocket implements AutoCloseable {
   }
 
   static String describe(InetSocketAddress a) {
-    if (a == null) return "an unconnected peer";
-    return (a.getAddress() != null ? a.getAddress().getHostAddress() : a.getHostString()) + ":"
-        + a.getPort();
+    return a == null ? "an unconnected peer" : SocketAddresses.format(a);
   }
 
   static void closeQuietly(AutoCloseable c) {

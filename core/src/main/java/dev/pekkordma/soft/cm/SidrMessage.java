@@ -34,6 +34,14 @@ record SidrMessage(int kind, int requestId, int status, int qpn, int qkey, Gid g
   static final int UNSUPPORTED = 1;
   static final int REJECT = 2;
 
+  /**
+   * {@code data} as the kernel's CM delivers it: zeros after it up to the message's whole
+   * private data ({@code size} bytes), since an IB CM message has no length of its own.
+   */
+  static byte[] padded(byte[] data, int size) {
+    return java.util.Arrays.copyOf(data, Math.max(size, data.length));
+  }
+
   static SidrMessage req(int requestId, Gid gid, byte[] privateData) {
     return new SidrMessage(REQ, requestId, 0, 0, 0, gid, privateData);
   }

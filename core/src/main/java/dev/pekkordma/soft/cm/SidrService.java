@@ -16,8 +16,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Reads the UDP sockets of a provider's RDMA_PS_UDP ids that wait for SIDR messages (listeners,
- * and requesters until their reply) on one thread, started with the first and ended with the
+ * Reads the UDP sockets of a provider's RDMA_PS_UDP ids (each from its bind or resolve until
+ * its destruction) for SIDR messages on one thread, started with the first and ended with the
  * provider. Every datagram is checked ({@link SidrMessage#parse}) before its id hears of it;
  * one that is not a valid message is dropped and logged (at most a few a second), and nothing
  * a peer sends ends the thread.
@@ -134,8 +134,7 @@ final class SidrService {
           from = (InetSocketAddress) a;
         }
       } catch (PortUnreachableException x) {
-        k.cancel();
-        e.unreachable();
+        e.unreachable(); // the socket stays readable: its id may still be asked
         return;
       } catch (IOException x) {
         k.cancel(); // closed by its id meanwhile

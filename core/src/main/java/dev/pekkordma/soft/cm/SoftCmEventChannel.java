@@ -1,11 +1,11 @@
 package dev.pekkordma.soft.cm;
 
+import dev.pekkordma.annotation.InternalApi;
 import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventChannel;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
 import dev.pekkordma.cm.RdmaPortSpace;
-import dev.pekkordma.soft.SoftCmSupport;
 import dev.pekkordma.verbs.RdmaException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -24,6 +24,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * The software provider's {@code rdma_event_channel}: a queue of events for the ids created on
  * it, and one timer thread for their deadlines and short asynchronous steps.
  */
+@InternalApi
 public final class SoftCmEventChannel implements CmEventChannel {
   private static final AtomicInteger CHANNELS = new AtomicInteger();
 

@@ -1,17 +1,11 @@
 package dev.pekkordma.soft.cm;
 
-import static dev.pekkordma.verbs.RdmaException.ETIMEDOUT;
-import static dev.pekkordma.soft.cm.CmChecks.errnoOf;
-import static dev.pekkordma.soft.cm.CmChecks.newPsn;
-import static dev.pekkordma.soft.cm.CmChecks.requireAddress;
-import static dev.pekkordma.soft.cm.CmChecks.smaller;
-import static dev.pekkordma.soft.cm.CmSocket.closeQuietly;
-
+import dev.pekkordma.annotation.InternalApi;
 import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
-import dev.pekkordma.cm.RdmaPortSpace;
 import dev.pekkordma.cm.ConnectionParameters;
+import dev.pekkordma.cm.RdmaPortSpace;
 import dev.pekkordma.verbs.Mtu;
 import dev.pekkordma.verbs.ProtectionDomain;
 import dev.pekkordma.verbs.QpInitAttributes;
@@ -25,6 +19,12 @@ import java.net.Socket;
 import java.time.Duration;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import static dev.pekkordma.soft.cm.CmChecks.errnoOf;
+import static dev.pekkordma.soft.cm.CmChecks.newPsn;
+import static dev.pekkordma.soft.cm.CmChecks.requireAddress;
+import static dev.pekkordma.soft.cm.CmChecks.smaller;
+import static dev.pekkordma.soft.cm.CmSocket.closeQuietly;
+import static dev.pekkordma.verbs.RdmaException.ETIMEDOUT;
 
 /**
  * A CM id of the software provider ({@code rdma_cm_id} with RDMA_PS_TCP). A listener's address is
@@ -38,6 +38,7 @@ import org.slf4j.LoggerFactory;
  * short steps run on the channel's thread. Every frame a peer sends is checked before it is
  * acted on; one out of place ends the connection, logged.
  */
+@InternalApi
 public final class SoftCmId extends AbstractSoftCmId {
   /**
    * The pause between DISCONNECTED and TIMEWAIT_EXIT. The IB CM waits for stray packets to die
@@ -91,12 +92,7 @@ public final class SoftCmId extends AbstractSoftCmId {
   @Override
   public synchronized void bind(InetSocketAddress address) {
     String verb = "rdma_bind_addr";
-    requireAddress(verb, "address", address);
-    expect(verb, "IDLE", CmState.IDLE);
-    if (!CmChecks.isLocal(address.getAddress())) {
-      throw new RdmaException(verb, RdmaException.ENODEV, "no local interface has address "
-          + address.getAddress().getHostAddress());
-    }
+    checkBindable(verb, address);
     Socket s = bindSocket(verb, address);
     try {
       attach(address.getAddress());

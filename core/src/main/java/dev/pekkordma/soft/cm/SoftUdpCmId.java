@@ -36,9 +36,11 @@ import java.util.concurrent.ThreadLocalRandom;
  * the id's QP number, Q_Key and private data, and the requester's ESTABLISHED carries them in
  * {@link CmEvent#ud()}; the accepting side sees no ESTABLISHED. A reject reaches the requester as
  * UNREACHABLE with status 2 (IB_SIDR_REJECT) and the private data, a request to a port nobody
- * listens on (the host answers ICMP port unreachable) as UNREACHABLE with status 1
- * (IB_SIDR_UNSUPPORTED), and silence as UNREACHABLE with -ETIMEDOUT. SIDR messages cross the
- * network in the clear even where {@code pekko-rdma.soft.tls} is on.
+ * listens on as UNREACHABLE with status 1 (IB_SIDR_UNSUPPORTED): an id bound there that does not
+ * listen answers so itself, and where no socket has the port the host's ICMP port unreachable
+ * says it. Silence ends as UNREACHABLE with -ETIMEDOUT. Private data arrives padded with zeros
+ * as the kernel's CM delivers it: a request's to 180 bytes, a reply's or reject's to 136. SIDR
+ * messages cross the network in the clear even where {@code pekko-rdma.soft.tls} is on.
  */
 final class SoftUdpCmId extends AbstractSoftCmId {
   /** A SIDR request not answered within this is sent again (the IB CM retries too). */
@@ -96,15 +98,11 @@ final class SoftUdpCmId extends AbstractSoftCmId {
   @Override
   public synchronized void bind(InetSocketAddress address) {
     String verb = "rdma_bind_addr";
-    requireAddress(verb, "address", address);
-    expect(verb, "IDLE", CmState.IDLE);
-    if (!CmChecks.isLocal(address.getAddress())) {
-      throw new RdmaException(verb, RdmaException.ENODEV, "no local interface has address "
-          + address.getAddress().getHostAddress());
-    }
+    checkBindable(verb, address);
     DatagramChannel s = open(verb, address);
     try {
       attach(address.getAddress());
+      watch(verb, s);
     } catch (RuntimeException e) {
       CmSocket.closeQuietly(s);
       throw e;
@@ -112,6 +110,42 @@ final class SoftUdpCmId extends AbstractSoftCmId {
     socket = s;
     local = boundAddress(s, address.getAddress());
     setState(CmState.ADDR_BOUND);
+  }
+
+  /**
+   * Reads {@code s} from now until the id is destroyed: as the kernel's CM, every id answers
+   * the SIDR requests that reach its port, a listener by a CONNECT_REQUEST, any other id by a
+   * reply of status 1 (IB_SIDR_UNSUPPORTED).
+   */
+  private void watch(String verb, DatagramChannel s) {
+    try {
+      resources.sidr.watch(s, new SidrService.Endpoint() {
+        @Override
+        public void received(SidrMessage m, InetSocketAddress from) {
+          heard(m, from);
+        }
+
+        @Override
+        public void unreachable() {
+          portUnreachable();
+        }
+      });
+    } catch (IOException e) {
+      throw new RdmaException(verb, RdmaException.EINVAL, "the provider is closed", e);
+    }
+  }
+
+  private synchronized void heard(SidrMessage m, InetSocketAddress from) {
+    if (state == CmState.LISTEN) {
+      requested(m, from);
+    } else if (m.kind() == SidrMessage.REQ) {
+      if (socket != null) {
+        send(socket, SidrMessage.rep(m.requestId(), SidrMessage.UNSUPPORTED, 0, 0, null,
+            new byte[0]).encode(), from);
+      }
+    } else {
+      replied(m);
+    }
   }
 
   /** A UDP socket bound to {@code address}: EADDRINUSE naming it when the port is taken. */
@@ -143,16 +177,6 @@ final class SoftUdpCmId extends AbstractSoftCmId {
       throw new RdmaException(verb, RdmaException.EINVAL, "backlog = " + backlog + " is negative");
     }
     expect(verb, "ADDR_BOUND (bind first)", CmState.ADDR_BOUND);
-    try {
-      resources.sidr.watch(socket, new SidrService.Endpoint() {
-        @Override
-        public void received(SidrMessage m, InetSocketAddress from) {
-          requested(m, from);
-        }
-      });
-    } catch (IOException e) {
-      throw new RdmaException(verb, RdmaException.EINVAL, "the provider is closed", e);
-    }
     shared = new Shared(socket);
     socket = null; // the shared socket holds the port now
     requests = new HashMap<>();
@@ -172,6 +196,7 @@ final class SoftUdpCmId extends AbstractSoftCmId {
     DatagramChannel s = open("rdma_resolve_addr", new InetSocketAddress(ip, port));
     try {
       attach(ip);
+      watch("rdma_resolve_addr", s);
     } catch (RuntimeException e) {
       CmSocket.closeQuietly(s);
       throw e;
@@ -221,17 +246,6 @@ final class SoftUdpCmId extends AbstractSoftCmId {
     }
     try {
       if (!socket.isConnected()) socket.connect(remote); // so that ICMP port unreachable shows
-      resources.sidr.watch(socket, new SidrService.Endpoint() {
-        @Override
-        public void received(SidrMessage m, InetSocketAddress from) {
-          replied(m);
-        }
-
-        @Override
-        public void unreachable() {
-          portUnreachable();
-        }
-      });
     } catch (IOException e) {
       throw new RdmaException(verb, RdmaException.EADDRNOTAVAIL, "cannot send a SIDR request to "
           + CmSocket.describe(remote) + ": " + e.getMessage(), e);
@@ -261,54 +275,54 @@ final class SoftUdpCmId extends AbstractSoftCmId {
         || m.requestId() != requestId) {
       return; // a late reply, or one for an attempt of before: the IB CM drops it too
     }
-    resources.sidr.stop(socket);
+    byte[] data = SidrMessage.padded(m.privateData(), SidrMessage.MAX_REP_PRIVATE_DATA);
     if (m.status() == SidrMessage.SUCCESS) {
       setState(CmState.ESTABLISHED);
-      post(CmEventType.ESTABLISHED, 0, m.privateData(), new UdParameters(m.privateData().clone(),
+      post(CmEventType.ESTABLISHED, 0, data, new UdParameters(data.clone(),
           AddressVector.global(m.gid(), 0, 1), m.qpn(), m.qkey()));
     } else {
       setState(CmState.UNREACHABLE);
-      post(CmEventType.UNREACHABLE, m.status(), m.privateData(), null);
+      post(CmEventType.UNREACHABLE, m.status(), data, null);
     }
   }
 
   private synchronized void portUnreachable() {
     if (state != CmState.CONNECTING) return;
-    setState(CmState.UNREACHABLE); // nothing listens there: the IB CM's "service unsupported"
-    post(CmEventType.UNREACHABLE, SidrMessage.UNSUPPORTED, null, null);
+    // no socket has the port: the kernel's CM, where no id has it, replies "unsupported"
+    setState(CmState.UNREACHABLE);
+    post(CmEventType.UNREACHABLE, SidrMessage.UNSUPPORTED,
+        new byte[SidrMessage.MAX_REP_PRIVATE_DATA], null);
   }
 
   // ---- SIDR: the listener and its requests' ids
 
+  /** A listener's SIDR message (under the monitor): a new request, or one sent again. */
   private void requested(SidrMessage m, InetSocketAddress from) {
     if (m.kind() != SidrMessage.REQ) return; // a reply to a listener: nobody asked
     Attempt a = new Attempt(from, m.requestId());
-    SoftUdpCmId id;
-    synchronized (this) {
-      if (state != CmState.LISTEN) return;
-      SoftUdpCmId known = requests.get(a);
-      if (known != null) {
-        known.answerAgain();
-        return;
-      }
-      if (requests.size() >= resources.maxConnections) return; // the requester times out
-      try {
-        id = channel.newUdpId(context(), "rdma_listen");
-      } catch (RdmaException e) {
-        return; // the channel closed
-      }
-      try {
-        id.adopt(this, a, m);
-      } catch (RuntimeException e) {
-        id.close();
-        return;
-      }
-      requests.put(a, id);
-      channel.post(new CmEvent(CmEventType.CONNECT_REQUEST, id, this, 0, m.privateData().clone(),
-          // a SIDR request names neither the requester's QP nor its Q_Key: 0, as the kernel's
-          null, new UdParameters(m.privateData().clone(), AddressVector.global(m.gid(), 0, 1), 0,
-              0)));
+    SoftUdpCmId known = requests.get(a);
+    if (known != null) {
+      known.answerAgain();
+      return;
     }
+    if (requests.size() >= resources.maxConnections) return; // the requester times out
+    SoftUdpCmId id;
+    try {
+      id = channel.newUdpId(context(), "rdma_listen");
+    } catch (RdmaException e) {
+      return; // the channel closed
+    }
+    try {
+      id.adopt(this, a, m);
+    } catch (RuntimeException e) {
+      id.close();
+      return;
+    }
+    requests.put(a, id);
+    byte[] data = SidrMessage.padded(m.privateData(), SidrMessage.MAX_REQ_PRIVATE_DATA);
+    channel.post(new CmEvent(CmEventType.CONNECT_REQUEST, id, this, 0, data,
+        // a SIDR request names neither the requester's QP nor its Q_Key: 0, as the kernel's
+        null, new UdParameters(data.clone(), AddressVector.global(m.gid(), 0, 1), 0, 0)));
   }
 
   private synchronized void adopt(SoftUdpCmId l, Attempt a, SidrMessage req) {
@@ -403,7 +417,6 @@ final class SoftUdpCmId extends AbstractSoftCmId {
       setState(beforeQuery);
       post(CmEventType.ADDR_ERROR, -ETIMEDOUT, null, null);
     } else if (state == CmState.CONNECTING) {
-      resources.sidr.stop(socket);
       setState(CmState.UNREACHABLE);
       post(CmEventType.UNREACHABLE, -ETIMEDOUT, null, null);
     }

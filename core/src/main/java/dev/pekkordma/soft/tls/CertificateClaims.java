@@ -1,7 +1,10 @@
 package dev.pekkordma.soft.tls;
 
+import dev.pekkordma.annotation.InternalApi;
+import dev.pekkordma.cm.SocketAddresses;
 import dev.pekkordma.config.RdmaSettings.TlsIdentity;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.security.cert.CertificateEncodingException;
@@ -19,6 +22,7 @@ import javax.security.auth.x500.X500Principal;
  * SHA-256 fingerprint) gives its addresses (a host, or a host and port); a certificate no entry
  * names may claim any port of the IPv4 addresses among its subject alternative names.
  */
+@InternalApi
 public final class CertificateClaims {
   private static final String SETTING = "pekko-rdma.soft.tls.identities";
   private static final int IP_ADDRESS_NAME = 7; // GeneralName's iPAddress
@@ -42,7 +46,7 @@ public final class CertificateClaims {
     }
     if (named) {
       return "its certificate '" + subject + "' may claim only the addresses " + SETTING
-          + " gives it, not " + ip.getHostAddress() + ":" + port;
+          + " gives it, not " + SocketAddresses.format(new InetSocketAddress(ip, port));
     }
     for (String san : ipNames(certificate)) {
       if (san.equals(ip.getHostAddress())) return null;

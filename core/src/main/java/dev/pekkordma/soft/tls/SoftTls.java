@@ -1,5 +1,6 @@
 package dev.pekkordma.soft.tls;
 
+import dev.pekkordma.annotation.InternalApi;
 import dev.pekkordma.config.RdmaSettings;
 import dev.pekkordma.config.RdmaSettings.TlsSettings;
 import java.io.IOException;
@@ -10,9 +11,9 @@ import java.nio.file.Files;
 import java.nio.file.Paths;
 import java.security.GeneralSecurityException;
 import java.security.KeyStore;
-import java.security.SecureRandom;
 import java.security.Principal;
 import java.security.PrivateKey;
+import java.security.SecureRandom;
 import java.security.cert.Certificate;
 import java.security.cert.CertificateException;
 import java.security.cert.X509Certificate;
@@ -45,6 +46,7 @@ import javax.net.ssl.X509ExtendedTrustManager;
  *
  * <p>A disabled instance hands sockets back unchanged, so callers may wrap unconditionally.
  */
+@InternalApi
 public final class SoftTls {
   private static final String SETTING = "pekko-rdma.soft.tls";
   private static final SoftTls DISABLED = new SoftTls(null, null);

@@ -1,9 +1,11 @@
 package dev.pekkordma.verbs.abi;
 
+import dev.pekkordma.annotation.InternalApi;
 /**
  * Where libibverbs' {@code struct ibv_wc} keeps each field on x86-64 (checked against the
  * headers by native's LayoutTest). Not part of the API: exported to the native provider only.
  */
+@InternalApi
 public final class CompletionLayout {
   private CompletionLayout() {}
 

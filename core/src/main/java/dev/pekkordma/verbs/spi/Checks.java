@@ -22,6 +22,17 @@ public final class Checks {
     }
   }
 
+  /**
+   * Why a datagram of {@code bytes} cannot take a path of {@code mtu} bytes (a UD message is one
+   * packet, and a device drops a longer one without an error), naming both sizes; null when it
+   * fits or the MTU is unknown (0).
+   */
+  public static String overMtu(long bytes, int mtu) {
+    return mtu > 0 && bytes > mtu
+        ? "a datagram of " + bytes + " bytes is over the path MTU of " + mtu + " bytes"
+        : null;
+  }
+
   /** {@code ibv_reg_mr}'s memory: a real address, at least a byte, at most max_mr_size. */
   public static void registration(long address, long length, long maxMrSize) {
     if (address == 0) throw new RdmaException("ibv_reg_mr", RdmaException.EINVAL, "address is null");

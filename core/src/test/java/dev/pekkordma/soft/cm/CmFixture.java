@@ -9,7 +9,6 @@ import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
 import dev.pekkordma.cm.ConnectionParameters;
 import dev.pekkordma.memory.OffHeapBuffer;
-import dev.pekkordma.soft.SoftCmSupport;
 import dev.pekkordma.verbs.Access;
 import dev.pekkordma.verbs.CompletionQueue;
 import dev.pekkordma.verbs.MemoryRegion;

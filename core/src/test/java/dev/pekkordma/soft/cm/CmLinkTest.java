@@ -34,7 +34,10 @@ class CmLinkTest extends CmFixture {
     connect(10, listener, client, server, clients, accepted, remotes);
     int withTen = softThreads();
     connect(290, listener, client, server, clients, accepted, remotes);
-    assertEquals(withTen, softThreads(), "the provider's threads with ten connections and 300");
+    // at most as many: threads of providers that earlier tests closed may still be ending
+    int withThreeHundred = softThreads();
+    assertTrue(withThreeHundred <= withTen, "the provider's threads: " + withTen
+        + " with ten connections, " + withThreeHundred + " with 300");
     Set<InetSocketAddress> locals = new HashSet<>();
     for (CmId c : clients) locals.add(c.localAddress());
     assertEquals(300, locals.size(), "each connection has a port of its own");

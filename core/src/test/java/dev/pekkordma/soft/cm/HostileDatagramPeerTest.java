@@ -234,7 +234,7 @@ class HostileDatagramPeerTest extends CmFixture {
             random.nextBytes(noise);
             raw.send(new DatagramPacket(noise, noise.length, group, MULTICAST_PORT));
           }
-          byte[] mgid = CmGroups.mgidOf((java.net.Inet4Address) group).toBytes();
+          byte[] mgid = dev.pekkordma.verbs.Gid.ipv4Mapped((java.net.Inet4Address) group).toBytes();
           // well formed, from another process, but over the members' MTU
           byte[] big = datagram(mgid, 5, UdParameters.UDP_QKEY, 2048);
           raw.send(new DatagramPacket(big, big.length, group, MULTICAST_PORT));

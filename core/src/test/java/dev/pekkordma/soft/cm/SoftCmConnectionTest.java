@@ -13,6 +13,7 @@ import dev.pekkordma.verbs.RdmaProvider;
 import dev.pekkordma.verbs.ResourceCounts;
 import dev.pekkordma.verbs.SendRequests;
 import dev.pekkordma.verbs.WrOpcode;
+import dev.pekkordma.verbs.spi.FaultInjection;
 import java.io.IOException;
 import java.net.ConnectException;
 import java.net.Socket;
@@ -223,7 +224,7 @@ class SoftCmConnectionTest extends CmFixture {
   @Test
   void deviceRemovalReachesEveryIdOnTheDevice() {
     connect(0);
-    provider.faults().get().deviceFatal(client.id.verbs());
+    FaultInjection.of(provider).get().deviceFatal(client.id.verbs());
     // one device serves all three ids here
     CmEvent[] seen = {expect(serverChannel, CmEventType.DEVICE_REMOVAL),
         expect(serverChannel, CmEventType.DEVICE_REMOVAL),
@@ -244,7 +245,7 @@ class SoftCmConnectionTest extends CmFixture {
   void deviceRemovalOfTheListenersDeviceStopsListening() throws IOException {
     serverChannel = channel();
     listener = listener(serverChannel);
-    provider.faults().get().deviceFatal(listener.verbs());
+    FaultInjection.of(provider).get().deviceFatal(listener.verbs());
     expect(serverChannel, CmEventType.DEVICE_REMOVAL);
     try (Socket probe = new Socket()) {
       try {

@@ -9,6 +9,7 @@ import dev.pekkordma.cm.CmId;
 import dev.pekkordma.cm.ConnectionParameters;
 import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.RdmaException;
+import dev.pekkordma.verbs.spi.FaultInjection;
 import java.io.DataOutputStream;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -91,7 +92,7 @@ class SoftCmFailureTest extends CmFixture {
     holder.resolveAddress(null, new InetSocketAddress("127.0.0.1", 4791), WAIT);
     expect(client, CmEventType.ADDR_RESOLVED);
     DeviceContext before = holder.verbs();
-    provider.faults().get().deviceFatal(before);
+    FaultInjection.of(provider).get().deviceFatal(before);
     expect(client, CmEventType.DEVICE_REMOVAL);
 
     CmId c = client.createId(null);
@@ -106,7 +107,7 @@ class SoftCmFailureTest extends CmFixture {
     assertTrue(refused.getMessage().contains("DEVICE_FATAL"), refused.getMessage());
 
     // back again: a new context, not the dead one the holder still has
-    provider.faults().get().restoreDevice(before);
+    FaultInjection.of(provider).get().restoreDevice(before);
     c.resolveAddress(null, new InetSocketAddress("127.0.0.1", 4791), WAIT);
     expect(client, CmEventType.ADDR_RESOLVED);
     assertNotSame(before, c.verbs());
@@ -239,13 +240,13 @@ class SoftCmFailureTest extends CmFixture {
     CmId c = client.createId(null);
     c.resolveAddress(null, new InetSocketAddress("127.0.0.1", 4791), WAIT);
     expect(client, CmEventType.ADDR_RESOLVED);
-    provider.faults().get().setPortState(c.verbs(), 1, false);
+    FaultInjection.of(provider).get().setPortState(c.verbs(), 1, false);
     c.resolveRoute(WAIT);
     assertTrue(expect(client, CmEventType.ROUTE_ERROR).status() < 0);
     RuntimeException early = assertThrows(RuntimeException.class,
         () -> c.connect(ConnectionParameters.defaults()));
     assertTrue(early.getMessage().contains("in state ADDR_RESOLVED"), early.getMessage());
-    provider.faults().get().setPortState(c.verbs(), 1, true);
+    FaultInjection.of(provider).get().setPortState(c.verbs(), 1, true);
     c.resolveRoute(WAIT);
     expect(client, CmEventType.ROUTE_RESOLVED);
     c.close();

@@ -1,5 +1,6 @@
 package dev.pekkordma.streams.impl;
 
+import dev.pekkordma.annotation.InternalApi;
 import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
@@ -33,6 +34,7 @@ import scala.Tuple2;
  * takes the connection over, and one nobody materializes within the accept timeout is closed.
  * Cancelling, or the binding's unbind, stops listening.
  */
+@InternalApi
 public final class BindStage
     extends GraphStageWithMaterializedValue<SourceShape<IncomingConnection>,
         CompletionStage<ServerBinding>> {

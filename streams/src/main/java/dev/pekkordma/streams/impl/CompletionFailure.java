@@ -2,6 +2,7 @@ package dev.pekkordma.streams.impl;
 
 import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventType;
+import dev.pekkordma.cm.SocketAddresses;
 import dev.pekkordma.verbs.WcStatus;
 
 /** How a work completion's error status, or a CM event, reads in a connection's failure. */
@@ -23,18 +24,18 @@ final class CompletionFailure {
         : e.outcome();
   }
 
-  /**
-   * An address error when the connection was to go out from {@code local} names it (null: none
-   * was given): most likely an address of no RDMA device.
-   */
   /** A CM event that ends a connect or an accept, from {@code local} (null when passive). */
   static String connecting(CmEvent e, java.net.InetSocketAddress local) {
     return cmEvent(e) + fromLocal(e.type(), local);
   }
 
+  /**
+   * An address error when the connection was to go out from {@code local} names it (null: none
+   * was given): most likely an address of no RDMA device.
+   */
   static String fromLocal(CmEventType t, java.net.InetSocketAddress local) {
     return t != CmEventType.ADDR_ERROR || local == null ? "" : " from the local address "
-        + dev.pekkordma.streams.RdmaStreamException.format(local)
+        + SocketAddresses.format(local)
         + " (is it an address of an RDMA device here?)";
   }
 

@@ -1,6 +1,6 @@
 package dev.pekkordma.streams.impl;
 
-import dev.pekkordma.runtime.Agent;
+import dev.pekkordma.runtime.internal.Agent;
 import dev.pekkordma.streams.WorkCompletion;
 import dev.pekkordma.verbs.CompletionChannel;
 import dev.pekkordma.verbs.CompletionQueue;

@@ -1,7 +1,8 @@
 package dev.pekkordma.streams.impl;
 
-import dev.pekkordma.runtime.AgentRunner;
+import dev.pekkordma.annotation.InternalApi;
 import dev.pekkordma.runtime.RuntimeSettings;
+import dev.pekkordma.runtime.internal.AgentRunner;
 import dev.pekkordma.streams.WorkCompletion;
 import dev.pekkordma.verbs.CompletionQueue;
 import java.util.concurrent.CompletableFuture;
@@ -12,6 +13,7 @@ import org.apache.pekko.Done;
 import org.apache.pekko.stream.javadsl.Source;
 
 /** Completion sources: a bounded queue, and a {@link CompletionFeed} feeding it. */
+@InternalApi
 public final class CompletionSources {
   private static final AtomicLong made = new AtomicLong();
 

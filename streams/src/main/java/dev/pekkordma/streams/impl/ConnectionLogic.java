@@ -4,6 +4,8 @@ import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
 import dev.pekkordma.cm.ConnectionParameters;
+import dev.pekkordma.cm.SocketAddresses;
+import dev.pekkordma.runtime.internal.CqDrain;
 import dev.pekkordma.streams.RdmaStreamException;
 import dev.pekkordma.streams.RdmaStreamSettings;
 import dev.pekkordma.streams.TransferResult;
@@ -65,6 +67,8 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   private AsyncCallback<CmEvent> cmEvents;
   private AsyncCallback<RuntimeException> cmStopped;
   private AsyncCallback<Boolean> wake;
+  /** Made once: the CQ is drained on every wake. */
+  private final CqDrain.Sink toProtocol = this::toProtocol;
   private AsyncCallback<Boolean> burstEnd;
   private AsyncCallback<Done> stop;
 
@@ -196,8 +200,8 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   }
 
   private String peerName() {
-    return remote == null ? "the client at " + RdmaStreamException.format(peer())
-        : RdmaStreamException.format(remote);
+    return remote == null ? "the client at " + SocketAddresses.format(peer())
+        : SocketAddresses.format(remote);
   }
 
   /** A failure for {@code reason}, naming the peer (or where a listener listens). */
@@ -438,23 +442,19 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   /** Hands every completion the CQ holds to the protocol, and arms the CQ again. */
   private void drainCq() {
     if (stopped() || res == null || res.cq == null || protocol.over()) return;
-    WorkCompletions wcs = res.wcs;
     try {
-      while (true) {
-        int n = res.cq.poll(wcs);
-        if (n == 0) {
-          res.cq.requestNotify(false);
-          n = res.cq.poll(wcs); // what came before the arming raised no event
-          if (n == 0) break;
-        }
-        for (int i = 0; i < n && !protocol.over(); i++) protocol.completed(wcs, i);
-        if (protocol.over()) return;
-      }
+      if (!CqDrain.drain(res.cq, res.wcs, toProtocol)) return;
     } catch (RuntimeException e) {
       fail(failure("polling the CQ failed: " + e.getMessage()));
       return;
     }
     protocol.polled();
+  }
+
+  /** One completion to the protocol; false once the protocol is over. */
+  private boolean toProtocol(WorkCompletions wcs, int i) {
+    protocol.completed(wcs, i);
+    return !protocol.over();
   }
 
   // ------------------------------------------------------------ the end

@@ -2,8 +2,8 @@ package dev.pekkordma.streams.impl;
 
 import dev.pekkordma.cm.CmId;
 import dev.pekkordma.memory.OffHeapBuffer;
-import dev.pekkordma.runtime.CompletionHub;
 import dev.pekkordma.runtime.MemoryBudget;
+import dev.pekkordma.runtime.internal.CompletionHub;
 import dev.pekkordma.verbs.Access;
 import dev.pekkordma.verbs.CompletionQueue;
 import dev.pekkordma.verbs.DeviceContext;

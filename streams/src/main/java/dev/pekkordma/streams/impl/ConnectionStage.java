@@ -1,5 +1,6 @@
 package dev.pekkordma.streams.impl;
 
+import dev.pekkordma.annotation.InternalApi;
 import dev.pekkordma.streams.BulkChunk;
 import dev.pekkordma.streams.RdmaStreamSettings;
 import dev.pekkordma.streams.ReceivedBuffer;
@@ -37,6 +38,7 @@ import scala.Tuple2;
  * CM disconnect, then the QP, registrations and CQ) only when each direction is done and the
  * last control message has completed, so a graceful close loses nothing in flight.
  */
+@InternalApi
 public final class ConnectionStage
     extends GraphStageWithMaterializedValue<FlowShape<Object, Object>, ConnectionStage.Mat> {
 

@@ -4,7 +4,8 @@ import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
 import dev.pekkordma.cm.ConnectionParameters;
-import dev.pekkordma.runtime.CmDispatcher;
+import dev.pekkordma.cm.SocketAddresses;
+import dev.pekkordma.runtime.internal.CmDispatcher;
 import dev.pekkordma.streams.RdmaStreamException;
 import java.net.InetSocketAddress;
 import java.util.ArrayDeque;
@@ -57,7 +58,7 @@ final class EarlyAccept {
   static EarlyAccept accept(StreamsRuntime rt, CmEvent request, ConnectionPlan plan,
       AtomicInteger unclaimed) {
     EarlyAccept early = new EarlyAccept(request.id(), unclaimed);
-    String peer = RdmaStreamException.format(early.remote);
+    String peer = SocketAddresses.format(early.remote);
     try {
       early.peerRing = Wire.Ring.decode(request.privateData());
       early.res = plan.resources(rt, early.id);
@@ -118,7 +119,7 @@ final class EarlyAccept {
   void abandon() {
     if (!claim() || res == null) return;
     // the client's connection is up (or about to be): it hears the disconnect
-    res.close(true, false, RdmaStreamException.format(remote));
+    res.close(true, false, SocketAddresses.format(remote));
   }
 
   /** Whether the connection was established before a stage heard of it. */

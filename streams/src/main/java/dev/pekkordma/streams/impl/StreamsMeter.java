@@ -1,5 +1,6 @@
 package dev.pekkordma.streams.impl;
 
+import dev.pekkordma.annotation.InternalApi;
 import dev.pekkordma.streams.ConnectionMetrics;
 import dev.pekkordma.streams.StreamsMetrics;
 import java.lang.invoke.MethodHandles;
@@ -18,6 +19,7 @@ import jdk.jfr.FlightRecorder;
  * {@link Traffic} both ways, counted by its stage), the totals of those that ended, and the JDK
  * Flight Recorder events. Reading them ({@link #snapshot}) takes no lock a connection waits on.
  */
+@InternalApi
 public final class StreamsMeter {
   private final Set<Connection> live = ConcurrentHashMap.newKeySet();
   private final LongAdder opened = new LongAdder();

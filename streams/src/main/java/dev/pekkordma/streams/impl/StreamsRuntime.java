@@ -1,12 +1,13 @@
 package dev.pekkordma.streams.impl;
 
+import dev.pekkordma.annotation.InternalApi;
 import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventChannel;
 import dev.pekkordma.cm.CmId;
 import dev.pekkordma.cm.RdmaPortSpace;
-import dev.pekkordma.runtime.CmDispatcher;
-import dev.pekkordma.runtime.CompletionHubs;
 import dev.pekkordma.runtime.RdmaRuntime;
+import dev.pekkordma.runtime.internal.CmDispatcher;
+import dev.pekkordma.runtime.internal.CompletionHubs;
 import dev.pekkordma.streams.RdmaStreamSettings;
 import dev.pekkordma.verbs.RdmaProvider;
 import java.util.function.UnaryOperator;
@@ -14,6 +15,7 @@ import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.stream.stage.AsyncCallback;
 
 /** What every stage of one actor system shares: the system's runtime, and the settings. */
+@InternalApi
 public final class StreamsRuntime {
   public final ActorSystem<?> system;
   public final RdmaRuntime runtime;

@@ -1,5 +1,6 @@
 package dev.pekkordma.streams.impl;
 
+import dev.pekkordma.annotation.InternalApi;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 
@@ -8,6 +9,7 @@ import java.lang.invoke.VarHandle;
  * any (metrics). Opaque writes cost what plain ones do, and a reader sees each count whole and
  * soon, without a fence on the data path.
  */
+@InternalApi
 public final class Traffic {
   private static final VarHandle BYTES;
   private static final VarHandle MESSAGES;

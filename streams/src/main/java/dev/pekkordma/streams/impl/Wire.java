@@ -1,5 +1,6 @@
 package dev.pekkordma.streams.impl;
 
+import dev.pekkordma.annotation.InternalApi;
 import dev.pekkordma.memory.NativeMemory;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -35,6 +36,7 @@ import java.nio.ByteOrder;
  * message by {@link ProtocolValidator}, which lists the rules; one broken fails the connection
  * naming the peer and the rule.
  */
+@InternalApi
 public final class Wire {
   static final int END = 0;
   static final int MORE = 1;

@@ -5,20 +5,22 @@ import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
 import dev.pekkordma.cm.ConnectionParameters;
 import dev.pekkordma.cm.RdmaPortSpace;
+import dev.pekkordma.cm.SocketAddresses;
 import dev.pekkordma.cm.UdParameters;
-import dev.pekkordma.runtime.CmDispatcher;
+import dev.pekkordma.runtime.internal.CmDispatcher;
+import dev.pekkordma.runtime.internal.CqDrain;
+import dev.pekkordma.runtime.internal.datagram.AddressHandles;
+import dev.pekkordma.runtime.internal.datagram.DatagramFormat;
+import dev.pekkordma.runtime.internal.datagram.DatagramFormat.MalformedDatagramException;
+import dev.pekkordma.runtime.internal.datagram.Hello;
+import dev.pekkordma.runtime.internal.datagram.PeerKey;
+import dev.pekkordma.runtime.internal.datagram.PeerRoutes;
+import dev.pekkordma.runtime.internal.datagram.Resolutions;
+import dev.pekkordma.runtime.internal.datagram.SidrAnswers;
+import dev.pekkordma.runtime.internal.datagram.UdResources;
 import dev.pekkordma.streams.Datagram;
 import dev.pekkordma.streams.DatagramPeer;
 import dev.pekkordma.streams.RdmaStreamException;
-import dev.pekkordma.runtime.datagram.AddressHandles;
-import dev.pekkordma.runtime.datagram.DatagramFormat;
-import dev.pekkordma.runtime.datagram.DatagramFormat.MalformedDatagramException;
-import dev.pekkordma.runtime.datagram.Hello;
-import dev.pekkordma.runtime.datagram.PeerKey;
-import dev.pekkordma.runtime.datagram.PeerRoutes;
-import dev.pekkordma.runtime.datagram.Resolutions;
-import dev.pekkordma.runtime.datagram.SidrAnswers;
-import dev.pekkordma.runtime.datagram.UdResources;
 import dev.pekkordma.streams.impl.datagram.DatagramStage.Mode;
 import dev.pekkordma.verbs.AddressVector;
 import dev.pekkordma.verbs.CompletionQueue;
@@ -28,6 +30,7 @@ import dev.pekkordma.verbs.QpInitAttributes;
 import dev.pekkordma.verbs.QueuePair;
 import dev.pekkordma.verbs.WcStatus;
 import dev.pekkordma.verbs.WorkCompletions;
+import dev.pekkordma.verbs.spi.Checks;
 import java.net.InetSocketAddress;
 import java.util.concurrent.CompletableFuture;
 import org.apache.pekko.stream.stage.AbstractInHandler;
@@ -56,6 +59,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
   private AsyncCallback<CmEvent> cmEvents;
   private AsyncCallback<String> cmStopped;
   private AsyncCallback<Boolean> wake;
+  private final CqDrain.Sink toCompletion = this::completion;
   private AsyncCallback<Boolean> burstEnd;
   private boolean burstEndDue;
   private CmDispatcher cm;
@@ -131,7 +135,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
       if (stage.local != null) bindLocal();
     } catch (RuntimeException e) {
       RdmaStreamException f = new RdmaStreamException(stage.mode == Mode.MULTICAST
-          ? "RDMA multicast group " + RdmaStreamException.format(stage.group) + " from"
+          ? "RDMA multicast group " + SocketAddresses.format(stage.group) + " from"
           : "RDMA datagram binding to", stage.local, String.valueOf(e.getMessage()), e);
       bound.completeExceptionally(f);
       failStage(RdmaStreamException.bindFailure(f, e));
@@ -171,9 +175,9 @@ final class DatagramLogic extends TimerGraphStageLogic {
       java.util.function.BiFunction<ProtectionDomain, QpInitAttributes, QueuePair> makeQp,
       java.util.function.Function<QueuePair, Runnable> destroyQp) {
     String what = stage.mode == Mode.MULTICAST ? "the multicast group "
-        + RdmaStreamException.format(stage.group) : "the datagram stage at "
+        + SocketAddresses.format(stage.group) : "the datagram stage at "
         + (stage.local == null ? "an address of " + device.device().name()
-            : RdmaStreamException.format(stage.local));
+            : SocketAddresses.format(stage.local));
     Runnable woken = () -> wake.invoke(Boolean.TRUE);
     res = UdResources.open(stage.rt.runtime, device, port, stage.settings.receiveBuffers(),
         stage.settings.sendBuffers(), shared, what, DatagramSettings.BUFFERS_SETTING,
@@ -201,10 +205,10 @@ final class DatagramLogic extends TimerGraphStageLogic {
   private void send(Datagram d) {
     DatagramPeer peer = d.peer();
     InetSocketAddress to = peer.address();
-    if (res != null && d.data().size() > res.mtu) {
-      fail(new RdmaStreamException("RDMA datagram to", to, "a datagram of " + d.data().size()
-          + " bytes is over the path MTU of " + res.mtu + " bytes" + (to == null ? " (to "
-          + peer + ")" : "")));
+    String over = res == null ? null : Checks.overMtu(d.data().size(), res.mtu);
+    if (over != null) {
+      fail(new RdmaStreamException("RDMA datagram to", to, over
+          + (to == null ? " (to " + peer + ")" : "")));
       return;
     }
     Target route = peer.hasQp() ? null : routes.get(to);
@@ -313,17 +317,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
   private void drainCq() {
     if (tornDown || res == null) return;
     try {
-      while (true) {
-        int n = res.cq().poll(wcs);
-        if (n == 0) {
-          res.cq().requestNotify(false);
-          n = res.cq().poll(wcs); // what came before the arming raised no event
-          if (n == 0) break;
-        }
-        for (int i = 0; i < n; i++) {
-          if (!completion(wcs, i)) return;
-        }
-      }
+      if (!CqDrain.drain(res.cq(), wcs, toCompletion)) return;
     } catch (RuntimeException e) {
       fail("polling the CQ failed: " + e.getMessage());
       return;

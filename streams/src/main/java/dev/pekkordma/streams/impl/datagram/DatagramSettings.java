@@ -1,12 +1,13 @@
 package dev.pekkordma.streams.impl.datagram;
 
+import com.typesafe.config.Config;
+import dev.pekkordma.annotation.InternalApi;
+import java.time.Duration;
 import static dev.pekkordma.config.ConfigChecks.atLeast;
 import static dev.pekkordma.config.ConfigChecks.positive;
 
-import com.typesafe.config.Config;
-import java.time.Duration;
-
 /** The datagram stages' settings, under {@code pekko-rdma.streams.datagram}; checked when read. */
+@InternalApi
 public record DatagramSettings(int receiveBuffers, int sendBuffers, int maxPeers,
     Duration peerTtl, Duration resolveTimeout) {
   public static final String PATH = "pekko-rdma.streams.datagram";

@@ -1,5 +1,6 @@
 package dev.pekkordma.streams.impl.datagram;
 
+import dev.pekkordma.annotation.InternalApi;
 import dev.pekkordma.streams.Datagram;
 import dev.pekkordma.streams.impl.StreamsRuntime;
 import java.net.InetSocketAddress;
@@ -19,6 +20,7 @@ import scala.Tuple2;
  * runs on the stage's thread: CM events and completion-queue wake-ups come in as async
  * callbacks. See {@link DatagramLogic}.
  */
+@InternalApi
 public final class DatagramStage extends GraphStageWithMaterializedValue<
     FlowShape<Datagram, Datagram>, CompletionStage<InetSocketAddress>> {
 

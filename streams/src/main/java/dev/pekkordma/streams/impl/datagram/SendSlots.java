@@ -1,6 +1,6 @@
 package dev.pekkordma.streams.impl.datagram;
 
-import dev.pekkordma.runtime.datagram.AddressHandles;
+import dev.pekkordma.runtime.internal.datagram.AddressHandles;
 
 /**
  * The registered send slots: as many as the send queue is deep, so a post never overruns it.

@@ -1,7 +1,7 @@
 package dev.pekkordma.streams.impl.datagram;
 
-import dev.pekkordma.runtime.datagram.DatagramFormat;
-import dev.pekkordma.runtime.datagram.PeerKey;
+import dev.pekkordma.runtime.internal.datagram.DatagramFormat;
+import dev.pekkordma.runtime.internal.datagram.PeerKey;
 import dev.pekkordma.streams.DatagramPeer;
 import dev.pekkordma.verbs.Gid;
 import java.net.InetSocketAddress;

@@ -1,0 +1,5 @@
+/** pekko-rdma's own machinery: not an API (see {@link dev.pekkordma.annotation.InternalApi}). */
+@InternalApi
+package dev.pekkordma.runtime.internal;
+
+import dev.pekkordma.annotation.InternalApi;
