@@ -7,6 +7,7 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.ByteChannel;
 import java.nio.channels.CancelledKeyException;
+import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ClosedSelectorException;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.ReadableByteChannel;
@@ -148,7 +149,11 @@ final class FabricGate {
         if (hello == null) {
           if (!readFully(channel, opening)) return;
           opened(k);
-          if (hello == null) return; // refused, or gone to a lane
+          if (hello == null || tlsDeadline != null) return; // refused, gone to a lane, or TLS
+        }
+        if (tlsDeadline != null && secured == null) { // its first TLS bytes: the engine is made
+          secured = tls.serverChannel(channel);
+          talk = secured;
         }
         if (tlsDeadline != null) {
           secured.handshake();
@@ -163,7 +168,7 @@ final class FabricGate {
       } catch (NeedsWriteException e) {
         k.interestOps(SelectionKey.OP_WRITE);
         return;
-      } catch (EOFException e) { // before its opening: a port scan, a health check; nothing refused
+      } catch (EOFException | ClosedChannelException e) { // it hung up: nothing refused
         LOG.debug("soft fabric: {} closed the connection {}", remote,
             hello == null ? "before its opening" : "mid-handshake");
         close(this);
@@ -241,10 +246,8 @@ final class FabricGate {
         hello = ByteBuffer.allocate(FabricWire.HANDSHAKE_BYTES);
         handshake = new LinkHandshake(fabric.address());
         stage = "sending its HELLO";
-        if (tls.enabled()) {
+        if (tls.enabled()) { // the engine is made when its first TLS bytes come
           stage = "in its TLS handshake";
-          secured = tls.serverChannel(channel);
-          talk = secured;
           tlsDeadline = fabric.deadline(tls.handshakeTimeout(),
               "pekko-rdma.soft.tls.handshake-timeout", this::tlsOverdue);
           tlsDeadline.guard(channel);
@@ -419,9 +422,11 @@ final class FabricGate {
     }
   }
 
+  /** Stops taking connections: the listener closes. */
   void stop() {
     try {
       selector.close();
+      server.close();
     } catch (IOException e) {
       // closing is all we wanted
     }

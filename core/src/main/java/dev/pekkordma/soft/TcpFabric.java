@@ -179,6 +179,15 @@ final class TcpFabric {
         "pekko-rdma.soft.fabric.handshake-timeout", onExpiry);
   }
 
+  /**
+   * Stops taking connections and closes the listener (the fabric is one per JVM and lives as
+   * long as it: for tests that start one of their own).
+   */
+  void stop() {
+    gate.stop();
+    timers.shutdownNow();
+  }
+
   /** A deadline of {@code time} from now, which {@code setting} gave. */
   Deadline deadline(java.time.Duration time, String setting, Runnable onExpiry) {
     return new Deadline(timers, time.toNanos(), setting, onExpiry);
