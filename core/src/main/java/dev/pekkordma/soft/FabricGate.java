@@ -23,8 +23,8 @@ import javax.net.ssl.SSLSession;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import tlschannel.NeedsReadException;
-import tlschannel.NeedsWriteException;
 import tlschannel.TlsChannel;
+import tlschannel.WouldBlockException;
 
 /**
  * Where connections to the fabric come in, before anything is proven: one thread accepts them
@@ -162,11 +162,8 @@ final class FabricGate {
           stage = "sending its HELLO";
         }
         if (!readFully(talk, hello)) return;
-      } catch (NeedsReadException e) {
-        k.interestOps(SelectionKey.OP_READ);
-        return;
-      } catch (NeedsWriteException e) {
-        k.interestOps(SelectionKey.OP_WRITE);
+      } catch (WouldBlockException e) {
+        awaitTls(k, e);
         return;
       } catch (EOFException | ClosedChannelException e) { // it hung up: nothing refused
         LOG.debug("soft fabric: {} closed the connection {}", remote,
@@ -207,7 +204,7 @@ final class FabricGate {
       try {
         drain.clear();
         n = talk.read(drain);
-      } catch (NeedsReadException | NeedsWriteException e) { // part of a TLS record: not yet
+      } catch (WouldBlockException e) { // part of a TLS record: not yet
         n = 0;
       } catch (IOException e) {
         n = -1;
@@ -384,6 +381,11 @@ final class FabricGate {
     }
   }
 
+  /** Under TLS: watches {@code k} for what the engine needs of its channel next. */
+  static void awaitTls(SelectionKey k, WouldBlockException e) {
+    k.interestOps(e instanceof NeedsReadException ? SelectionKey.OP_READ : SelectionKey.OP_WRITE);
+  }
+
   /** Reads into {@code into} as far as {@code from} has bytes; true once it is full. */
   private static boolean readFully(ReadableByteChannel from, ByteBuffer into) throws IOException {
     while (into.hasRemaining()) {
@@ -406,7 +408,7 @@ final class FabricGate {
     close(a);
   }
 
-  /** Ends a connection refused or failed before it was welcomed or a handshake thread had it. */
+  /** Ends a connection refused or failed before it was welcomed or its proof's lane had it. */
   void close(Arrival a) {
     a.deadline.settle();
     if (a.tlsDeadline != null) a.tlsDeadline.settle();

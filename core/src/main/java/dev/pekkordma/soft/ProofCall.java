@@ -15,6 +15,7 @@ import org.slf4j.LoggerFactory;
 import tlschannel.NeedsReadException;
 import tlschannel.NeedsWriteException;
 import tlschannel.TlsChannel;
+import tlschannel.WouldBlockException;
 
 /**
  * The call back to the listener a HELLO claims, made by the gate's thread without blocking:
@@ -67,11 +68,8 @@ final class ProofCall implements FabricGate.Ready {
     try {
       if (!advance()) return;
       channel.close();
-    } catch (NeedsReadException e) {
-      k.interestOps(SelectionKey.OP_READ);
-      return;
-    } catch (NeedsWriteException e) {
-      k.interestOps(SelectionKey.OP_WRITE);
+    } catch (WouldBlockException e) {
+      FabricGate.awaitTls(k, e);
       return;
     } catch (IOException | RuntimeException e) {
       failed(e);
@@ -82,7 +80,8 @@ final class ProofCall implements FabricGate.Ready {
 
   /**
    * Takes every step the channel lets it take now; true once the answer is whole. A step that
-   * must wait throws TLS's NeedsRead/NeedsWrite, or returns false with the interest set.
+   * must wait throws NeedsRead/NeedsWrite (TLS's, or ours for the plain steps alike), or returns
+   * false while the connect is under way.
    */
   private boolean advance() throws IOException {
     if (!channel.finishConnect()) return false;

@@ -7,7 +7,6 @@ import dev.pekkordma.config.RdmaSettings;
 import dev.pekkordma.soft.tls.SoftTls;
 import dev.pekkordma.testing.TlsStores;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -17,9 +16,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLEngine;
 import net.jqwik.api.Arbitraries;
@@ -116,12 +112,12 @@ class SlowTlsPeersPropertyTest {
   @Property(tries = 8)
   void aLegitimatePeerIsWelcomedWithinOneDeadlineWhileRoguesTrickle(
       @ForAll("trickles") Trickle t) throws Exception {
-    Rogues rogues = new Rogues(t);
+    TricklingRogues rogues = rogues(t);
     rogues.start();
     try {
       rogues.awaitFirstBytes();
       connectLegitimately(t);
-      if (t.reconnect()) rogues.awaitReconnected();
+      if (t.reconnect()) rogues.awaitReconnected(4);
       connectLegitimately(t);
       rogues.check();
     } finally {
@@ -138,12 +134,12 @@ class SlowTlsPeersPropertyTest {
   void moreStalledTlsHandshakesThanMaxHandshakesLockNoOneOut() throws Exception {
     int all = FabricWire.OPENING_BYTES + clientHello.length;
     Trickle stalled = new Trickle(10 * MAX_HANDSHAKES, Kind.STRANGER, all, 5, all, true);
-    Rogues rogues = new Rogues(stalled);
+    TricklingRogues rogues = rogues(stalled);
     rogues.start();
     try {
       rogues.awaitFirstBytes();
       for (int i = 0; i < 3; i++) connectLegitimately(stalled);
-      rogues.awaitReconnected();
+      rogues.awaitReconnected(4);
       connectLegitimately(stalled);
       rogues.check();
     } finally {
@@ -160,12 +156,12 @@ class SlowTlsPeersPropertyTest {
   void helloesNamingAListenerThatNeverAnswersTheCallBacksTlsLockNoOneOut() throws Exception {
     int all = FabricWire.HANDSHAKE_BYTES;
     Trickle flood = new Trickle(10 * MAX_HANDSHAKES, Kind.TRUSTED, all, 5, all, true);
-    Rogues rogues = new Rogues(flood);
+    TricklingRogues rogues = rogues(flood);
     rogues.start();
     try {
       rogues.awaitFirstBytes();
       for (int i = 0; i < 3; i++) connectLegitimately(flood);
-      rogues.awaitReconnected();
+      rogues.awaitReconnected(4);
       connectLegitimately(flood);
       rogues.check();
     } finally {
@@ -209,7 +205,7 @@ class SlowTlsPeersPropertyTest {
    */
   private static long heapPerConnection(List<Socket> sockets, int n, byte[] then)
       throws Exception {
-    long before = settledHeap();
+    long before = HostileHandshakeTest.settledHeap();
     int waiting = target.gate().waiting();
     for (int i = 0; i < n; i++) {
       Socket s = new Socket();
@@ -225,7 +221,7 @@ class SlowTlsPeersPropertyTest {
       Thread.sleep(10);
     }
     Thread.sleep(1000); // the engines have answered the ClientHellos
-    return (settledHeap() - before) / n;
+    return (HostileHandshakeTest.settledHeap() - before) / n;
   }
 
   /** Connects as the legitimate peer: welcomed within one deadline, never refused nor cut off. */
@@ -249,141 +245,36 @@ class SlowTlsPeersPropertyTest {
   }
 
   /**
-   * The rogues, worked by one thread: each writes its next burst when its pause is over. A
-   * stranger writes its opening and ClientHello on the socket; a trusted one writes its opening,
-   * makes its TLS handshake when it connects, then writes its HELLO through TLS.
+   * The rogues: a stranger writes its opening and ClientHello on the socket; a trusted one
+   * writes its opening, makes its TLS handshake when it connects, then writes a HELLO naming the
+   * tar pit through TLS.
    */
-  private static final class Rogues extends Thread {
-    private final Trickle t;
-    private final byte[] bytes;
-    private final Socket[] plain;
-    /** Where each writes: the socket, or TLS over it. */
-    private final Socket[] talk;
-    private final int[] sent;
-    private final long[] next;
-    private volatile boolean stopping;
-    private volatile Throwable failure;
-    private final CountDownLatch firstBytes = new CountDownLatch(1);
-    private final AtomicInteger reconnected = new AtomicInteger();
-
-    Rogues(Trickle t) {
-      super("tls-rogues");
-      setDaemon(true);
-      this.t = t;
-      if (t.kind() == Kind.STRANGER) {
-        byte[] opening = FabricWire.opening(FabricWire.LINK, null);
-        bytes = Arrays.copyOf(opening, opening.length + clientHello.length);
-        System.arraycopy(clientHello, 0, bytes, opening.length, clientHello.length);
-      } else {
-        FabricWire.Handshake hello = new FabricWire.Handshake(FabricWire.HELLO);
-        hello.from = new FabricAddress(new byte[] {127, 0, 0, 1}, tarPit.getLocalPort());
-        hello.to = target.address();
-        bytes = hello.encode();
-      }
-      plain = new Socket[t.rogues()];
-      talk = new Socket[t.rogues()];
-      sent = new int[t.rogues()];
-      next = new long[t.rogues()];
+  private static TricklingRogues rogues(Trickle t) {
+    byte[] opening = FabricWire.opening(FabricWire.LINK, null);
+    byte[] bytes;
+    if (t.kind() == Kind.STRANGER) {
+      bytes = Arrays.copyOf(opening, opening.length + clientHello.length);
+      System.arraycopy(clientHello, 0, bytes, opening.length, clientHello.length);
+    } else {
+      FabricWire.Handshake hello = new FabricWire.Handshake(FabricWire.HELLO);
+      hello.from = new FabricAddress(new byte[] {127, 0, 0, 1}, tarPit.getLocalPort());
+      hello.to = target.address();
+      bytes = hello.encode();
     }
-
-    @Override
-    public void run() {
-      try {
-        for (int i = 0; i < plain.length; i++) open(i);
-        while (!stopping) {
-          long now = System.nanoTime();
-          for (int i = 0; i < plain.length; i++) {
-            if (talk[i] == null || now < next[i]) continue;
-            int n = Math.min(t.burst(), Math.min(bytes.length, t.stopAfter()) - sent[i]);
-            try {
-              if (n > 0) {
-                talk[i].getOutputStream().write(bytes, sent[i], n);
-                talk[i].getOutputStream().flush();
-                sent[i] += n;
-              } else if (closed(talk[i])) { // silent now: cut off yet?
-                throw new IOException("closed");
-              }
-            } catch (IOException cut) {
-              close(plain[i]);
-              talk[i] = null;
-              if (t.reconnect() && !stopping) {
-                open(i);
-                reconnected.incrementAndGet();
-              }
-              continue;
-            }
-            next[i] = now + t.pauseMillis() * 1_000_000L;
-          }
-          firstBytes.countDown();
-          Thread.sleep(2);
-        }
-      } catch (Throwable e) {
-        failure = e;
-      } finally {
-        for (Socket s : plain) if (s != null) close(s);
-      }
-    }
-
-    private void open(int i) throws IOException {
+    TricklingRogues.Pattern p = new TricklingRogues.Pattern(t.rogues(), t.burst(), t.burst(),
+        t.pauseMillis(), t.stopAfter(), t.reconnect());
+    return new TricklingRogues(p, bytes, () -> {
       Socket s = new Socket();
       s.connect(target.address().socketAddress(), 5000);
-      plain[i] = s;
-      talk[i] = s;
-      sent[i] = 0;
-      next[i] = System.nanoTime();
-      if (t.kind() == Kind.TRUSTED) {
-        s.setSoTimeout(5000);
-        s.getOutputStream().write(FabricWire.opening(FabricWire.LINK, null));
-        try {
-          talk[i] = trustedRogue.client(s, "the fabric under test");
-        } catch (IOException cutMidway) { // its deadline came while the handshake was made
-          talk[i] = null;
-        }
-      }
-    }
-
-    /** Whether our side closed {@code s}: what it sent is read, the end seen without waiting. */
-    private static boolean closed(Socket s) {
+      if (t.kind() == Kind.STRANGER) return new Socket[] {s, s};
+      s.setSoTimeout(5000);
+      s.getOutputStream().write(opening);
       try {
-        s.setSoTimeout(1);
-        InputStream in = s.getInputStream();
-        byte[] b = new byte[4096];
-        while (true) {
-          if (in.read(b) < 0) return true;
-        }
-      } catch (java.net.SocketTimeoutException open) {
-        return false;
-      } catch (IOException reset) {
-        return true;
+        return new Socket[] {s, trustedRogue.client(s, "the fabric under test")};
+      } catch (IOException cutMidway) { // its deadline came while the handshake was made
+        return new Socket[] {s, null};
       }
-    }
-
-    void awaitFirstBytes() throws InterruptedException {
-      if (!firstBytes.await(10, TimeUnit.SECONDS)) check();
-    }
-
-    /** Until every rogue was cut off and connected again (a deadline and a bit, at most). */
-    void awaitReconnected() throws InterruptedException {
-      long until = System.nanoTime() + 4 * HANDSHAKE.toNanos();
-      int from = reconnected.get();
-      while (reconnected.get() - from < t.rogues() && System.nanoTime() < until) {
-        check();
-        Thread.sleep(1);
-      }
-      if (reconnected.get() - from < t.rogues()) {
-        throw new AssertionError("the rogues were not all cut off within their deadline: " + t);
-      }
-    }
-
-    void check() {
-      if (failure != null) throw new AssertionError("the rogues failed", failure);
-    }
-
-    void finish() throws InterruptedException {
-      stopping = true;
-      join(10_000);
-      check();
-    }
+    }, HANDSHAKE, t);
   }
 
   private static SoftTls tls(TlsStores stores, String identity) {
@@ -398,7 +289,7 @@ class SlowTlsPeersPropertyTest {
       try {
         while (true) held.add(pit.accept());
       } catch (IOException closed) {
-        for (Socket s : held) close(s);
+        for (Socket s : held) TricklingRogues.close(s);
       }
     }, "tls-tar-pit");
     t.setDaemon(true);
@@ -413,24 +304,5 @@ class SlowTlsPeersPropertyTest {
     ByteBuffer out = ByteBuffer.allocate(engine.getSession().getPacketBufferSize());
     engine.wrap(ByteBuffer.allocate(0), out);
     return Arrays.copyOf(out.array(), out.position());
-  }
-
-  private static long settledHeap() throws InterruptedException {
-    Runtime r = Runtime.getRuntime();
-    long used = Long.MAX_VALUE;
-    for (int i = 0; i < 3; i++) { // the least of three collections: what is live
-      System.gc();
-      Thread.sleep(50);
-      used = Math.min(used, r.totalMemory() - r.freeMemory());
-    }
-    return used;
-  }
-
-  private static void close(Socket s) {
-    try {
-      s.close();
-    } catch (IOException e) {
-      // gone
-    }
   }
 }
