@@ -112,17 +112,7 @@ class SlowTlsPeersPropertyTest {
   @Property(tries = 8)
   void aLegitimatePeerIsWelcomedWithinOneDeadlineWhileRoguesTrickle(
       @ForAll("trickles") Trickle t) throws Exception {
-    TricklingRogues rogues = rogues(t);
-    rogues.start();
-    try {
-      rogues.awaitFirstBytes();
-      connectLegitimately(t);
-      if (t.reconnect()) rogues.awaitReconnected(4);
-      connectLegitimately(t);
-      rogues.check();
-    } finally {
-      rogues.finish();
-    }
+    welcomedAmong(t, 1);
   }
 
   /**
@@ -133,18 +123,7 @@ class SlowTlsPeersPropertyTest {
   @Example
   void moreStalledTlsHandshakesThanMaxHandshakesLockNoOneOut() throws Exception {
     int all = FabricWire.OPENING_BYTES + clientHello.length;
-    Trickle stalled = new Trickle(10 * MAX_HANDSHAKES, Kind.STRANGER, all, 5, all, true);
-    TricklingRogues rogues = rogues(stalled);
-    rogues.start();
-    try {
-      rogues.awaitFirstBytes();
-      for (int i = 0; i < 3; i++) connectLegitimately(stalled);
-      rogues.awaitReconnected(4);
-      connectLegitimately(stalled);
-      rogues.check();
-    } finally {
-      rogues.finish();
-    }
+    welcomedAmong(new Trickle(10 * MAX_HANDSHAKES, Kind.STRANGER, all, 5, all, true), 3);
   }
 
   /**
@@ -155,14 +134,23 @@ class SlowTlsPeersPropertyTest {
   @Example
   void helloesNamingAListenerThatNeverAnswersTheCallBacksTlsLockNoOneOut() throws Exception {
     int all = FabricWire.HANDSHAKE_BYTES;
-    Trickle flood = new Trickle(10 * MAX_HANDSHAKES, Kind.TRUSTED, all, 5, all, true);
-    TricklingRogues rogues = rogues(flood);
+    welcomedAmong(new Trickle(10 * MAX_HANDSHAKES, Kind.TRUSTED, all, 5, all, true), 3);
+  }
+
+  /**
+   * Rogues trickle as {@code t} says; a legitimate peer connects right behind them {@code
+   * times} times, and once more right after they connected again (if they do).
+   */
+  private static void welcomedAmong(Trickle t, int times) throws Exception {
+    TricklingRogues rogues = rogues(t);
     rogues.start();
     try {
       rogues.awaitFirstBytes();
-      for (int i = 0; i < 3; i++) connectLegitimately(flood);
-      rogues.awaitReconnected(4);
-      connectLegitimately(flood);
+      for (int i = 0; i < times; i++) connectLegitimately(t);
+      if (t.reconnect()) {
+        rogues.awaitReconnected(4);
+        connectLegitimately(t);
+      }
       rogues.check();
     } finally {
       rogues.finish();
