@@ -5,6 +5,8 @@
 module dev.pekkordma.core {
   requires transitive typesafe.config;
   requires org.slf4j;
+  // tls-channel 0.9.1 has no module descriptor nor Automatic-Module-Name: named from its jar
+  requires tls.channel;
   requires jdk.unsupported; // sun.misc.Unsafe: off-heap reads and writes without bounds checks
 
   exports dev.pekkordma.verbs;

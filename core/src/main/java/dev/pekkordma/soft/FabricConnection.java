@@ -22,7 +22,25 @@ import java.net.SocketTimeoutException;
  * here, so only for connections that were proven.
  */
 final class FabricConnection implements AutoCloseable {
-  private final Socket socket;
+  /**
+   * What a connection reads and writes through, and what closing it closes: a socket's streams
+   * (plain, or the JDK's TLS socket), or streams over a TLS channel whose TCP channel is closed
+   * directly (closing TLS politely would write, and the watch must never wait on a peer).
+   */
+  record Ends(InputStream in, OutputStream out, java.io.Closeable closer) {
+    static Ends of(Socket s) throws IOException {
+      s.setSoTimeout(0); // the watch keeps the deadlines
+      return new Ends(s.getInputStream(), s.getOutputStream(), s);
+    }
+
+    /** {@code secured} over {@code raw}, both blocking: TLS on the fabric's gate. */
+    static Ends of(java.nio.channels.SocketChannel raw, java.nio.channels.ByteChannel secured) {
+      return new Ends(java.nio.channels.Channels.newInputStream(secured),
+          java.nio.channels.Channels.newOutputStream(secured), raw);
+    }
+  }
+
+  private final java.io.Closeable closer;
   private final InputStream in;
   private final OutputStream out;
   private final String peer;
@@ -36,12 +54,10 @@ final class FabricConnection implements AutoCloseable {
   /** Closed by the watch because a piece was overdue. */
   private volatile boolean overdue;
 
-  FabricConnection(Socket socket, String peer, long frameNanos, ConnectionWatch watch)
-      throws IOException {
-    this.socket = socket;
-    socket.setSoTimeout(0); // the watch keeps the deadlines
-    this.in = new BufferedInputStream(socket.getInputStream(), 64 * 1024);
-    this.out = new BufferedOutputStream(socket.getOutputStream(), 64 * 1024);
+  FabricConnection(Ends ends, String peer, long frameNanos, ConnectionWatch watch) {
+    this.closer = ends.closer();
+    this.in = new BufferedInputStream(ends.in(), 64 * 1024);
+    this.out = new BufferedOutputStream(ends.out(), 64 * 1024);
     this.peer = peer;
     this.frameNanos = frameNanos;
     this.watch = watch;
@@ -230,7 +246,7 @@ final class FabricConnection implements AutoCloseable {
   public void close() {
     watch.forget(this);
     try {
-      socket.close();
+      closer.close();
     } catch (IOException e) {
       // closing a broken connection
     }

@@ -1,12 +1,17 @@
 package dev.pekkordma.soft;
 
 import dev.pekkordma.cm.SocketAddresses;
+import dev.pekkordma.soft.tls.SoftTls;
+import java.io.EOFException;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
+import java.nio.channels.ByteChannel;
 import java.nio.channels.CancelledKeyException;
+import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ClosedSelectorException;
 import java.nio.channels.SelectionKey;
+import java.nio.channels.ReadableByteChannel;
 import java.nio.channels.Selector;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
@@ -15,8 +20,12 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
+import javax.net.ssl.SSLSession;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import tlschannel.NeedsReadException;
+import tlschannel.TlsChannel;
+import tlschannel.WouldBlockException;
 
 /**
  * Where connections to the fabric come in, before anything is proven: one thread accepts them
@@ -24,14 +33,16 @@ import org.slf4j.LoggerFactory;
  * and those bytes, so a peer that sends nothing, or a byte now and then, costs a socket and
  * holds no thread. Each connection has its handshake deadline from the moment it is accepted.
  *
- * <p>On a plain fabric a LINK's whole handshake runs here too, up to WELCOME: its HELLO is read
+ * <p>A LINK's whole handshake runs here too, up to WELCOME: under TLS the TLS handshake first,
+ * on an SSLEngine over the non-blocking channel ({@code tls-channel}); then its HELLO is read
  * without blocking, judged ({@link LinkHandshake}), and the listener it claims is called back
- * without blocking ({@link ProofCall}); only a proven connection is made blocking and handed to
- * the served processes. So peers that stall a handshake, at any step, hold no thread that
- * another's handshake needs. Under TLS a LINK goes to the handshake threads once its opening
- * came (the JDK's TLS sockets block), in the order they came. A PROOF about a nonce this process
- * is waiting on goes to a lane of its own, which no one else can fill (its nonces are secret and
- * taken once). Connections not yet proven are bounded ({@link FabricLimits#maxWaiting}); past it
+ * without blocking ({@link ProofCall}, under TLS a TLS client as well); only a proven connection
+ * is made blocking and handed to the served processes, which go on reading and writing through
+ * the same TLS channel. So peers that stall a handshake, at any step, TLS's included, hold no
+ * thread that another's handshake needs. (The engine's delegated tasks, checking certificates,
+ * run here too: a few milliseconds of work, never a wait on a peer.) A PROOF about a nonce this
+ * process is waiting on goes to a lane of its own, which no one else can fill (its nonces are
+ * secret and taken once). Connections not yet proven are bounded ({@link FabricLimits#maxWaiting}); past it
  * the gate stops accepting until some are done, leaving the rest in the system's accept queue:
  * waiting, never refused.
  */
@@ -47,19 +58,17 @@ final class FabricGate {
   private final AtomicInteger waiting = new AtomicInteger();
   /** Where what a refused peer sent goes, so that closing is a close, not a reset. */
   private final ByteBuffer drain = ByteBuffer.allocate(4096);
-  /** Whether LINK handshakes run here (a plain fabric) rather than on the handshake threads. */
-  private final boolean linksHere;
+  private final SoftTls tls;
   /**
    * Work on channels whose keys were cancelled, done once the selector has let go of them (only
    * then may a channel block).
    */
   private final List<Runnable> handOffs = new ArrayList<>();
 
-  FabricGate(TcpFabric fabric, ServerSocketChannel server, boolean linksHere)
-      throws IOException {
+  FabricGate(TcpFabric fabric, ServerSocketChannel server) throws IOException {
     this.fabric = fabric;
     this.server = server;
-    this.linksHere = linksHere;
+    this.tls = fabric.tls();
     this.selector = Selector.open();
     server.configureBlocking(false);
     server.register(selector, SelectionKey.OP_ACCEPT);
@@ -93,6 +102,11 @@ final class FabricGate {
     /** A LINK handshaking here: its HELLO as read so far, and its state. */
     private ByteBuffer hello;
     private LinkHandshake handshake;
+    /** What the HELLO and the answer go through: the channel, or TLS over it. */
+    private ByteChannel talk;
+    /** Under TLS: the server side, and the bound of its handshake (null once it is done). */
+    private TlsChannel secured;
+    private Deadline tlsDeadline;
     /** Its HELLO's call back while the claimed listener is asked; null before and after. */
     private ProofCall call;
     private boolean done;
@@ -100,6 +114,7 @@ final class FabricGate {
     Arrival(SocketChannel channel) {
       this.channel = channel;
       this.remote = describe(channel);
+      this.talk = channel;
       this.deadline = fabric.deadline(this::overdue);
       deadline.guard(channel);
     }
@@ -121,35 +136,64 @@ final class FabricGate {
       if (waiting.decrementAndGet() == fabric.limits().maxWaiting() - 1) selector.wakeup();
     }
 
-    /** Reads what came of its opening, or of its HELLO, and goes on when one is complete. */
+    /**
+     * Reads what came of its opening, makes its TLS handshake, reads its HELLO: each as far as
+     * the channel lets it now, going on when one is complete.
+     */
     @Override
     public void ready(SelectionKey k) {
       if (call != null) {
         spokeWhileProven();
         return;
       }
-      ByteBuffer into = hello != null ? hello : opening;
       try {
-        if (channel.read(into) < 0) {
-          if (hello == null) { // a port scan, a health check: nothing refused
-            LOG.debug("soft fabric: {} closed the connection before its opening", remote);
-          } else {
-            LOG.debug("soft fabric: {} closed the connection mid-handshake", remote);
-          }
-          close(this);
-          return;
+        if (hello == null) {
+          if (!readFully(channel, opening)) return;
+          opened(k);
+          if (hello == null || tlsDeadline != null) return; // refused, gone to a lane, or TLS
         }
+        if (tlsDeadline != null && secured == null) { // its first TLS bytes: the engine is made
+          secured = tls.serverChannel(channel);
+          talk = secured;
+        }
+        if (tlsDeadline != null) {
+          secured.handshake();
+          if (!tlsDeadline.settle()) return; // too late: it was closed and said so
+          tlsDeadline = null;
+          stage = "sending its HELLO";
+        }
+        if (!readFully(talk, hello)) return;
+      } catch (WouldBlockException e) {
+        awaitTls(k, e);
+        return;
+      } catch (EOFException | ClosedChannelException e) { // it hung up: nothing refused
+        LOG.debug("soft fabric: {} closed the connection {}", remote,
+            hello == null ? "before its opening" : "mid-handshake");
+        close(this);
+        return;
       } catch (IOException e) {
+        if (tlsDeadline != null && tlsDeadline.settle()) {
+          fabric.refusals().refuse(remote, "TLS: " + SoftTls.handshakeFailure(remote, e));
+        }
         close(this);
         return;
       }
-      if (into.hasRemaining()) return;
-      if (into == opening) {
-        opened(k);
-      } else {
-        act(k, handshake.hello(hello.array(), from -> null, fabric.served()::hasRoomFor,
-            new byte[0], new byte[0]));
-      }
+      k.interestOps(SelectionKey.OP_READ);
+      SSLSession session = secured == null ? null : secured.getSslEngine().getSession();
+      act(k, handshake.hello(hello.array(),
+          from -> tls.enabled() ? tls.claimRefusal(session, from.inetAddress(), from.port())
+              : null,
+          fabric.served()::hasRoomFor, SoftTls.localCertificateBytes(session),
+          SoftTls.peerCertificateBytes(session)));
+    }
+
+    /** The TLS handshake took longer than the TLS settings allow: refused, naming that. */
+    private void tlsOverdue() {
+      if (!deadline.settle()) return; // its own deadline came first and said so
+      fabric.refusals().refuse(remote, "TLS: " + tls.handshakeOverdue(remote));
+      closeQuietly(channel);
+      done();
+      selector.wakeup();
     }
 
     /**
@@ -160,7 +204,9 @@ final class FabricGate {
       int n;
       try {
         drain.clear();
-        n = channel.read(drain);
+        n = talk.read(drain);
+      } catch (WouldBlockException e) { // part of a TLS record: not yet
+        n = 0;
       } catch (IOException e) {
         n = -1;
       }
@@ -194,22 +240,28 @@ final class FabricGate {
         refuse(this, v.getMessage());
         return;
       }
-      if (purpose == FabricWire.LINK && linksHere) {
-        stage = "sending its HELLO";
+      if (purpose == FabricWire.LINK) {
         hello = ByteBuffer.allocate(FabricWire.HANDSHAKE_BYTES);
         handshake = new LinkHandshake(fabric.address());
+        stage = "sending its HELLO";
+        if (tls.enabled()) { // the engine is made when its first TLS bytes come
+          stage = "in its TLS handshake";
+          tlsDeadline = fabric.deadline(tls.handshakeTimeout(),
+              "pekko-rdma.soft.tls.handshake-timeout", this::tlsOverdue);
+          tlsDeadline.guard(channel);
+        }
         return;
       }
       k.cancel();
       byte[] asked = nonce;
-      handOffs.add(() -> toThreads(purpose, asked));
+      handOffs.add(() -> toLane(asked));
     }
 
     /** Does what its handshake says next. */
     private void act(SelectionKey k, LinkHandshake.Action next) {
       if (next instanceof LinkHandshake.AskProof ask) {
         stage = handshake.proving();
-        call = new ProofCall(ask, answer -> {
+        call = new ProofCall(ask, tls, answer -> {
           call = null;
           act(k, handshake.proofAnswered(answer));
         });
@@ -223,9 +275,9 @@ final class FabricGate {
       } else if (next instanceof LinkHandshake.Refuse refusal) {
         fabric.refusals().refuse(remote, refusal.why());
         try {
-          channel.write(ByteBuffer.wrap(LinkHandshake.refused(refusal.code())));
+          talk.write(ByteBuffer.wrap(LinkHandshake.refused(refusal.code())));
         } catch (IOException e) {
-          // gone already: closing anyway
+          // gone already, or its buffers full: closing anyway
         }
         close(this);
       } else {
@@ -240,7 +292,9 @@ final class FabricGate {
       boolean welcomed = false;
       try {
         channel.configureBlocking(true);
-        welcomed = fabric.handshakes().welcome(channel.socket(), this, identity);
+        welcomed = fabric.handshakes().welcome(secured == null
+            ? FabricConnection.Ends.of(channel.socket()) : FabricConnection.Ends.of(channel, secured),
+            this, identity);
       } catch (IOException e) {
         LOG.debug("soft fabric: handshake with {} failed: {}", remote, e.toString());
       } finally {
@@ -249,21 +303,16 @@ final class FabricGate {
       }
     }
 
-    /** A LINK under TLS to the handshake threads, a PROOF to its lane. */
-    private void toThreads(byte purpose, byte[] nonce) {
+    /** A PROOF to its lane. */
+    private void toLane(byte[] nonce) {
       try {
         channel.configureBlocking(true);
       } catch (IOException e) { // closed by its deadline meanwhile, say
         close(this);
         return;
       }
-      if (purpose == FabricWire.LINK) {
-        stage = "waiting for a handshake thread";
-        fabric.handshakes().admitLink(this);
-      } else {
-        stage = "answering a proof";
-        fabric.handshakes().answerProof(this, nonce);
-      }
+      stage = "answering a proof";
+      fabric.handshakes().answerProof(this, nonce);
     }
   }
 
@@ -333,6 +382,21 @@ final class FabricGate {
     }
   }
 
+  /** Under TLS: watches {@code k} for what the engine needs of its channel next. */
+  static void awaitTls(SelectionKey k, WouldBlockException e) {
+    k.interestOps(e instanceof NeedsReadException ? SelectionKey.OP_READ : SelectionKey.OP_WRITE);
+  }
+
+  /** Reads into {@code into} as far as {@code from} has bytes; true once it is full. */
+  private static boolean readFully(ReadableByteChannel from, ByteBuffer into) throws IOException {
+    while (into.hasRemaining()) {
+      int n = from.read(into);
+      if (n < 0) throw new EOFException("closed");
+      if (n == 0) return false;
+    }
+    return true;
+  }
+
   /** Logs why, then closes the connection after reading what it sent (a reset would hide it). */
   private void refuse(Arrival a, String why) {
     fabric.refusals().refuse(a.remote, why + "; the connection is dropped");
@@ -345,9 +409,10 @@ final class FabricGate {
     close(a);
   }
 
-  /** Ends a connection refused or failed before it was welcomed or a handshake thread had it. */
+  /** Ends a connection refused or failed before it was welcomed or its proof's lane had it. */
   void close(Arrival a) {
     a.deadline.settle();
+    if (a.tlsDeadline != null) a.tlsDeadline.settle();
     closeQuietly(a.channel);
     a.done();
   }
@@ -360,9 +425,11 @@ final class FabricGate {
     }
   }
 
+  /** Stops taking connections: the listener closes. */
   void stop() {
     try {
       selector.close();
+      server.close();
     } catch (IOException e) {
       // closing is all we wanted
     }

@@ -7,7 +7,6 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadFactory;
@@ -24,40 +23,31 @@ import org.slf4j.LoggerFactory;
  * what it can alone ({@link #judge}), then asks the named listener whether it issued that nonce
  * for a connection bound as this one is, and only then answers WELCOME.
  *
- * <p>The accepting side's rules are {@link LinkHandshake}'s. On a plain fabric the gate runs
- * them without blocking, up to WELCOME ({@link #welcome}); under TLS, whose sockets block, LINK
- * handshakes run here on a pool of {@code max-handshakes} threads, in the order the connections
- * came, apart from the threads that serve proven processes. Proofs asked of this process run on
- * a lane of their own, which only holders of a pending nonce reach. Every step is bounded by the
+ * <p>The accepting side's rules are {@link LinkHandshake}'s, which the gate runs without
+ * blocking up to WELCOME, plain or under TLS ({@link #welcome} then serves the proven process).
+ * Proofs asked of this process run here, on a lane of up to {@code max-handshakes} threads of
+ * their own, which only holders of a pending nonce reach. Every step is bounded by the
  * connection's deadline; nothing is allocated for a peer's frames before WELCOME.
+ *
+ * <p>Our own connections (a LINK we open, a proof we answer) use the JDK's TLS sockets: each
+ * is one thread's work anyway, that of the process asking or of a lane no stranger reaches.
  */
 final class FabricHandshakes {
   private static final Logger LOG = LoggerFactory.getLogger(FabricHandshakes.class);
 
   private final TcpFabric fabric;
   private final SoftTls tls;
-  private final ThreadPoolExecutor links;
   private final ThreadPoolExecutor proofs;
 
   FabricHandshakes(TcpFabric fabric, SoftTls tls, int maxHandshakes) {
     this.fabric = fabric;
     this.tls = tls;
-    this.links = new ThreadPoolExecutor(maxHandshakes, maxHandshakes, 30, TimeUnit.SECONDS,
-        new LinkedBlockingQueue<>(), daemons("soft-rdma-fabric-handshake-"));
-    links.allowCoreThreadTimeOut(true);
     this.proofs = new ThreadPoolExecutor(0, maxHandshakes, 30, TimeUnit.SECONDS,
         new SynchronousQueue<>(), daemons("soft-rdma-fabric-proof-"));
   }
 
-  /** The pools follow {@code max-handshakes} (for tests that change the limits). */
+  /** The proofs' lane follows {@code max-handshakes} (for tests that change the limits). */
   void resize(int maxHandshakes) {
-    if (maxHandshakes > links.getMaximumPoolSize()) {
-      links.setMaximumPoolSize(maxHandshakes);
-      links.setCorePoolSize(maxHandshakes);
-    } else {
-      links.setCorePoolSize(maxHandshakes);
-      links.setMaximumPoolSize(maxHandshakes);
-    }
     proofs.setMaximumPoolSize(maxHandshakes);
   }
 
@@ -91,7 +81,7 @@ final class FabricHandshakes {
             + "): " + FabricWire.refusal(answer.code));
       }
       if (!deadline.settle()) throw deadline.overdue();
-      return new FabricConnection(s, to.toString(), fabric.limits().frame().toNanos(),
+      return new FabricConnection(FabricConnection.Ends.of(s), to.toString(), fabric.limits().frame().toNanos(),
           fabric.watch());
     } catch (IOException | RuntimeException e) {
       plain.close();
@@ -108,68 +98,18 @@ final class FabricHandshakes {
 
   // ---------------------------------------------------------------- the accepting side
 
-  /** Takes a LINK connection under TLS in its turn. */
-  void admitLink(FabricGate.Arrival a) {
-    try {
-      links.execute(() -> link(a));
-    } catch (RejectedExecutionException e) { // shut down: the JVM is ending
-      fabric.gate().close(a);
-    }
-  }
-
-  private void link(FabricGate.Arrival a) {
-    if (a.deadline.expired()) return; // its deadline passed while it waited: closed and logged
-    a.stage = "in its TLS handshake and HELLO";
-    String why = null;
-    boolean welcomed = false;
-    try {
-      Socket s = tls.server(a.channel.socket(), a.remote);
-      LinkHandshake handshake = new LinkHandshake(fabric.address());
-      LinkHandshake.Action next = handshake.hello(read(s, a.deadline),
-          from -> tls.claimRefusal(s, from.inetAddress(), from.port()),
-          fabric.served()::hasRoomFor, SoftTls.localCertificateBytes(s),
-          SoftTls.peerCertificateBytes(s));
-      if (next instanceof LinkHandshake.AskProof ask) {
-        a.stage = handshake.proving();
-        next = handshake.proofAnswered(askProof(ask, a.deadline));
-      }
-      if (next instanceof LinkHandshake.Drop drop) {
-        why = drop.why() + "; the connection is dropped";
-        return;
-      }
-      if (!a.deadline.settle()) return; // too late: the deadline closed it and said so
-      if (next instanceof LinkHandshake.Refuse refusal) {
-        why = refusal.why();
-        refuse(s, refusal.code());
-        return;
-      }
-      welcomed = welcome(s, a, ((LinkHandshake.Welcome) next).identity());
-    } catch (javax.net.ssl.SSLException e) {
-      why = "TLS: " + e.getMessage();
-    } catch (IOException e) {
-      LOG.debug("soft fabric: handshake with {} failed: {}", a.remote, e.toString());
-    } finally {
-      a.deadline.settle();
-      if (why != null && !a.deadline.expired()) fabric.refusals().refuse(a.remote, why);
-      if (!welcomed) closeQuietly(a.channel);
-      a.done();
-    }
-  }
-
-  private void refuse(Socket s, short code) throws IOException {
-    write(s, LinkHandshake.refused(code));
-    s.close();
-  }
-
-  /** Serves the proven process on {@code s}, or refuses it if its place went meanwhile. */
-  boolean welcome(Socket s, FabricGate.Arrival a, FabricAddress identity)
+  /**
+   * Serves the proven process on {@code ends} (blocking now), or refuses it if its place went
+   * meanwhile.
+   */
+  boolean welcome(FabricConnection.Ends ends, FabricGate.Arrival a, FabricAddress identity)
       throws IOException {
-    FabricConnection c = new FabricConnection(s, a.remote, fabric.limits().frame().toNanos(),
+    FabricConnection c = new FabricConnection(ends, a.remote, fabric.limits().frame().toNanos(),
         fabric.watch());
     InboundConnection served = new InboundConnection(fabric, c, identity, a.remote);
     if (!fabric.served().admit(identity, served)) {
       try {
-        refuse(s, FabricWire.BUSY);
+        write(ends.out(), LinkHandshake.refused(FabricWire.BUSY));
       } finally {
         c.close();
       }
@@ -178,7 +118,7 @@ final class FabricHandshakes {
       return false;
     }
     try {
-      write(s, new FabricWire.Handshake(FabricWire.WELCOME).encode());
+      write(ends.out(), new FabricWire.Handshake(FabricWire.WELCOME).encode());
     } catch (IOException e) {
       fabric.served().ended(identity, served);
       c.close();
@@ -186,27 +126,6 @@ final class FabricHandshakes {
     }
     fabric.served().start(served);
     return true;
-  }
-
-  /**
-   * Asks the fabric {@code ask} names, on a connection of our own, whether it issued the nonce
-   * for the binding; its answer's bytes, or null if it gave none by {@code deadline}.
-   */
-  private byte[] askProof(LinkHandshake.AskProof ask, Deadline deadline) {
-    Socket plain = new Socket();
-    deadline.guard(plain);
-    try (plain) {
-      plain.setTcpNoDelay(true);
-      plain.connect(ask.claimed().socketAddress(), deadline.remainingMillis());
-      write(plain, FabricWire.opening(FabricWire.PROOF, ask.nonce()));
-      Socket s = tls.client(plain, "the soft fabric at " + ask.claimed());
-      checkClaim(s, ask.claimed(), "the soft fabric at " + ask.claimed());
-      write(s, prove(ask));
-      return read(s, deadline);
-    } catch (IOException | RuntimeException e) {
-      LOG.debug("soft fabric: cannot confirm the fabric at {}: {}", ask.claimed(), e.toString());
-      return null;
-    }
   }
 
   /** The PROVE message that asks {@code ask}'s question. */
@@ -262,7 +181,10 @@ final class FabricHandshakes {
   }
 
   private static void write(Socket s, byte[] message) throws IOException {
-    OutputStream out = s.getOutputStream();
+    write(s.getOutputStream(), message);
+  }
+
+  private static void write(OutputStream out, byte[] message) throws IOException {
     out.write(message);
     out.flush();
   }
@@ -286,14 +208,6 @@ final class FabricHandshakes {
       throw e;
     }
     return b;
-  }
-
-  private static void closeQuietly(java.io.Closeable c) {
-    try {
-      c.close();
-    } catch (IOException e) {
-      // closing is all we wanted
-    }
   }
 
   private static ThreadFactory daemons(String prefix) {

@@ -6,8 +6,8 @@ import java.util.function.Predicate;
 /**
  * The accepting side of one LINK's handshake as a state machine, with no sockets: events in
  * (the HELLO's bytes, the claimed listener's answer), actions out (drop, refuse, ask for the
- * proof, welcome). The gate drives it without blocking on a plain fabric, a handshake thread
- * drives it under TLS; both do what it says, so the rules are written here once.
+ * proof, welcome). The gate drives it without blocking, plain or under TLS, and does what it
+ * says; the rules are written here once, testable without a socket.
  */
 final class LinkHandshake {
   /** What to do next. */

@@ -38,11 +38,13 @@ final class TcpFabric {
   private final ServedProcesses served;
   private final ConnectionWatch watch;
   private final FabricGate gate;
+  private final SoftTls tls;
 
   private TcpFabric(SoftFabric fabric, ServerSocketChannel server, FabricAddress address,
       SoftSettings s, SoftTls tls) throws IOException {
     this.fabric = fabric;
     this.address = address;
+    this.tls = tls;
     this.limits = FabricLimits.of(s);
     this.timers = new ScheduledThreadPoolExecutor(1, r -> {
       Thread t = new Thread(r, "soft-rdma-fabric-deadlines");
@@ -53,7 +55,7 @@ final class TcpFabric {
     this.handshakes = new FabricHandshakes(this, tls, limits.maxHandshakes());
     this.served = new ServedProcesses(this);
     this.watch = new ConnectionWatch(this, timers);
-    this.gate = new FabricGate(this, server, !tls.enabled());
+    this.gate = new FabricGate(this, server);
   }
 
   static TcpFabric start(RdmaSettings settings, SoftFabric fabric) {
@@ -175,6 +177,25 @@ final class TcpFabric {
   Deadline deadline(int times, Runnable onExpiry) {
     return new Deadline(timers, limits.handshake().toNanos() * times,
         "pekko-rdma.soft.fabric.handshake-timeout", onExpiry);
+  }
+
+  /**
+   * Stops taking connections and closes the listener (the fabric is one per JVM and lives as
+   * long as it: for tests that start one of their own).
+   */
+  void stop() {
+    gate.stop();
+    timers.shutdownNow();
+  }
+
+  /** A deadline of {@code time} from now, which {@code setting} gave. */
+  Deadline deadline(java.time.Duration time, String setting, Runnable onExpiry) {
+    return new Deadline(timers, time.toNanos(), setting, onExpiry);
+  }
+
+  /** The fabric's TLS (a disabled one on a plain fabric). */
+  SoftTls tls() {
+    return tls;
   }
 
   Nonces nonces() {

@@ -247,7 +247,8 @@ class HostileHandshakeTest {
     fx.otherTrafficGoesOn();
   }
 
-  private static long settledHeap() throws InterruptedException {
+  /** The heap in use once collected: what is live. */
+  static long settledHeap() throws InterruptedException {
     Runtime r = Runtime.getRuntime();
     long used = Long.MAX_VALUE;
     for (int i = 0; i < 3; i++) { // the least of three collections: what is live

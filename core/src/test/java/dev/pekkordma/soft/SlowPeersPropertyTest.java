@@ -49,7 +49,7 @@ class SlowPeersPropertyTest {
           tarPitCalls.incrementAndGet();
         }
       } catch (IOException closed) {
-        for (Socket s : held) close(s);
+        for (Socket s : held) TricklingRogues.close(s);
       }
     }, "tar-pit");
     t.setDaemon(true);
@@ -61,7 +61,7 @@ class SlowPeersPropertyTest {
   @AfterProperty
   void tearDown() throws IOException {
     System.out.printf("[slow peers] the longest a legitimate peer waited: %d ms (deadline %d ms,"
-        + " %d handshake threads)%n", longestWait, HANDSHAKE.toMillis(), MAX_HANDSHAKES);
+        + " max-handshakes %d)%n", longestWait, HANDSHAKE.toMillis(), MAX_HANDSHAKES);
     HostileRequestsTest.defaults(SoftFabric.get().tcp());
     tarPit.close();
     fx.close();
@@ -89,12 +89,12 @@ class SlowPeersPropertyTest {
   @Property(tries = 6)
   void aLegitimatePeerIsWelcomedWithinOneDeadlineWhileRoguesTrickle(
       @ForAll("trickles") Trickle t) throws Exception {
-    Rogues rogues = new Rogues(t);
+    TricklingRogues rogues = rogues(t);
     rogues.start();
     try {
       rogues.awaitFirstBytes(); // they are in: the legitimate peer comes right behind them
       connectLegitimately(t);
-      if (t.reconnect()) rogues.awaitReconnected(); // right behind them again
+      if (t.reconnect()) rogues.awaitReconnected(3); // right behind them again
       connectLegitimately(t);
       rogues.check();
     } finally {
@@ -104,7 +104,7 @@ class SlowPeersPropertyTest {
   }
 
   /**
-   * Many more rogues than handshake threads, each sending a whole HELLO that names the tar pit
+   * Many more rogues than max-handshakes, each sending a whole HELLO that names the tar pit
    * (which takes the call back and never answers) and connecting again when cut off: their calls
    * back are all open at once, and a legitimate peer that connects meanwhile is welcomed.
    */
@@ -113,7 +113,7 @@ class SlowPeersPropertyTest {
     int all = FabricWire.OPENING_BYTES + FabricWire.HANDSHAKE_BYTES;
     Trickle flood = new Trickle(10 * MAX_HANDSHAKES, true, all, 5, all, true);
     int before = tarPitCalls.get();
-    Rogues rogues = new Rogues(flood);
+    TricklingRogues rogues = rogues(flood);
     long start = System.nanoTime();
     rogues.start();
     try {
@@ -126,13 +126,13 @@ class SlowPeersPropertyTest {
       long allOpen = (System.nanoTime() - start) / 1_000_000;
       if (tarPitCalls.get() - before < flood.rogues()) {
         throw new AssertionError("only " + (tarPitCalls.get() - before) + " of " + flood.rogues()
-            + " calls back open within half a deadline (" + MAX_HANDSHAKES
-            + " handshake threads)");
+            + " calls back open within half a deadline (max-handshakes " + MAX_HANDSHAKES
+            + ")");
       }
       System.out.printf("[slow peers] a flood's %d calls back to a listener that never answers"
-          + " all open at once within %d ms (%d handshake threads)%n", flood.rogues(), allOpen,
+          + " all open at once within %d ms (max-handshakes %d)%n", flood.rogues(), allOpen,
           MAX_HANDSHAKES);
-      rogues.awaitReconnected();
+      rogues.awaitReconnected(3);
       connectLegitimately(flood);
       rogues.check();
     } finally {
@@ -162,125 +162,23 @@ class SlowPeersPropertyTest {
     }
   }
 
-  /** The rogues, worked by one thread: each writes its next burst when its pause is over. */
-  private final class Rogues extends Thread {
-    private final Trickle t;
-    private final byte[] bytes;
-    private final Socket[] sockets;
-    private final int[] sent;
-    private final long[] next;
-    private volatile boolean stopping;
-    private volatile Throwable failure;
-    private final java.util.concurrent.CountDownLatch firstBytes =
-        new java.util.concurrent.CountDownLatch(1);
-    /** Rogues cut off and connected again, ever. */
-    private final java.util.concurrent.atomic.AtomicInteger reconnected =
-        new java.util.concurrent.atomic.AtomicInteger();
-
-    Rogues(Trickle t) {
-      super("rogues");
-      setDaemon(true);
-      this.t = t;
-      FabricAddress pit = new FabricAddress(new byte[] {127, 0, 0, 1}, tarPit.getLocalPort());
-      byte[] opening = FabricWire.opening(FabricWire.LINK, null);
-      byte[] hello = fx.otherPeer.hello(pit, RawFabricPeer.ours(), false).encode();
-      bytes = java.util.Arrays.copyOf(opening, opening.length + hello.length);
-      System.arraycopy(hello, 0, bytes, opening.length, hello.length);
-      sockets = new Socket[t.rogues()];
-      sent = new int[t.rogues()];
-      next = new long[t.rogues()];
-    }
-
-    @Override
-    public void run() {
-      try {
-        for (int i = 0; i < sockets.length; i++) open(i);
-        while (!stopping) {
-          long now = System.nanoTime();
-          for (int i = 0; i < sockets.length; i++) {
-            if (sockets[i] == null || now < next[i]) continue;
-            int burst = t.openAtOnce() && sent[i] == 0 ? FabricWire.OPENING_BYTES : t.burst();
-            int n = Math.min(burst, Math.min(bytes.length, t.stopAfter()) - sent[i]);
-            try {
-              if (n > 0) {
-                sockets[i].getOutputStream().write(bytes, sent[i], n);
-                sent[i] += n;
-              } else if (closed(sockets[i])) { // silent now: cut off yet?
-                throw new IOException("closed");
-              }
-            } catch (IOException cut) {
-              close(sockets[i]);
-              sockets[i] = null;
-              if (t.reconnect()) {
-                open(i);
-                reconnected.incrementAndGet();
-              }
-              continue;
-            }
-            next[i] = now + t.pauseMillis() * 1_000_000L;
-          }
-          firstBytes.countDown();
-          Thread.sleep(2);
-        }
-      } catch (Throwable e) {
-        failure = e;
-      } finally {
-        for (Socket s : sockets) if (s != null) close(s);
-      }
-    }
-
-    private void open(int i) throws IOException {
+  /**
+   * The rogues: each sends its opening and then a HELLO naming the tar pit, as {@code t} says,
+   * on a plain socket.
+   */
+  private TricklingRogues rogues(Trickle t) {
+    FabricAddress pit = new FabricAddress(new byte[] {127, 0, 0, 1}, tarPit.getLocalPort());
+    byte[] opening = FabricWire.opening(FabricWire.LINK, null);
+    byte[] hello = fx.otherPeer.hello(pit, RawFabricPeer.ours(), false).encode();
+    byte[] bytes = java.util.Arrays.copyOf(opening, opening.length + hello.length);
+    System.arraycopy(hello, 0, bytes, opening.length, hello.length);
+    TricklingRogues.Pattern p = new TricklingRogues.Pattern(t.rogues(),
+        t.openAtOnce() ? FabricWire.OPENING_BYTES : t.burst(), t.burst(), t.pauseMillis(),
+        t.stopAfter(), t.reconnect());
+    return new TricklingRogues(p, bytes, () -> {
       Socket s = new Socket();
       s.connect(RawFabricPeer.ours().socketAddress(), 5000);
-      sockets[i] = s;
-      sent[i] = 0;
-      next[i] = System.nanoTime();
-    }
-
-    /** Whether our side closed {@code s} (read returns the end without blocking). */
-    private boolean closed(Socket s) throws IOException {
-      s.setSoTimeout(1);
-      try {
-        return s.getInputStream().read() < 0;
-      } catch (java.net.SocketTimeoutException open) {
-        return false;
-      }
-    }
-
-    /** Until each rogue sent its first bytes (or chose to send none). */
-    void awaitFirstBytes() throws InterruptedException {
-      if (!firstBytes.await(5, java.util.concurrent.TimeUnit.SECONDS)) check();
-    }
-
-    /** Until every rogue was cut off and connected again (a deadline and a bit, at most). */
-    void awaitReconnected() throws InterruptedException {
-      long until = System.nanoTime() + 3 * HANDSHAKE.toNanos();
-      int from = reconnected.get();
-      while (reconnected.get() - from < t.rogues() && System.nanoTime() < until) {
-        check();
-        Thread.sleep(1);
-      }
-      if (reconnected.get() - from < t.rogues()) {
-        throw new AssertionError("the rogues were not all cut off within their deadline: " + t);
-      }
-    }
-
-    void check() {
-      if (failure != null) throw new AssertionError("the rogues failed", failure);
-    }
-
-    void finish() throws InterruptedException {
-      stopping = true;
-      join(5000);
-      check();
-    }
-  }
-
-  private static void close(Socket s) {
-    try {
-      s.close();
-    } catch (IOException e) {
-      // gone
-    }
+      return new Socket[] {s, s};
+    }, HANDSHAKE, t);
   }
 }

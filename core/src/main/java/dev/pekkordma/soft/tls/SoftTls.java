@@ -6,7 +6,9 @@ import dev.pekkordma.config.RdmaSettings.TlsSettings;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.Socket;
+import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Paths;
 import java.security.GeneralSecurityException;
@@ -23,6 +25,7 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Consumer;
 import javax.net.ssl.KeyManager;
 import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
@@ -36,6 +39,10 @@ import javax.net.ssl.TrustManager;
 import javax.net.ssl.TrustManagerFactory;
 import javax.net.ssl.X509ExtendedKeyManager;
 import javax.net.ssl.X509ExtendedTrustManager;
+import tlschannel.BufferAllocator;
+import tlschannel.ClientTlsChannel;
+import tlschannel.HeapBufferAllocator;
+import tlschannel.ServerTlsChannel;
 
 /**
  * Mutual TLS for the software provider's TCP connections ({@code pekko-rdma.soft.tls}), as Pekko
@@ -50,16 +57,24 @@ import javax.net.ssl.X509ExtendedTrustManager;
 public final class SoftTls {
   private static final String SETTING = "pekko-rdma.soft.tls";
   private static final SoftTls DISABLED = new SoftTls(null, null);
+  /**
+   * TLS channels' buffers: on the heap (so that what an unproven connection costs is counted
+   * where the rest of it is), made when first needed and grown to a record's size only when a
+   * record needs it.
+   */
+  private static final BufferAllocator BUFFERS = new HeapBufferAllocator();
   /** Closes sockets whose handshake overran: a read timeout alone lets a trickling peer stay. */
   private static final ScheduledThreadPoolExecutor DEADLINES = deadlines();
 
   private final TlsSettings settings;
+  private final SSLContext context;
   private final SSLSocketFactory factory;
   private final CertificateClaims claims;
 
-  private SoftTls(TlsSettings settings, SSLSocketFactory factory) {
+  private SoftTls(TlsSettings settings, SSLContext context) {
     this.settings = settings;
-    this.factory = factory;
+    this.context = context;
+    this.factory = context == null ? null : context.getSocketFactory();
     this.claims = new CertificateClaims(settings == null ? List.of() : settings.identities);
   }
 
@@ -80,7 +95,7 @@ public final class SoftTls {
       SSLContext context = SSLContext.getInstance(t.protocol);
       context.init(new KeyManager[] {new PresentAlways(keys)},
           new TrustManager[] {new NamingTrust(trust)}, new SecureRandom());
-      return new SoftTls(t, context.getSocketFactory());
+      return new SoftTls(t, context);
     } catch (IOException | GeneralSecurityException e) {
       throw new IllegalStateException(SETTING + ": cannot set up TLS from key-store "
           + t.keyStore + " and trust-store " + t.trustStore + ": " + e.getMessage(), e);
@@ -263,31 +278,112 @@ public final class SoftTls {
   }
 
   /**
+   * The server side of TLS over an accepted channel, blocking or not, as {@link #server} sets it
+   * up (protocols, cipher suites, the client's certificate required unless mutual
+   * authentication is off); its handshake is the caller's to drive. Its buffers are made when
+   * first needed.
+   */
+  public ServerTlsChannel serverChannel(SocketChannel accepted) {
+    requireEnabled();
+    SSLEngine engine = engine();
+    engine.setUseClientMode(false);
+    engine.setNeedClientAuth(settings.requireMutualAuthentication);
+    return ServerTlsChannel.newBuilder(accepted, context).withEngineFactory(c -> engine)
+        .withPlainBufferAllocator(BUFFERS).withEncryptedBufferAllocator(BUFFERS).build();
+  }
+
+  /** The client side of TLS over a connected channel, as {@link #client} sets it up. */
+  public ClientTlsChannel clientChannel(SocketChannel connected, InetSocketAddress peer) {
+    requireEnabled();
+    SSLEngine engine = context.createSSLEngine(peer.getAddress().getHostAddress(),
+        peer.getPort());
+    configure(engine::setEnabledProtocols, engine::setEnabledCipherSuites);
+    engine.setUseClientMode(true);
+    return ClientTlsChannel.newBuilder(connected, engine).withPlainBufferAllocator(BUFFERS)
+        .withEncryptedBufferAllocator(BUFFERS).build();
+  }
+
+  private SSLEngine engine() {
+    SSLEngine engine = context.createSSLEngine();
+    configure(engine::setEnabledProtocols, engine::setEnabledCipherSuites);
+    return engine;
+  }
+
+  /** The protocols and cipher suites of the settings, for a socket or an engine. */
+  private void configure(Consumer<String[]> protocols, Consumer<String[]> cipherSuites) {
+    protocols.accept(settings.enabledProtocols.toArray(String[]::new));
+    if (!settings.enabledAlgorithms.isEmpty()) {
+      cipherSuites.accept(settings.enabledAlgorithms.toArray(String[]::new));
+    }
+  }
+
+  private void requireEnabled() {
+    if (!enabled()) throw new IllegalStateException(SETTING + " is off: no TLS channel");
+  }
+
+  /**
+   * Why a handshake failed, as {@link #client} and {@link #server} say it: "TLS handshake with
+   * {@code peer} failed: " and the cause in words a log reader can act on.
+   */
+  public static String handshakeFailure(String peer, IOException e) {
+    return "TLS handshake with " + peer + " failed: " + reason(e);
+  }
+
+  /** What is said of a handshake that did not finish within {@link #handshakeTimeout}. */
+  public String handshakeOverdue(String peer) {
+    return "TLS handshake with " + peer + " failed: " + overdue();
+  }
+
+  private String overdue() {
+    return "did not finish within " + settings.handshakeTimeout.toMillis() + " ms (" + SETTING
+        + ".handshake-timeout)";
+  }
+
+  /**
    * Null if the peer of {@code tlsSocket} may speak for the fabric at {@code ip:port}: always
    * without TLS, or when the peer presented no certificate (mutual authentication off); else why
    * not ({@link CertificateClaims}).
    */
   public String claimRefusal(Socket tlsSocket, InetAddress ip, int port) {
-    X509Certificate peer = peerCertificate(tlsSocket);
+    return claimRefusal(session(tlsSocket), ip, port);
+  }
+
+  /** As {@link #claimRefusal(Socket, InetAddress, int)}, for a TLS session (null: no TLS). */
+  public String claimRefusal(SSLSession session, InetAddress ip, int port) {
+    X509Certificate peer = peerCertificate(session);
     return peer == null ? null : claims.refusal(peer, ip, port);
   }
 
   /** The certificate this side presented on {@code s} (DER); empty without TLS. */
   public static byte[] localCertificateBytes(Socket s) {
-    if (!(s instanceof SSLSocket)) return new byte[0];
-    Certificate[] chain = ((SSLSocket) s).getSession().getLocalCertificates();
+    return localCertificateBytes(session(s));
+  }
+
+  /** The certificate this side presented in {@code session} (DER); empty if null. */
+  public static byte[] localCertificateBytes(SSLSession session) {
+    if (session == null) return new byte[0];
+    Certificate[] chain = session.getLocalCertificates();
     return encoded(chain == null || chain.length == 0 ? null : chain[0]);
   }
 
   /** The certificate the peer presented on {@code s} (DER); empty without TLS or without one. */
   public static byte[] peerCertificateBytes(Socket s) {
-    return encoded(peerCertificate(s));
+    return peerCertificateBytes(session(s));
   }
 
-  private static X509Certificate peerCertificate(Socket s) {
-    if (!(s instanceof SSLSocket)) return null;
+  /** The certificate the peer presented in {@code session} (DER); empty if null or none. */
+  public static byte[] peerCertificateBytes(SSLSession session) {
+    return encoded(peerCertificate(session));
+  }
+
+  private static SSLSession session(Socket s) {
+    return s instanceof SSLSocket ? ((SSLSocket) s).getSession() : null;
+  }
+
+  private static X509Certificate peerCertificate(SSLSession session) {
+    if (session == null) return null;
     try {
-      Certificate[] chain = ((SSLSocket) s).getSession().getPeerCertificates();
+      Certificate[] chain = session.getPeerCertificates();
       return chain.length > 0 && chain[0] instanceof X509Certificate
           ? (X509Certificate) chain[0] : null;
     } catch (SSLPeerUnverifiedException e) {
@@ -321,10 +417,7 @@ public final class SoftTls {
     try {
       SSLSocket s = (SSLSocket) factory.createSocket(raw, raw.getInetAddress().getHostAddress(),
           raw.getPort(), true);
-      s.setEnabledProtocols(settings.enabledProtocols.toArray(String[]::new));
-      if (!settings.enabledAlgorithms.isEmpty()) {
-        s.setEnabledCipherSuites(settings.enabledAlgorithms.toArray(String[]::new));
-      }
+      configure(s::setEnabledProtocols, s::setEnabledCipherSuites);
       return s;
     } catch (IOException | RuntimeException e) {
       closeQuietly(raw);
@@ -350,9 +443,7 @@ public final class SoftTls {
       closeQuietly(s);
       closeQuietly(raw);
       String why = overran.get() || e instanceof java.net.SocketTimeoutException
-          ? "did not finish within " + limit.toMillis() + " ms (" + SETTING
-              + ".handshake-timeout)"
-          : reason(e);
+          ? overdue() : reason(e);
       SSLHandshakeException failure =
           new SSLHandshakeException("TLS handshake with " + peer + " failed: " + why);
       failure.initCause(e);
