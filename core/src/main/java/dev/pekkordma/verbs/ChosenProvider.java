@@ -1,16 +1,16 @@
 package dev.pekkordma.verbs;
 
 import dev.pekkordma.cm.CmEventChannel;
-import dev.pekkordma.verbs.spi.DelegatingProvider;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * The provider {@link RdmaProviders} chose, as it was created, with why it was chosen: printing
  * it says which provider serves, on which devices and why ("the soft provider, 1 device(s)
  * [soft0] (pekko-rdma.provider = auto; no RDMA device ...)"). Everything else is the provider's.
  */
-final class ChosenProvider implements RdmaProvider, DelegatingProvider {
+final class ChosenProvider implements RdmaProvider {
   private final RdmaProvider provider;
   private final String why;
 
@@ -68,8 +68,8 @@ final class ChosenProvider implements RdmaProvider, DelegatingProvider {
   }
 
   @Override
-  public RdmaProvider delegate() {
-    return provider;
+  public <T> Optional<T> unwrap(Class<T> type) {
+    return type.isInstance(this) ? Optional.of(type.cast(this)) : provider.unwrap(type);
   }
 
   @Override

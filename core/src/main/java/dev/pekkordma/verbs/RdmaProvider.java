@@ -2,6 +2,7 @@ package dev.pekkordma.verbs;
 
 import dev.pekkordma.cm.CmEventChannel;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * One implementation of the verbs: the embedded software provider or the native one. Obtain it
@@ -34,6 +35,14 @@ public interface RdmaProvider extends AutoCloseable {
 
   /** A connection manager event channel ({@code rdma_create_event_channel}). */
   CmEventChannel createCmEventChannel();
+
+  /**
+   * This provider as {@code type} (an extension it offers, such as fault injection), or the
+   * provider it serves through as one (the provider {@link RdmaProviders} chose wraps it).
+   */
+  default <T> Optional<T> unwrap(Class<T> type) {
+    return type.isInstance(this) ? Optional.of(type.cast(this)) : Optional.empty();
+  }
 
   /** What this provider can do; the conformance suite skips, with the reason, what it cannot. */
   boolean supports(Feature feature);

@@ -9,8 +9,7 @@ import java.util.Optional;
 public interface FaultInjection {
   /** {@code provider}'s fault injection, where it has one (the software provider does). */
   static Optional<FaultInjection> of(RdmaProvider provider) {
-    if (provider instanceof DelegatingProvider d) return of(d.delegate());
-    return provider instanceof FaultInjection f ? Optional.of(f) : Optional.empty();
+    return provider.unwrap(FaultInjection.class);
   }
 
   /** Takes a port down (PORT_ERR) or brings it up (PORT_ACTIVE). */
