@@ -43,7 +43,7 @@ class IdentifierEntropyTest {
   }
 
   @Test
-  void rkeysCarryAtLeast28RandomBits() throws Exception {
+  void rkeysCarryAtLeast26RandomBits() throws Exception {
     try (HostileFabric fx = new HostileFabric(); OffHeapBuffer memory = OffHeapBuffer.allocate(4096)) {
       int[] rkeys = new int[ALLOCATIONS];
       MemoryRegion[] alive = new MemoryRegion[ALIVE];
@@ -56,11 +56,14 @@ class IdentifierEntropyTest {
         rkeys[i] = alive[k].rkey();
       }
       for (MemoryRegion m : alive) m.close();
-      // 2^15 draws from 2^32 rarely collide at all: the estimate is then a lower bound
+      // 2^15 draws from 2^32 rarely collide at all: the estimate is then a lower bound. Random
+      // rkeys make 0.125 equal pairs of differences on average (29 bits with one, 28 with two,
+      // about once in 140 runs); 26 bits allow six, which they reach about once in 10^10 runs,
+      // while a counter or a slot index scores a few bits
       double bits = CollisionEntropy.ofDifferences(rkeys, 32);
       System.out.printf("[entropy] rkey: at least %.1f random bits of 32 over %d registrations%n",
           bits, ALLOCATIONS);
-      assertTrue(bits > 28, "rkeys carry " + bits + " random bits");
+      assertTrue(bits > 26, "rkeys carry " + bits + " random bits");
     }
   }
 }
