@@ -31,7 +31,8 @@ final class TcpDifferences {
     /**
      * ... and that side's reading runs on to the peer's end, where Tcp's reset failed it or
      * the application's own end of writing (which RDMA's connection no longer hears) closed it:
-     * each read a prefix of what the other did.
+     * each read a prefix of what the other did; and the peer's writing, which Tcp's close or
+     * reset failed, goes on, all of it read.
      */
     READING_RUNS_ON,
     /**
@@ -88,6 +89,8 @@ final class TcpDifferences {
           rows.add(Row.APPLICATION_AFTER_THE_FAILURE);
         } else if (heardAtOnce(peerAborts, t.writing(), r.writing())) {
           rows.add(Row.ABORT_HEARD_AT_ONCE);
+        } else if (readOnByThePeer(r, peer, t)) {
+          rows.add(Row.READING_RUNS_ON);
         } else {
           d.add(who + "'s writing side: Tcp " + t.writing() + ", RDMA " + r.writing()
               + (r.writingCause() == null ? "" : " (" + r.writingCause() + ")"));
@@ -130,6 +133,17 @@ final class TcpDifferences {
   private static boolean nobodyTakes(SideSeen side, SideSeen peer) {
     return side.written().size() > peer.read().size() && peer.reading() != How.OPEN
         && side.writing() == How.CANCELLED_WITH_FAILURE && loud(side.writingCause());
+  }
+
+  /**
+   * Whether {@code side}'s writing went on on RDMA, where Tcp's failed, because its {@code peer}
+   * reads on: the peer's own write was one nobody takes, so the peer's connection no longer
+   * closed when its application ended its writing (Tcp's close or reset failed this side's
+   * writes); and the peer read everything this side wrote.
+   */
+  private static boolean readOnByThePeer(SideSeen side, SideSeen peer, SideSeen tcp) {
+    return nobodyTakes(peer, side) && failed(tcp.writing()) == How.FAILED
+        && failed(side.writing()) != How.FAILED && peer.read().equals(side.written());
   }
 
   /** A write-nobody-takes failure's cause, as the streams say it. */

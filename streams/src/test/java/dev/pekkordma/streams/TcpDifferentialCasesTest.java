@@ -113,4 +113,16 @@ class TcpDifferentialCasesTest {
         List.of(client(Action.COMPLETE, 0), server(Action.WRITE, 1),
             client(Action.FAIL_READING, 0))));
   }
+
+  /**
+   * A client without half-close whose write the server never takes, then ends its writing:
+   * Tcp's close fails the server's later writes (a broken pipe); RDMA's client no longer hears
+   * its application's end (its writing failed already) and reads on what the server writes.
+   */
+  @Test
+  void aWriterWhoseWriteFailedReadsOnWhatThePeerWrites() throws Exception {
+    agrees(new LifecycleScript(false, true, Shape.SINK_CANCELLED, false,
+        List.of(client(Action.WRITE, 1), client(Action.COMPLETE, 0), server(Action.WRITE, 2),
+            server(Action.WRITE, 40000), server(Action.WRITE, 305))));
+  }
 }
