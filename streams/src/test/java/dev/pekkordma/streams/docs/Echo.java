@@ -27,7 +27,9 @@ public class Echo {
   }
 
   public static CompletionStage<ServerBinding> server(ActorSystem<?> system, String host, int port) {
-    return RdmaStreams.get(system).bindAndHandle(Flow.of(ByteString.class), host, port);
+    return RdmaStreams.get(system).bind(host, port) // was: Tcp.get(system)
+        .to(Sink.foreach(connection -> connection.handleWith(Flow.of(ByteString.class), system)))
+        .run(system);
   }
 
   public static CompletionStage<List<String>> client(ActorSystem<?> system, String host, int port) {
