@@ -2,6 +2,7 @@ package dev.pekkordma.actors.datagram;
 
 import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.runtime.RdmaRuntime;
+import dev.pekkordma.runtime.internal.datagram.DatagramSettings;
 import java.net.InetSocketAddress;
 import java.util.LinkedHashSet;
 import java.util.Set;
@@ -124,7 +125,7 @@ public final class DatagramEndpoint {
     return Behaviors.supervise(Behaviors.<Command>setup(ctx -> EndpointLogic.start(ctx, runtime,
             settings, backlog, lineage)))
         .onFailure(FatalException.class, SupervisorStrategy.restartWithBackoff(
-            settings.restartBackoff.min(), settings.restartBackoff.max(),
-            settings.restartBackoff.randomFactor()));
+            settings.restartBackoff().min(), settings.restartBackoff().max(),
+            settings.restartBackoff().randomFactor()));
   }
 }

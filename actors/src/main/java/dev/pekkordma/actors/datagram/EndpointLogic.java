@@ -12,6 +12,7 @@ import dev.pekkordma.runtime.RdmaRuntime;
 import dev.pekkordma.runtime.internal.CmDispatcher;
 import dev.pekkordma.runtime.internal.CompletionHandler;
 import dev.pekkordma.runtime.internal.datagram.AddressHandles;
+import dev.pekkordma.runtime.internal.datagram.DatagramSettings;
 import dev.pekkordma.runtime.internal.datagram.Hello;
 import dev.pekkordma.runtime.internal.datagram.PeerKey;
 import dev.pekkordma.runtime.internal.datagram.Resolutions;
@@ -34,8 +35,6 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
 /** One incarnation of a {@link DatagramEndpoint}: what it opened, and its messages. */
 final class EndpointLogic {
-  private static final String PENDING_SETTING = DatagramSettings.PATH + ".max-pending-sends";
-  private static final String TIMEOUT_SETTING = DatagramSettings.PATH + ".resolve-timeout";
 
   private final ActorContext<Command> ctx;
   private final RdmaRuntime runtime;
@@ -87,18 +86,18 @@ final class EndpointLogic {
       InetSocketAddress bound = listener.localAddress();
       CompletionHandler handler = UdBatch.to(b -> self.tell(new Completions(incarnation, b)),
           r -> self.tell(new CqFailed(incarnation, r)));
-      res = UdResources.open(runtime, device, port, settings.receiveBuffers,
-          settings.sendBuffers, true, "the datagram endpoint at " + SocketAddresses.format(bound),
-          DatagramSettings.BUFFERS_SETTING, (hub, n) -> hub.createPolledCq(n, handler),
+      res = UdResources.open(runtime, device, port, settings.receiveBuffers(),
+          settings.sendBuffers(), true, "the datagram endpoint at " + SocketAddresses.format(bound),
+          settings.buffersSetting(), (hub, n) -> hub.createPolledCq(n, handler),
           this::verbsQp, qp -> qp::close);
-      handles = new AddressHandles(res.pd(), settings.maxPeers);
+      handles = new AddressHandles(res.pd(), settings.maxPeers());
       sends = new SendPath(res, handles);
-      peers = new PeerBook(settings.maxPeers, settings.peerTtl);
+      peers = new PeerBook(settings.maxPeers(), settings.peerTtl());
       receives = new ReceivePath(res, peers::peer);
       receives.postAll();
-      answers = new SidrAnswers(cm, settings.maxPeers);
+      answers = new SidrAnswers(cm, settings.maxPeers());
       hello = new Hello(res.qp().qpNum(), bound.getPort()).encode();
-      resolutions = new Resolutions<>(cm, events::tell, stopped, settings.resolveTimeout);
+      resolutions = new Resolutions<>(cm, events::tell, stopped, settings.resolveTimeout());
       resolutions.from(new InetSocketAddress(bound.getAddress(), 0), hello);
       listener.listen(backlog);
       lineage.address = bound;
@@ -155,7 +154,7 @@ final class EndpointLogic {
         .onMessage(CqFailed.class, c -> c.incarnation() != incarnation ? Behaviors.same()
             : fatal("its CQ failed: " + c.reason()))
         .onMessage(ResolveTimedOut.class, t -> {
-          var o = resolutions.timedOut(t.id(), TIMEOUT_SETTING);
+          var o = resolutions.timedOut(t.id(), settings.setting("resolve-timeout"));
           if (o != null) resolved(o);
           return Behaviors.same();
         })
@@ -199,7 +198,7 @@ final class EndpointLogic {
       return Behaviors.same();
     }
     if (started != null) {
-      ctx.scheduleOnce(settings.resolveTimeout, ctx.getSelf(), new ResolveTimedOut(started));
+      ctx.scheduleOnce(settings.resolveTimeout(), ctx.getSelf(), new ResolveTimedOut(started));
     }
     return Behaviors.same();
   }
@@ -225,9 +224,9 @@ final class EndpointLogic {
       answer(p.replyTo(), p.to(), over + " (" + to + ")");
       return false;
     }
-    if (sends.waiting() + resolutions.waiting() >= settings.maxPendingSends) {
-      answer(p.replyTo(), p.to(), "a datagram " + to + " finds " + settings.maxPendingSends
-          + " sends waiting already (" + PENDING_SETTING + ")");
+    if (sends.waiting() + resolutions.waiting() >= settings.maxPendingSends()) {
+      answer(p.replyTo(), p.to(), "a datagram " + to + " finds " + settings.maxPendingSends()
+          + " sends waiting already (" + settings.setting("max-pending-sends") + ")");
       return false;
     }
     return true;

@@ -11,6 +11,7 @@ import dev.pekkordma.runtime.RdmaRuntime;
 import dev.pekkordma.runtime.internal.CmDispatcher;
 import dev.pekkordma.runtime.internal.CompletionHandler;
 import dev.pekkordma.runtime.internal.datagram.AddressHandles;
+import dev.pekkordma.runtime.internal.datagram.DatagramSettings;
 import dev.pekkordma.runtime.internal.datagram.UdResources;
 import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.spi.Checks;
@@ -67,9 +68,9 @@ final class GroupLogic {
       CmId qpOwner = id;
       CompletionHandler handler = UdBatch.to(b -> self.tell(new Completions(incarnation, b)),
           r -> self.tell(new CqFailed(incarnation, r)));
-      res = UdResources.open(runtime, device, id.portNum(), settings.receiveBuffers,
-          settings.sendBuffers, false, "the multicast group " + SocketAddresses.format(lineage.group),
-          DatagramSettings.BUFFERS_SETTING, (hub, n) -> hub.createPolledCq(n, handler),
+      res = UdResources.open(runtime, device, id.portNum(), settings.receiveBuffers(),
+          settings.sendBuffers(), false, "the multicast group " + SocketAddresses.format(lineage.group),
+          settings.buffersSetting(), (hub, n) -> hub.createPolledCq(n, handler),
           qpOwner::createQp, qp -> qpOwner::destroyQp);
       handles = new AddressHandles(res.pd(), 1);
       sends = new SendPath(res, handles);
@@ -80,7 +81,7 @@ final class GroupLogic {
       return failed(e.getMessage());
     }
     ctx.watchWith(lineage.handler, HandlerGone.INSTANCE);
-    ctx.scheduleOnce(settings.resolveTimeout, self, new JoinTimedOut(incarnation));
+    ctx.scheduleOnce(settings.resolveTimeout(), self, new JoinTimedOut(incarnation));
     return running();
   }
 
@@ -104,8 +105,8 @@ final class GroupLogic {
             : fatal("its CQ failed: " + c.reason()))
         .onMessage(JoinTimedOut.class, t -> t.incarnation() != incarnation || joined
             ? Behaviors.same()
-            : failed("no MULTICAST_JOIN within " + settings.resolveTimeout.toMillis() + " ms ("
-                + DatagramSettings.PATH + ".resolve-timeout)"))
+            : failed("no MULTICAST_JOIN within " + settings.resolveTimeout().toMillis() + " ms ("
+                + settings.setting("resolve-timeout") + ")"))
         .onSignal(PostStop.class, s -> {
           freeAll();
           lineage.handler.tell(new Left(lineage.group, why));
@@ -134,9 +135,9 @@ final class GroupLogic {
     String over = Checks.overMtu(s.data().size(), res.mtu);
     if (over != null) {
       SendPath.answer(p, over + " (" + to + ")");
-    } else if (sends.waiting() + early.size() >= settings.maxPendingSends) {
-      SendPath.answer(p, "a datagram " + to + " finds " + settings.maxPendingSends
-          + " sends waiting already (" + DatagramSettings.PATH + ".max-pending-sends)");
+    } else if (sends.waiting() + early.size() >= settings.maxPendingSends()) {
+      SendPath.answer(p, "a datagram " + to + " finds " + settings.maxPendingSends()
+          + " sends waiting already (" + settings.setting("max-pending-sends") + ")");
     } else if (!joined) {
       early.add(p);
     } else {

@@ -2,6 +2,7 @@ package dev.pekkordma.actors.datagram;
 
 import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.runtime.RdmaRuntime;
+import dev.pekkordma.runtime.internal.datagram.DatagramSettings;
 import dev.pekkordma.verbs.Gid;
 import java.net.InetSocketAddress;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -82,7 +83,7 @@ public final class MulticastGroup {
     return Behaviors.supervise(Behaviors.<Command>setup(ctx -> GroupLogic.start(ctx, runtime, settings,
             lineage)))
         .onFailure(DatagramEndpoint.FatalException.class,
-            SupervisorStrategy.restartWithBackoff(settings.restartBackoff.min(),
-                settings.restartBackoff.max(), settings.restartBackoff.randomFactor()));
+            SupervisorStrategy.restartWithBackoff(settings.restartBackoff().min(),
+                settings.restartBackoff().max(), settings.restartBackoff().randomFactor()));
   }
 }

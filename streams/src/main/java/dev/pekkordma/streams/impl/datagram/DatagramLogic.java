@@ -12,6 +12,7 @@ import dev.pekkordma.runtime.internal.CqDrain;
 import dev.pekkordma.runtime.internal.datagram.AddressHandles;
 import dev.pekkordma.runtime.internal.datagram.DatagramFormat;
 import dev.pekkordma.runtime.internal.datagram.DatagramFormat.MalformedDatagramException;
+import dev.pekkordma.runtime.internal.datagram.DatagramSettings;
 import dev.pekkordma.runtime.internal.datagram.Hello;
 import dev.pekkordma.runtime.internal.datagram.PeerKey;
 import dev.pekkordma.runtime.internal.datagram.PeerRoutes;
@@ -180,7 +181,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
             : SocketAddresses.format(stage.local));
     Runnable woken = () -> wake.invoke(Boolean.TRUE);
     res = UdResources.open(stage.rt.runtime, device, port, stage.settings.receiveBuffers(),
-        stage.settings.sendBuffers(), shared, what, DatagramSettings.BUFFERS_SETTING,
+        stage.settings.sendBuffers(), shared, what, stage.settings.buffersSetting(),
         (hub, n) -> {
           CompletionQueue cq = hub.createCq(n, woken);
           cq.requestNotify(false); // nothing can complete before the QP is made
@@ -437,10 +438,10 @@ final class DatagramLogic extends TimerGraphStageLogic {
   public void onTimer(Object key) {
     if (JOIN.equals(key)) {
       if (!joined) fail("no MULTICAST_JOIN within " + stage.settings.resolveTimeout().toMillis()
-          + " ms (" + DatagramSettings.PATH + ".resolve-timeout)");
+          + " ms (" + stage.settings.setting("resolve-timeout") + ")");
     } else if (key instanceof CmId resolving) {
-      Resolutions.Outcome<Void> o = resolutions.timedOut(resolving, DatagramSettings.PATH
-          + ".resolve-timeout");
+      Resolutions.Outcome<Void> o = resolutions.timedOut(resolving,
+          stage.settings.setting("resolve-timeout"));
       if (o != null) resolved(o);
     }
   }
