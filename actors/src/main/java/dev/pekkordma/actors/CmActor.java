@@ -2,7 +2,7 @@ package dev.pekkordma.actors;
 
 import dev.pekkordma.actors.datagram.DatagramEndpoint;
 import dev.pekkordma.actors.datagram.MulticastGroup;
-import dev.pekkordma.actors.datagram.Received;
+import dev.pekkordma.actors.datagram.ReceivedDatagram;
 import dev.pekkordma.runtime.RdmaRuntime;
 import dev.pekkordma.verbs.DeviceContext;
 import java.net.InetSocketAddress;
@@ -56,7 +56,7 @@ public final class CmActor {
    * subscriber} every datagram of the group. See {@link MulticastGroup}.
    */
   public record JoinMulticast(InetSocketAddress group, InetSocketAddress local,
-      ActorRef<MulticastGroup.Event> handler, ActorRef<Received> subscriber)
+      ActorRef<MulticastGroup.Event> handler, ActorRef<ReceivedDatagram> subscriber)
       implements Command {}
 
   /** Put a connection actor on the id's device. */

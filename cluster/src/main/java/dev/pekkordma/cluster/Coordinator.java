@@ -559,7 +559,7 @@ final class Coordinator {
 
     private void requested(ActorRef<ConnectionActor.Command> connection, byte[] data,
         InetSocketAddress remote) {
-      Long uid = Hello.uid(data);
+      Long uid = ConnectPrivateData.uid(data);
       if (uid == null) {
         ctx.getLog().warn("a connection request from {} is not from a pekko-rdma cluster member "
             + "(or speaks another version); rejected", remote);
@@ -618,7 +618,7 @@ final class Coordinator {
     }
 
     private static void reject(ActorRef<ConnectionActor.Command> c, String why) {
-      c.tell(new ConnectionActor.Reject(Hello.rejection(why)));
+      c.tell(new ConnectionActor.Reject(ConnectPrivateData.rejection(why)));
     }
 
     // -------------------------------------------------------------- messages

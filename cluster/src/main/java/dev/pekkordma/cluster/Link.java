@@ -280,7 +280,7 @@ final class Link {
       String why = closing != null ? closing
           : refusal != null ? refusal : violated ? failure : null;
       if (why != null) {
-        in.connection().tell(new ConnectionActor.Reject(Hello.rejection(why)));
+        in.connection().tell(new ConnectionActor.Reject(ConnectPrivateData.rejection(why)));
         return Behaviors.same();
       }
       if (connection != null) {
@@ -290,7 +290,7 @@ final class Link {
         ended("replaced by a new connection from the peer");
         old.tell(ConnectionActor.Disconnect.INSTANCE);
       }
-      in.connection().tell(new ConnectionActor.Accept(Hello.of(spec.self().longUid()),
+      in.connection().tell(new ConnectionActor.Accept(ConnectPrivateData.of(spec.self().longUid()),
           connectionEvents));
       return Behaviors.same();
     }
@@ -397,7 +397,7 @@ final class Link {
       connecting = true;
       ctx.getLog().debug("connecting to {} at {}", member, endpoint.cmAddress());
       spec.cm().tell(new CmActor.Connect(new InetSocketAddress(endpoint.host(), endpoint.port()),
-          Hello.of(spec.self().longUid()), qpSpec, connectionEvents));
+          ConnectPrivateData.of(spec.self().longUid()), qpSpec, connectionEvents));
     }
 
     private Behavior<Command> connected(ConnectionActor.Connected c) {

@@ -328,7 +328,8 @@ class HostileLinkTest {
             verbs.add(0, cq);
             e.id().createQp(pd, QpInitAttributes.of(QpType.RC, cq, cq).maxSendWr(1)
                 .maxRecvWr(1));
-            e.id().connect(ConnectionParameters.withPrivateData(Hello.of(uids.nextLong())));
+            e.id().connect(
+                ConnectionParameters.withPrivateData(ConnectPrivateData.of(uids.nextLong())));
             issued++;
             lastIssued = System.nanoTime();
           }

@@ -80,7 +80,7 @@ public final class BulkClient {
 
   /** Connects with the connection manager and sends. */
   public Result run(InetSocketAddress server, Progress.Kind progressKind) {
-    return run(CmLink.connector(provider), server, progressKind);
+    return run(CmBulkLink.connector(provider), server, progressKind);
   }
 
   Result run(BulkLink.Connector connector, InetSocketAddress server, Progress.Kind progressKind) {
@@ -119,8 +119,8 @@ public final class BulkClient {
           .maxSendWr(sqDepth).maxRecvWr(rqDepth).maxSendSge(1).maxRecvSge(1));
       res.onClose(link::destroyQp);
 
-      BulkWire.Hello hello = new BulkWire.Hello(s.mode(), s.totalBytes(), s.chunkSize(), s.depth(),
-          s.seed());
+      BulkWire.TransferPlan hello = new BulkWire.TransferPlan(s.mode(), s.totalBytes(),
+          s.chunkSize(), s.depth(), s.seed());
       BulkWire.RingInfo ring = link.connect(hello);
       try {
         if (ring.slotSize() < Math.max(s.chunkSize(), BulkWire.Fin.LENGTH)) {
@@ -172,10 +172,10 @@ public final class BulkClient {
         + wcs.describe(i) + why);
   }
 
-  private Result transfer(BulkWire.Hello hello, BulkWire.RingInfo ring, int window, QueuePair qp,
-      CompletionPoller poller, OffHeapBuffer src, MemoryRegion srcMr, OffHeapBuffer ctrl,
-      MemoryRegion ctrlMr, RecvRequests recvs, SendRequests sends, int rqDepth, Progress progress,
-      String peer) {
+  private Result transfer(BulkWire.TransferPlan hello, BulkWire.RingInfo ring, int window,
+      QueuePair qp, CompletionPoller poller, OffHeapBuffer src, MemoryRegion srcMr,
+      OffHeapBuffer ctrl, MemoryRegion ctrlMr, RecvRequests recvs, SendRequests sends,
+      int rqDepth, Progress progress, String peer) {
     Settings s = settings;
     int chunk = s.chunkSize();
     ByteBuffer[] srcViews = new ByteBuffer[window];

@@ -37,7 +37,7 @@ public final class BulkServer implements AutoCloseable {
   }
 
   /** What the server received and how it judged it. */
-  public record Result(BulkWire.Hello hello, int slots, long bytes, long chunks, int crc,
+  public record Result(BulkWire.TransferPlan hello, int slots, long bytes, long chunks, int crc,
       int clientCrc, ChecksumVerifier.Result check, double seconds, long loopAllocatedBytes) {}
 
   private static final long CREDIT_WRID = -1L;
@@ -61,7 +61,7 @@ public final class BulkServer implements AutoCloseable {
   /** Listens with the connection manager on {@code bind} (port 0 picks one). */
   public static BulkServer listen(RdmaProvider provider, InetSocketAddress bind, Options options,
       PrintStream log, boolean verbose) {
-    return new BulkServer(CmLink.listen(provider, bind, log, verbose), options, log, verbose);
+    return new BulkServer(CmBulkLink.listen(provider, bind, log, verbose), options, log, verbose);
   }
 
   public InetSocketAddress localAddress() {
@@ -86,7 +86,7 @@ public final class BulkServer implements AutoCloseable {
           : "no client connected within " + acceptTimeout.toSeconds() + " s");
     }
     clientSeen = true;
-    BulkWire.Hello hello = in.hello();
+    BulkWire.TransferPlan hello = in.hello();
     DeviceContext ctx = in.context();
     long maxMsg = ctx.queryPort(in.port()).maxMsgSize();
     if (hello.chunkSize() > maxMsg) {
@@ -111,8 +111,8 @@ public final class BulkServer implements AutoCloseable {
     }
   }
 
-  private Result serve(BulkLink.Incoming in, DeviceContext ctx, BulkWire.Hello hello, int slots,
-      int slotSize, Resources res, Progress.Kind progressKind) {
+  private Result serve(BulkLink.Incoming in, DeviceContext ctx, BulkWire.TransferPlan hello,
+      int slots, int slotSize, Resources res, Progress.Kind progressKind) {
     ProtectionDomain pd = res.add(ctx.allocPd());
     int sqDepth = slots + 4;
     int rqDepth = slots + 1;

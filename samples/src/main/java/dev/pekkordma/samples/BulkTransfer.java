@@ -265,9 +265,9 @@ public final class BulkTransfer implements Callable<Integer> {
     BulkServer.Result server;
     HandLink hand = cm ? null : new HandLink(provider);
     BulkLink.Listener listener = cm
-        ? CmLink.listen(provider, new InetSocketAddress("127.0.0.1", 0), out, common.verbose)
+        ? CmBulkLink.listen(provider, new InetSocketAddress("127.0.0.1", 0), out, common.verbose)
         : hand;
-    BulkLink.Connector connector = cm ? CmLink.connector(provider) : hand;
+    BulkLink.Connector connector = cm ? CmBulkLink.connector(provider) : hand;
     try (BulkServer srv = new BulkServer(listener, serverOptions, out, common.verbose)) {
       if (common.verbose) {
         out.println("demo: " + provider.name() + " provider, " + (cm

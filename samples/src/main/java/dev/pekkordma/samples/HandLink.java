@@ -38,7 +38,7 @@ final class HandLink implements BulkLink.Listener, BulkLink.Connector {
   }
 
   /** What the client hands the server: its hello and its QP's address. */
-  private record Offer(BulkWire.Hello hello, Gid gid, int qpNum, int psn,
+  private record Offer(BulkWire.TransferPlan hello, Gid gid, int qpNum, int psn,
       CompletableFuture<Answer> answer,
       CompletableFuture<Void> clientGone, CompletableFuture<Void> serverGone) {}
 
@@ -156,7 +156,7 @@ final class HandLink implements BulkLink.Listener, BulkLink.Connector {
     }
 
     @Override
-    public BulkWire.Hello hello() {
+    public BulkWire.TransferPlan hello() {
       return offer.hello();
     }
 
@@ -201,7 +201,7 @@ final class HandLink implements BulkLink.Listener, BulkLink.Connector {
     private Offer offer;
 
     @Override
-    public BulkWire.RingInfo connect(BulkWire.Hello hello) {
+    public BulkWire.RingInfo connect(BulkWire.TransferPlan hello) {
       offer = new Offer(hello, gid(), qp.qpNum(), psn, new CompletableFuture<>(),
           new CompletableFuture<>(), new CompletableFuture<>());
       offers.add(offer);

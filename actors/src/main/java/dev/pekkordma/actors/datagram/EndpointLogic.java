@@ -13,7 +13,7 @@ import dev.pekkordma.runtime.internal.CmDispatcher;
 import dev.pekkordma.runtime.internal.CompletionHandler;
 import dev.pekkordma.runtime.internal.datagram.AddressHandles;
 import dev.pekkordma.runtime.internal.datagram.DatagramSettings;
-import dev.pekkordma.runtime.internal.datagram.Hello;
+import dev.pekkordma.runtime.internal.datagram.SidrHello;
 import dev.pekkordma.runtime.internal.datagram.PeerKey;
 import dev.pekkordma.runtime.internal.datagram.Resolutions;
 import dev.pekkordma.runtime.internal.datagram.SidrAnswers;
@@ -39,7 +39,7 @@ final class EndpointLogic {
   private final ActorContext<Command> ctx;
   private final RdmaRuntime runtime;
   private final DatagramSettings settings;
-  private final Lineage lineage;
+  private final EndpointLineage lineage;
   private final Object incarnation = new Object();
   private CmDispatcher cm;
   private CmId listener;
@@ -56,7 +56,7 @@ final class EndpointLogic {
   private String why = "unbound";
 
   private EndpointLogic(ActorContext<Command> ctx, RdmaRuntime runtime,
-      DatagramSettings settings, Lineage lineage) {
+      DatagramSettings settings, EndpointLineage lineage) {
     this.ctx = ctx;
     this.runtime = runtime;
     this.settings = settings;
@@ -64,7 +64,7 @@ final class EndpointLogic {
   }
 
   static Behavior<Command> start(ActorContext<Command> ctx, RdmaRuntime runtime,
-      DatagramSettings settings, int backlog, Lineage lineage) {
+      DatagramSettings settings, int backlog, EndpointLineage lineage) {
     return new EndpointLogic(ctx, runtime, settings, lineage).bind(backlog);
   }
 
@@ -96,7 +96,7 @@ final class EndpointLogic {
       receives = new ReceivePath(res, peers::peer);
       receives.postAll();
       answers = new SidrAnswers(cm, settings.maxPeers());
-      hello = new Hello(res.qp().qpNum(), bound.getPort()).encode();
+      hello = new SidrHello(res.qp().qpNum(), bound.getPort()).encode();
       resolutions = new Resolutions<>(cm, events::tell, stopped, settings.resolveTimeout());
       resolutions.from(new InetSocketAddress(bound.getAddress(), 0), hello);
       listener.listen(backlog);
@@ -256,7 +256,7 @@ final class EndpointLogic {
     sgidIndex = av.sgidIndex();
     SendPath.Target t = new SendPath.Target(av, ud.qpNum(), ud.qkey());
     peers.route(o.to(), t);
-    Hello h = Hello.parse(ud.privateData());
+    SidrHello h = SidrHello.parse(ud.privateData());
     if (h != null) peers.knownAt(av.dgid(), h.qpn(), o.to());
     for (SendPath.Pending p : o.waiting()) {
       sends.add(new SendPath.Pending(t, p.data(), p.replyTo(), p.to()));
@@ -301,7 +301,7 @@ final class EndpointLogic {
       return;
     }
     PeerKey key = null;
-    Hello h = Hello.parse(ud != null && ud.privateData() != null ? ud.privateData()
+    SidrHello h = SidrHello.parse(ud != null && ud.privateData() != null ? ud.privateData()
         : e.privateData());
     if (ud != null && ud.addressVector() != null) {
       AddressVector av = ud.addressVector();
@@ -320,8 +320,8 @@ final class EndpointLogic {
 
   // ------------------------------------------------------------ completions
 
-  private void deliver(Received r) {
-    for (ActorRef<Received> s : lineage.subscribers) s.tell(r);
+  private void deliver(ReceivedDatagram r) {
+    for (ActorRef<ReceivedDatagram> s : lineage.subscribers) s.tell(r);
   }
 
   private Behavior<Command> completions(Completions c) {

@@ -28,7 +28,7 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 final class GroupLogic {
   private final ActorContext<Command> ctx;
   private final DatagramSettings settings;
-  private final Lineage lineage;
+  private final MembershipLineage lineage;
   private final Object incarnation = new Object();
   private CmDispatcher cm;
   private CmId id;
@@ -41,14 +41,15 @@ final class GroupLogic {
   private boolean joined;
   private String why = "left";
 
-  private GroupLogic(ActorContext<Command> ctx, DatagramSettings settings, Lineage lineage) {
+  private GroupLogic(ActorContext<Command> ctx, DatagramSettings settings,
+      MembershipLineage lineage) {
     this.ctx = ctx;
     this.settings = settings;
     this.lineage = lineage;
   }
 
   static Behavior<Command> start(ActorContext<Command> ctx, RdmaRuntime runtime,
-      DatagramSettings settings, Lineage lineage) {
+      DatagramSettings settings, MembershipLineage lineage) {
     return new GroupLogic(ctx, settings, lineage).join(runtime);
   }
 

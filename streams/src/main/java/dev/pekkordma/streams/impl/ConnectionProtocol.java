@@ -425,7 +425,8 @@ final class ConnectionProtocol {
   /** A data write of {@code kind} and {@code length} bytes landed in our ring. */
   private String dataArrived(int kind, int length) {
     boolean more = kind == Wire.MORE;
-    byte as = more ? Arrivals.MORE : kind == Wire.BATCH ? Arrivals.BATCH : Arrivals.END;
+    byte as = more ? ArrivedWrites.MORE
+        : kind == Wire.BATCH ? ArrivedWrites.BATCH : ArrivedWrites.END;
     if (receiver.arrived(length, as) < 0) return OVERRUN;
     if (sizing != null) {
       Receiver.Slots w = receiver.writerRing();
@@ -439,7 +440,7 @@ final class ConnectionProtocol {
    * RING_ACK is posted. Null, or what is wrong with it.
    */
   private String peerReplacesRing() {
-    long at = receiver.arrived(Wire.Ring.LENGTH, Arrivals.SKIP);
+    long at = receiver.arrived(Wire.Ring.LENGTH, ArrivedWrites.SKIP);
     if (at < 0) return OVERRUN;
     byte[] b = new byte[Wire.Ring.LENGTH];
     NativeMemory.copyToArray(at, b, 0, b.length);
@@ -471,14 +472,14 @@ final class ConnectionProtocol {
   /** Gives downstream what it asked for, freeing each slot as its message is taken. */
   private void deliver() {
     receiver.reclaim(); // released since: no need to wait
-    Arrivals arrivals = receiver.arrivals;
+    ArrivedWrites arrivals = receiver.arrivals;
     while (arrivals.size() > 0) {
       // what goes downstream waits for demand; the peer's end does not (a completion needs no
       // demand, as Tcp's does not), nor does its RING, which carries nothing for downstream (a
       // CANCEL after it does not count it lost)
       byte next = arrivals.nextKind();
-      if (reading && !demanded && next != Arrivals.FIN && next != Arrivals.SKIP) return;
-      if (next == Arrivals.FIN) {
+      if (reading && !demanded && next != ArrivedWrites.FIN && next != ArrivedWrites.SKIP) return;
+      if (next == ArrivedWrites.FIN) {
         // the last element first reaches our downstream's handler (its next demand says so):
         // the FIN_ACK tells the peer that its every byte was taken
         if (reading && withDownstream) return;

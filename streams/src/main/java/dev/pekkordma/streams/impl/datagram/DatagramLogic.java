@@ -13,7 +13,7 @@ import dev.pekkordma.runtime.internal.datagram.AddressHandles;
 import dev.pekkordma.runtime.internal.datagram.DatagramFormat;
 import dev.pekkordma.runtime.internal.datagram.DatagramFormat.MalformedDatagramException;
 import dev.pekkordma.runtime.internal.datagram.DatagramSettings;
-import dev.pekkordma.runtime.internal.datagram.Hello;
+import dev.pekkordma.runtime.internal.datagram.SidrHello;
 import dev.pekkordma.runtime.internal.datagram.PeerKey;
 import dev.pekkordma.runtime.internal.datagram.PeerRoutes;
 import dev.pekkordma.runtime.internal.datagram.Resolutions;
@@ -70,7 +70,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
   private WorkCompletions wcs;
   private AddressHandles handles;
   private SendSlots slots;
-  private Arrivals arrivals;
+  private CompletedReceives arrivals;
   private Senders senders;
   private PeerRoutes<Target> routes;
   private SidrAnswers answers;
@@ -167,7 +167,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
     open(device, port, stage.mode == Mode.BIND, this::verbsQp, qp -> qp::close);
     InetSocketAddress at = id.localAddress();
     resolutions.from(new InetSocketAddress(at.getAddress(), 0),
-        new Hello(res.qp().qpNum(), at.getPort()).encode());
+        new SidrHello(res.qp().qpNum(), at.getPort()).encode());
     if (stage.mode == Mode.BIND) id.listen(stage.backlog);
     bound.complete(at);
   }
@@ -190,7 +190,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
     wcs = new WorkCompletions(POLL_BATCH);
     handles = new AddressHandles(res.pd(), stage.settings.maxPeers());
     slots = new SendSlots(res.sends);
-    arrivals = new Arrivals(res.receives);
+    arrivals = new CompletedReceives(res.receives);
     answers = new SidrAnswers(cm, stage.settings.maxPeers());
     for (int i = 0; i < res.receives; i++) res.addReceive(i);
     res.flushReceives();
@@ -395,7 +395,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
     }
     sgidIndex = av.sgidIndex();
     routes.put(o.to(), new Target(av, o.ud().qpNum(), o.ud().qkey()));
-    Hello h = Hello.parse(o.ud().privateData());
+    SidrHello h = SidrHello.parse(o.ud().privateData());
     if (h != null) senders.knownAt(new PeerKey(av.dgid(), h.qpn()), o.to());
     resume();
   }
@@ -408,7 +408,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
       log.warn("{}: a SIDR request came on another device", stage.local);
       return;
     }
-    byte[] hello = new Hello(res.qp().qpNum(), id.localAddress().getPort()).encode();
+    byte[] hello = new SidrHello(res.qp().qpNum(), id.localAddress().getPort()).encode();
     try {
       request.createQp(res.pd(), res.attributes(1));
       request.accept(ConnectionParameters.withPrivateData(hello));
@@ -418,7 +418,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
       return;
     }
     UdParameters ud = e.ud();
-    Hello h = Hello.parse(ud != null && ud.privateData() != null ? ud.privateData()
+    SidrHello h = SidrHello.parse(ud != null && ud.privateData() != null ? ud.privateData()
         : e.privateData());
     PeerKey key = null;
     InetSocketAddress remote = request.remoteAddress();

@@ -20,11 +20,11 @@ import java.util.function.BooleanSupplier;
  * binds, listens and accepts CONNECT_REQUESTs; the client resolves address and route and
  * connects. The hello rides in the connect's private data, the ring in the accept's.
  */
-final class CmLink {
+final class CmBulkLink {
   private static final Duration RESOLVE_TIMEOUT = Duration.ofSeconds(2);
   private static final Duration EVENT_TIMEOUT = Duration.ofSeconds(10);
 
-  private CmLink() {}
+  private CmBulkLink() {}
 
   static BulkLink.Listener listen(RdmaProvider provider, InetSocketAddress bind, PrintStream log,
       boolean verbose) {
@@ -91,7 +91,7 @@ final class CmLink {
         if (ev.type() == CmEventType.CONNECT_REQUEST) {
           Incoming in = new Incoming(channel, ev.id());
           try {
-            in.hello = BulkWire.Hello.decode(ev.privateData());
+            in.hello = BulkWire.TransferPlan.decode(ev.privateData());
           } catch (BulkWire.ProtocolException e) {
             in.reject(e.getMessage());
             throw new TransferFailure("rejected a client: " + e.getMessage());
@@ -192,14 +192,14 @@ final class CmLink {
   }
 
   private static final class Incoming extends Side implements BulkLink.Incoming {
-    BulkWire.Hello hello;
+    BulkWire.TransferPlan hello;
 
     Incoming(CmEventChannel listenerChannel, CmId id) {
       super(listenerChannel, id);
     }
 
     @Override
-    public BulkWire.Hello hello() {
+    public BulkWire.TransferPlan hello() {
       return hello;
     }
 
@@ -234,7 +234,7 @@ final class CmLink {
     }
 
     @Override
-    public BulkWire.RingInfo connect(BulkWire.Hello hello) {
+    public BulkWire.RingInfo connect(BulkWire.TransferPlan hello) {
       id.connect(ConnectionParameters.withPrivateData(hello.encode()));
       CmEvent ev = CmEvents.expect(channel, CmEventType.ESTABLISHED, EVENT_TIMEOUT,
           "connecting to " + BulkTransfer.format(server));
