@@ -60,7 +60,7 @@ public final class CmActor {
       implements Command {}
 
   /** Put a connection actor on the id's device. */
-  record SpawnConnection(ConnectionActor.Spec spec) implements Command {}
+  record SpawnConnection(ConnectionActor.ConnectionSpec spec) implements Command {}
 
   private record DeviceStopped(DeviceContext context) implements Command {}
 
@@ -132,7 +132,7 @@ public final class CmActor {
           .build();
     }
 
-    private Behavior<Command> spawn(ConnectionActor.Spec spec) {
+    private Behavior<Command> spawn(ConnectionActor.ConnectionSpec spec) {
       DeviceContext context = spec.id().verbs();
       if (context == null) {
         spec.abandon("the id has no device", ctx.getLog());
@@ -158,8 +158,8 @@ public final class CmActor {
         }
 
         @Override
-        public Opened open() {
-          return new Opened(context, () -> {});
+        public OpenedContext open() {
+          return new OpenedContext(context, () -> {});
         }
       };
     }

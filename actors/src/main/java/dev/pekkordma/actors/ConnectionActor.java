@@ -80,37 +80,38 @@ public final class ConnectionActor {
   public record ConnectionLost(ActorRef<Command> connection, String reason) implements Event {}
 
   /** What a client connection tells its connector. */
-  sealed interface Outcome {}
+  sealed interface ConnectOutcome {}
 
-  record Established(ActorRef<Command> connection) implements Outcome {}
+  record Established(ActorRef<Command> connection) implements ConnectOutcome {}
 
   /** The attempt failed before it was established; {@code retry} if trying again may help. */
-  record AttemptFailed(String reason, boolean retry) implements Outcome, DeadLetterSuppression {}
+  record AttemptFailed(String reason, boolean retry)
+      implements ConnectOutcome, DeadLetterSuppression {}
 
-  record RejectedByPeer(byte[] privateData) implements Outcome {}
+  record RejectedByPeer(byte[] privateData) implements ConnectOutcome {}
 
   /**
    * An established connection ended: lost (a failure) or disconnected. Like AttemptFailed, the
    * last word to a connector, which may have stopped first (it was told to stop): no dead letter.
    */
-  record Ended(String reason, boolean lost) implements Outcome, DeadLetterSuppression {}
+  record Ended(String reason, boolean lost) implements ConnectOutcome, DeadLetterSuppression {}
 
   /**
    * What makes a connection: its id and side. A server connection has the listener's handler, a
    * client connection its connector, private data and handler.
    */
-  record Spec(CmRouter router, CmId id, boolean active, QpSpec qp, byte[] privateData,
+  record ConnectionSpec(CmRouter router, CmId id, boolean active, QpSpec qp, byte[] privateData,
       ActorRef<Event> handler, ActorRef<ListenerActor.Event> listener,
-      ActorRef<Outcome> connector) {
+      ActorRef<ConnectOutcome> connector) {
 
-    static Spec passive(CmRouter router, CmId id, QpSpec qp, byte[] privateData,
+    static ConnectionSpec passive(CmRouter router, CmId id, QpSpec qp, byte[] privateData,
         ActorRef<ListenerActor.Event> listener) {
-      return new Spec(router, id, false, qp, privateData, null, listener, null);
+      return new ConnectionSpec(router, id, false, qp, privateData, null, listener, null);
     }
 
-    static Spec active(CmRouter router, CmId id, QpSpec qp, byte[] privateData,
-        ActorRef<Event> handler, ActorRef<Outcome> connector) {
-      return new Spec(router, id, true, qp, privateData, handler, null, connector);
+    static ConnectionSpec active(CmRouter router, CmId id, QpSpec qp, byte[] privateData,
+        ActorRef<Event> handler, ActorRef<ConnectOutcome> connector) {
+      return new ConnectionSpec(router, id, true, qp, privateData, handler, null, connector);
     }
 
     /** No connection actor could be made for it: refuse or fail the attempt, destroy the id. */
@@ -124,7 +125,7 @@ public final class ConnectionActor {
     }
   }
 
-  static Behavior<Command> create(Spec spec, DeviceSession session, ProtectionDomain pd,
+  static Behavior<Command> create(ConnectionSpec spec, DeviceSession session, ProtectionDomain pd,
       BufferPool pool) {
     return Behaviors.setup(ctx -> Behaviors.withTimers(
         timers -> new State(ctx, timers, spec, session, pd, pool).start()));
@@ -133,7 +134,7 @@ public final class ConnectionActor {
   private static final class State {
     private final ActorContext<Command> ctx;
     private final TimerScheduler<Command> timers;
-    private final Spec spec;
+    private final ConnectionSpec spec;
     private final CmId id;
     private final BufferPool pool;
     private final RdmaActorsSettings settings;
@@ -146,7 +147,7 @@ public final class ConnectionActor {
 
     private enum Phase { STARTING, CONNECTING, DECIDING, ACCEPTING, ESTABLISHED, DISCONNECTING }
 
-    State(ActorContext<Command> ctx, TimerScheduler<Command> timers, Spec spec,
+    State(ActorContext<Command> ctx, TimerScheduler<Command> timers, ConnectionSpec spec,
         DeviceSession session, ProtectionDomain pd, BufferPool pool) {
       this.ctx = ctx;
       this.timers = timers;

@@ -487,7 +487,7 @@ final class Requester {
       if (readData != null) { // from another process: it carries what was asked, no more
         long expected = r.code == ACK && op == WrOpcode.RDMA_READ ? RequestLayout.requestLength(wr) : 0;
         if (readData.length() != expected) {
-          throw new FabricWire.Violation("it answered " + op + " (PSN " + r.psn + ") of QP "
+          throw new FabricWire.FabricViolation("it answered " + op + " (PSN " + r.psn + ") of QP "
               + qp.qpn + " with " + readData.length() + " bytes, where "
               + expected + " were asked");
         }

@@ -67,7 +67,7 @@ public final class RdmaStreams implements Extension {
   }
 
   public static RdmaStreams get(ActorSystem<?> system) {
-    return Id.INSTANCE.apply(system);
+    return RdmaStreamsId.INSTANCE.apply(system);
   }
 
   public static RdmaStreams get(ClassicActorSystemProvider system) {
@@ -289,10 +289,10 @@ public final class RdmaStreams implements Extension {
     return CompletionSources.create(rt, cq, bufferSize);
   }
 
-  public static final class Id extends ExtensionId<RdmaStreams> {
-    static final Id INSTANCE = new Id();
+  public static final class RdmaStreamsId extends ExtensionId<RdmaStreams> {
+    static final RdmaStreamsId INSTANCE = new RdmaStreamsId();
 
-    private Id() {}
+    private RdmaStreamsId() {}
 
     @Override
     public RdmaStreams createExtension(ActorSystem<?> system) {

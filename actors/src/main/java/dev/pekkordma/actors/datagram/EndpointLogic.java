@@ -49,7 +49,7 @@ final class EndpointLogic {
   private ReceivePath receives;
   private PeerBook peers;
   private SidrAnswers answers;
-  private Resolutions<SendPath.Pending> resolutions;
+  private Resolutions<SendPath.PendingSend> resolutions;
   private byte[] hello;
   private int port;
   private int sgidIndex;
@@ -184,7 +184,8 @@ final class EndpointLogic {
   // ------------------------------------------------------------ sending
 
   private Behavior<Command> send(Send s) {
-    SendPath.Pending p = new SendPath.Pending(peers.route(s.to()), s.data(), s.replyTo(), s.to());
+    SendPath.PendingSend p =
+        new SendPath.PendingSend(peers.route(s.to()), s.data(), s.replyTo(), s.to());
     if (!admit(p, "to " + SocketAddresses.format(s.to()))) return Behaviors.same();
     if (p.target() != null) {
       sends.add(p);
@@ -210,7 +211,7 @@ final class EndpointLogic {
       return Behaviors.same();
     }
     AddressVector av = AddressVector.global(r.to().gid(), sgidIndex, port);
-    SendPath.Pending p = new SendPath.Pending(new SendPath.Target(av, r.to().qpn(),
+    SendPath.PendingSend p = new SendPath.PendingSend(new SendPath.Target(av, r.to().qpn(),
         UdParameters.UDP_QKEY), r.data(), r.replyTo(), r.to().address());
     if (!admit(p, "to " + r.to())) return Behaviors.same();
     sends.add(p);
@@ -218,7 +219,7 @@ final class EndpointLogic {
   }
 
   /** Refuses, answering, what is over the path MTU or beyond max-pending-sends. */
-  private boolean admit(SendPath.Pending p, String to) {
+  private boolean admit(SendPath.PendingSend p, String to) {
     String over = Checks.overMtu(p.data().size(), res.mtu);
     if (over != null) {
       answer(p.replyTo(), p.to(), over + " (" + to + ")");
@@ -245,10 +246,10 @@ final class EndpointLogic {
     return Behaviors.same();
   }
 
-  private void resolved(Resolutions.Outcome<SendPath.Pending> o) {
+  private void resolved(Resolutions.Resolved<SendPath.PendingSend> o) {
     if (o.failure() != null) {
       String why = PeerBook.cannotResolve(o.to(), o.failure());
-      for (SendPath.Pending p : o.waiting()) SendPath.answer(p, why);
+      for (SendPath.PendingSend p : o.waiting()) SendPath.answer(p, why);
       return;
     }
     UdParameters ud = o.ud();
@@ -258,8 +259,8 @@ final class EndpointLogic {
     peers.route(o.to(), t);
     SidrHello h = SidrHello.parse(ud.privateData());
     if (h != null) peers.knownAt(av.dgid(), h.qpn(), o.to());
-    for (SendPath.Pending p : o.waiting()) {
-      sends.add(new SendPath.Pending(t, p.data(), p.replyTo(), p.to()));
+    for (SendPath.PendingSend p : o.waiting()) {
+      sends.add(new SendPath.PendingSend(t, p.data(), p.replyTo(), p.to()));
     }
     drain();
   }
@@ -345,7 +346,7 @@ final class EndpointLogic {
     String reason = "the datagram endpoint at " + SocketAddresses.format(lineage.address)
         + " stopped";
     if (resolutions != null) {
-      for (SendPath.Pending p : resolutions.closeAll()) SendPath.answer(p, reason);
+      for (SendPath.PendingSend p : resolutions.closeAll()) SendPath.answer(p, reason);
     }
     if (sends != null) sends.failAll(reason);
     if (answers != null) answers.closeAll();

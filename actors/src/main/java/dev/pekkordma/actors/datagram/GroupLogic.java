@@ -37,7 +37,7 @@ final class GroupLogic {
   private SendPath sends;
   private ReceivePath receives;
   private SendPath.Target group;
-  private final List<SendPath.Pending> early = new ArrayList<>();
+  private final List<SendPath.PendingSend> early = new ArrayList<>();
   private boolean joined;
   private String why = "left";
 
@@ -132,7 +132,7 @@ final class GroupLogic {
 
   private Behavior<Command> send(Send s) {
     String to = "to the group " + SocketAddresses.format(lineage.group);
-    SendPath.Pending p = new SendPath.Pending(group, s.data(), s.replyTo(), lineage.group);
+    SendPath.PendingSend p = new SendPath.PendingSend(group, s.data(), s.replyTo(), lineage.group);
     String over = Checks.overMtu(s.data().size(), res.mtu);
     if (over != null) {
       SendPath.answer(p, over + " (" + to + ")");
@@ -169,8 +169,8 @@ final class GroupLogic {
       lineage.joined = true;
       lineage.handler.tell(new Joined(ctx.getSelf(), lineage.group, ud.addressVector().dgid(),
           res.mtu));
-      for (SendPath.Pending p : early) {
-        sends.add(new SendPath.Pending(group, p.data(), p.replyTo(), p.to()));
+      for (SendPath.PendingSend p : early) {
+        sends.add(new SendPath.PendingSend(group, p.data(), p.replyTo(), p.to()));
       }
       early.clear();
       return drain();
@@ -200,7 +200,7 @@ final class GroupLogic {
   /** Leaves the group (if joined), then frees everything in order. */
   private void freeAll() {
     String reason = "the multicast member of " + SocketAddresses.format(lineage.group) + " stopped";
-    for (SendPath.Pending p : early) SendPath.answer(p, reason);
+    for (SendPath.PendingSend p : early) SendPath.answer(p, reason);
     early.clear();
     if (sends != null) sends.failAll(reason);
     if (joined) {

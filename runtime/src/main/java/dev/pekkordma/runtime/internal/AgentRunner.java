@@ -42,7 +42,7 @@ public final class AgentRunner {
       Agent... agents) {
     if (agents.length == 0) throw new IllegalArgumentException("a runner needs an agent");
     List<Agent> all = List.of(agents);
-    Agent waitOn = all.size() == 1 ? all.get(0) : new Shared(all);
+    Agent waitOn = all.size() == 1 ? all.get(0) : new SharedThread(all);
     this.self = spawner.spawn(behavior(idle, all, waitOn), name,
         DispatcherSelector.fromConfig(dispatcher));
   }
@@ -125,7 +125,7 @@ public final class AgentRunner {
   }
 
   /** Several agents on one thread: none may block the others, so waiting is a short park. */
-  private record Shared(List<Agent> agents) implements Agent {
+  private record SharedThread(List<Agent> agents) implements Agent {
     @Override
     public int doWork() {
       return 0;

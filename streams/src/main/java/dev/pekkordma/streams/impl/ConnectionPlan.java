@@ -22,7 +22,7 @@ record ConnectionPlan(RdmaStreamSettings settings, RingSizing sizing, RingSizing
    * keepBoundaries}: one ByteString in is one out (else a bulk connection's writes); {@code
    * lend}: the ring is lent in place.
    */
-  static ConnectionPlan of(RingSizing.Settings ringSizing, boolean coalesce,
+  static ConnectionPlan of(RingSizing.SizingSettings ringSizing, boolean coalesce,
       RdmaStreamSettings settings, boolean keepBoundaries, boolean lend) {
     int slotSize = settings.bufferSize();
     RingSizing sizing = keepBoundaries && !lend

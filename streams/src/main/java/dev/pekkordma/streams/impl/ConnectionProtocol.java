@@ -88,7 +88,7 @@ final class ConnectionProtocol {
   enum Timer { RESIZE, FLUSHED }
 
   /** What the connection's resources give the machine. */
-  interface Resources {
+  interface ProtocolResources {
     QueuePair qp();
 
     SendRequests sendRequests();
@@ -101,10 +101,10 @@ final class ConnectionProtocol {
     int inlineMax();
 
     /** The ring the connection starts with. */
-    ConnectionResources.ReceiveRing ring();
+    ConnectionResources.RegisteredRing ring();
 
     /** A new ring of ours; the budget may refuse it. */
-    ConnectionResources.ReceiveRing openRing(int count, int size);
+    ConnectionResources.RegisteredRing openRing(int count, int size);
 
     /** A ring replaced and all its writes taken. */
     void closeRing(Receiver.Slots ring);
@@ -124,7 +124,7 @@ final class ConnectionProtocol {
   /** Our telling the peer that we stopped reading. */
   private enum Cancel { NONE, DUE, SENT }
 
-  private enum Link { CONNECTING, UP, GONE }
+  private enum LinkState { CONNECTING, UP, GONE }
 
   private final ConnectionPlan plan;
   private final RdmaStreamSettings settings;
@@ -134,7 +134,7 @@ final class ConnectionProtocol {
   private final Actions actions;
   private final ProtocolValidator rules;
   private final RingSizing sizing; // null: our ring stays as it is
-  private Resources res;
+  private ProtocolResources res;
   private Sender sender;
   private Receiver receiver;
   private ElementWriter writer;
@@ -153,7 +153,7 @@ final class ConnectionProtocol {
   private boolean closeWritingSoon;
   private boolean closeWriting;
   private RuntimeException writeFailure;
-  private Link link = Link.CONNECTING;
+  private LinkState link = LinkState.CONNECTING;
   private boolean stopped; // ended or failed: nothing more happens
 
   private boolean pulled;
@@ -185,7 +185,7 @@ final class ConnectionProtocol {
    * ring is lent in place (the buffer source), else null; {@code receivesPosted}: the binding
    * posted them when it accepted.
    */
-  void open(Resources resources, LeasedRing lent, boolean receivesPosted) {
+  void open(ProtocolResources resources, LeasedRing lent, boolean receivesPosted) {
     res = resources;
     SendBuffers buffers = res.sendBuffers();
     sender = new Sender(res.qp(), res.sendRequests(), plan.sqDepth(), settings.signalEvery(),
@@ -213,7 +213,7 @@ final class ConnectionProtocol {
   /** The connection is up: data may go. */
   void established() {
     if (stopped) return;
-    link = Link.UP;
+    link = LinkState.UP;
     // without half-close, an end of data before the connection was up closes the connection
     // once it is (Tcp's does not: it half-closes an outgoing one)
     if (!writing && !halfClose && !active) closeReading();
@@ -242,7 +242,7 @@ final class ConnectionProtocol {
 
   /** Whether the RDMA connection is gone or the machine stopped: no more completions. */
   boolean over() {
-    return stopped || link == Link.GONE;
+    return stopped || link == LinkState.GONE;
   }
 
   // ------------------------------------------------------------ the stage's events
@@ -251,7 +251,7 @@ final class ConnectionProtocol {
   void offered(Object element) {
     pulled = false;
     if (stopped) return;
-    if (link == Link.GONE || peerReading == PeerReading.STOPPED) {
+    if (link == LinkState.GONE || peerReading == PeerReading.STOPPED) {
       String gone = peerReading == PeerReading.STOPPED ? "the peer stopped reading"
           : "the peer closed the connection";
       writeFailed(gone + ": a further " + ElementWriter.describe(element)
@@ -286,12 +286,12 @@ final class ConnectionProtocol {
     if (stopped || !writing) return;
     writing = false;
     closeWriting = closeWritingSoon = false;
-    if (link == Link.GONE) {
+    if (link == LinkState.GONE) {
       endIfDone();
       return;
     }
     // Tcp's close without half-close, or once our reading has ended: we read no more
-    if (link == Link.UP && !halfClose) closeReading();
+    if (link == LinkState.UP && !halfClose) closeReading();
     progress();
   }
 
@@ -534,7 +534,7 @@ final class ConnectionProtocol {
   }
 
   private void repost() {
-    if (link == Link.GONE || flushReason != null) return;
+    if (link == LinkState.GONE || flushReason != null) return;
     int n = receiver.takeReceivesToPost();
     if (n == 0) return;
     try {
@@ -658,7 +658,7 @@ final class ConnectionProtocol {
    * only while something is large: ten thousand idle connections cost no timer.
    */
   private void resize(boolean tick) {
-    if (over() || link != Link.UP || sizing == null) return;
+    if (over() || link != LinkState.UP || sizing == null) return;
     maybeAnnounce(tick, reading && peerWriting == PeerWriting.OPEN);
     SendBuffers buffers = res.sendBuffers();
     buffers.resize(tick);
@@ -691,7 +691,7 @@ final class ConnectionProtocol {
     if (p == null || (p.large() && !readingOn) || receiver.replacing() || !sender.mayWrite()) {
       return;
     }
-    ConnectionResources.ReceiveRing next;
+    ConnectionResources.RegisteredRing next;
     try {
       next = res.openRing(p.count(), p.size());
     } catch (RegisteredMemoryExhaustedException e) {
@@ -721,7 +721,7 @@ final class ConnectionProtocol {
 
   /** After anything happened: deliver, send, say what is due, and see if we are done. */
   private void progress() {
-    if (stopped || link != Link.UP) return;
+    if (stopped || link != LinkState.UP) return;
     deliver();
     if (stopped) return;
     resize(false);
@@ -732,7 +732,7 @@ final class ConnectionProtocol {
     if (stopped) return;
     if (!sendingDone() || !receivingDone()) return;
     if (sender.outstanding() == 0) {
-      link = Link.GONE;
+      link = LinkState.GONE;
       end();
       return;
     }
@@ -786,14 +786,14 @@ final class ConnectionProtocol {
       fail("the peer closed the connection before acknowledging our last messages");
       return;
     }
-    link = Link.GONE;
+    link = LinkState.GONE;
     actions.close();
     endIfDone();
   }
 
   /** With the link gone, the connection ends once our upstream has. */
   private void endIfDone() {
-    if (link == Link.GONE && !writing) end();
+    if (link == LinkState.GONE && !writing) end();
   }
 
   private void end() {

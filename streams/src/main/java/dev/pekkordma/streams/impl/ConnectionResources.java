@@ -24,7 +24,7 @@ import org.slf4j.LoggerFactory;
  * CM disconnect, the QP, the registrations and the PD (its own, so that no peer's rkey reaches
  * another connection's ring), the memory, the CQ through its hub, the CM id, the hub.
  */
-final class ConnectionResources implements ConnectionProtocol.Resources, AutoCloseable {
+final class ConnectionResources implements ConnectionProtocol.ProtocolResources, AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(ConnectionResources.class);
   static final long RECV_WR_ID = -1L;
   /** An elastic connection's small send area: what an idle connection keeps. */
@@ -49,8 +49,8 @@ final class ConnectionResources implements ConnectionProtocol.Resources, AutoClo
   CompletionHub hub;
   ProtectionDomain pd;
   /** The first receive ring; more may follow (see {@link #openRing}). */
-  ReceiveRing ring;
-  private final List<ReceiveRing> rings = new ArrayList<>();
+  RegisteredRing ring;
+  private final List<RegisteredRing> rings = new ArrayList<>();
   private String peer;
   SendBuffers send;
   OffHeapBuffer scratch;
@@ -130,8 +130,8 @@ final class ConnectionResources implements ConnectionProtocol.Resources, AutoClo
 
   /** A receive ring of {@code count} slots of {@code size}, for the peer to write into. */
   @Override
-  public ReceiveRing openRing(int count, int size) {
-    ReceiveRing r = new ReceiveRing(register((long) count * size,
+  public RegisteredRing openRing(int count, int size) {
+    RegisteredRing r = new RegisteredRing(register((long) count * size,
         Access.LOCAL_WRITE | Access.REMOTE_WRITE, "a receive ring",
         ".receive-buffers or .buffer-size"), count, size);
     rings.add(r);
@@ -141,7 +141,7 @@ final class ConnectionResources implements ConnectionProtocol.Resources, AutoClo
   /** The ring replaced and all its writes taken: deregistered and freed. */
   @Override
   public void closeRing(Receiver.Slots slots) {
-    for (ReceiveRing r : rings) {
+    for (RegisteredRing r : rings) {
       if (r.area.memory() == slots.memory()) {
         rings.remove(r);
         r.area.deregister();
@@ -163,7 +163,7 @@ final class ConnectionResources implements ConnectionProtocol.Resources, AutoClo
   }
 
   /** A receive ring: registered memory the peer writes into, in {@code count} slots. */
-  record ReceiveRing(Registered area, int count, int size) {
+  record RegisteredRing(Registered area, int count, int size) {
     Receiver.Slots slots() {
       return new Receiver.Slots(area.memory(), count, size);
     }
@@ -202,7 +202,7 @@ final class ConnectionResources implements ConnectionProtocol.Resources, AutoClo
   }
 
   @Override
-  public ReceiveRing ring() {
+  public RegisteredRing ring() {
     return ring;
   }
 
@@ -240,7 +240,7 @@ final class ConnectionResources implements ConnectionProtocol.Resources, AutoClo
         // reported by the id's destruction below if it matters
       }
     }
-    for (ReceiveRing r : rings) r.area.deregister();
+    for (RegisteredRing r : rings) r.area.deregister();
     SendBuffers.Area[] areas = send != null ? send.areas() : new SendBuffers.Area[0];
     for (SendBuffers.Area a : areas) a.area.deregister();
     if (pd != null) {
@@ -250,7 +250,7 @@ final class ConnectionResources implements ConnectionProtocol.Resources, AutoClo
         log.warn("{}: deallocating the connection's PD failed: {}", peer, e.getMessage());
       }
     }
-    for (ReceiveRing r : rings) {
+    for (RegisteredRing r : rings) {
       if (r == ring && lentRing != null) {
         lentRing.close(); // the memory stays until the application has released every buffer
       } else {

@@ -63,8 +63,8 @@ public final class ConnectionStage
 
   /** The peer as known before connecting: a listener knows only where it listens. */
   private InetSocketAddress peer() {
-    return role instanceof Role.Outgoing o ? o.remote()
-        : role instanceof Role.Incoming i ? i.request().remote()
+    return role instanceof Role.Connecting o ? o.remote()
+        : role instanceof Role.Accepting i ? i.request().remote()
         : ((Role.ListenOnce) role).address();
   }
 
@@ -82,10 +82,10 @@ public final class ConnectionStage
   /** Who starts the connection, and how. */
   sealed interface Role {
     /** We connect to a server, from {@code local} (null: the route's choice). */
-    record Outgoing(InetSocketAddress remote, InetSocketAddress local) implements Role {}
+    record Connecting(InetSocketAddress remote, InetSocketAddress local) implements Role {}
 
     /** We accept a request a binding took. */
-    record Incoming(Passive request) implements Role {}
+    record Accepting(Passive request) implements Role {}
 
     /** We listen for one client, accept it and stop listening. */
     record ListenOnce(InetSocketAddress address) implements Role {}
@@ -111,13 +111,13 @@ public final class ConnectionStage
       InetSocketAddress local, RdmaStreamSettings settings, boolean halfClose,
       boolean keepBoundaries) {
     return new ConnectionStage(rt, settings, halfClose, keepBoundaries,
-        new Role.Outgoing(remote, local), false);
+        new Role.Connecting(remote, local), false);
   }
 
   public static ConnectionStage incoming(StreamsRuntime rt, Passive passive,
       RdmaStreamSettings settings, boolean halfClose, boolean keepBoundaries) {
     return new ConnectionStage(rt, settings, halfClose, keepBoundaries,
-        new Role.Incoming(passive), false);
+        new Role.Accepting(passive), false);
   }
 
   /**

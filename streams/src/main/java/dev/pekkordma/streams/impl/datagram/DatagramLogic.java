@@ -233,7 +233,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
       held = d;
       return;
     }
-    AddressHandles.Entry h;
+    AddressHandles.CountedHandle h;
     try {
       h = route != null ? handles.acquire(route.av().dgid(), route.av(), sgidIndex, res.port)
           : handles.acquire(peer.gid(), null, sgidIndex, res.port);
@@ -332,7 +332,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
     long wrId = wcs.wrId(i);
     int status = wcs.statusCode(i);
     if (wrId >= UdResources.SEND_TAG) {
-      AddressHandles.Entry h = slots.complete((int) (wrId - UdResources.SEND_TAG));
+      AddressHandles.CountedHandle h = slots.complete((int) (wrId - UdResources.SEND_TAG));
       if (h != null) handles.release(h);
       if (status != 0) {
         fail("a send completed with " + WcStatus.of(status));
@@ -361,7 +361,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
         fail(e.outcome());
       }
     } else if (resolutions.owns(e.id())) {
-      Resolutions.Outcome<Void> o = resolutions.onEvent(e);
+      Resolutions.Resolved<Void> o = resolutions.onEvent(e);
       if (o != null) resolved(o);
     }
   }
@@ -374,7 +374,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
     resume();
   }
 
-  private void resolved(Resolutions.Outcome<Void> o) {
+  private void resolved(Resolutions.Resolved<Void> o) {
     cancelTimer(o.id());
     if (o.failure() != null) {
       fail(new RdmaStreamException("RDMA datagram to", o.to(), "cannot resolve it: "
@@ -440,7 +440,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
       if (!joined) fail("no MULTICAST_JOIN within " + stage.settings.resolveTimeout().toMillis()
           + " ms (" + stage.settings.setting("resolve-timeout") + ")");
     } else if (key instanceof CmId resolving) {
-      Resolutions.Outcome<Void> o = resolutions.timedOut(resolving,
+      Resolutions.Resolved<Void> o = resolutions.timedOut(resolving,
           stage.settings.setting("resolve-timeout"));
       if (o != null) resolved(o);
     }
