@@ -69,7 +69,7 @@ interface BulkLink {
   }
 
   /** A client's way to a server: resolves it and opens what is needed to build the QP. */
-  interface Connector {
+  interface Dialer {
     Outgoing open(InetSocketAddress server);
   }
 }

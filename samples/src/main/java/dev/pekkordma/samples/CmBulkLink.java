@@ -28,10 +28,10 @@ final class CmBulkLink {
 
   static BulkLink.Listener listen(RdmaProvider provider, InetSocketAddress bind, PrintStream log,
       boolean verbose) {
-    return new Listener(provider, bind, log, verbose);
+    return new CmBulkListener(provider, bind, log, verbose);
   }
 
-  static BulkLink.Connector connector(RdmaProvider provider) {
+  static BulkLink.Dialer connector(RdmaProvider provider) {
     return server -> {
       CmEventChannel channel = provider.createCmEventChannel();
       CmId id = null;
@@ -42,7 +42,7 @@ final class CmBulkLink {
         id.resolveRoute(RESOLVE_TIMEOUT);
         CmEvents.expect(channel, CmEventType.ROUTE_RESOLVED, EVENT_TIMEOUT,
             "resolving the route to " + server);
-        return new Outgoing(channel, id, server);
+        return new CmOutgoing(channel, id, server);
       } catch (RuntimeException e) {
         try {
           if (id != null) id.close();
@@ -55,13 +55,14 @@ final class CmBulkLink {
     };
   }
 
-  private static final class Listener implements BulkLink.Listener {
+  private static final class CmBulkListener implements BulkLink.Listener {
     private final CmEventChannel channel;
     private final CmId listenId;
     private final PrintStream log;
     private final boolean verbose;
 
-    Listener(RdmaProvider provider, InetSocketAddress bind, PrintStream log, boolean verbose) {
+    CmBulkListener(
+        RdmaProvider provider, InetSocketAddress bind, PrintStream log, boolean verbose) {
       this.log = log;
       this.verbose = verbose;
       this.channel = provider.createCmEventChannel();
@@ -89,7 +90,7 @@ final class CmBulkLink {
         CmEvent ev = CmEvents.next(channel, timeout, stop);
         if (ev == null) return null;
         if (ev.type() == CmEventType.CONNECT_REQUEST) {
-          Incoming in = new Incoming(channel, ev.id());
+          CmIncoming in = new CmIncoming(channel, ev.id());
           try {
             in.hello = BulkWire.TransferPlan.decode(ev.privateData());
           } catch (BulkWire.ProtocolException e) {
@@ -113,13 +114,13 @@ final class CmBulkLink {
   }
 
   /** What both sides of a CM connection share. */
-  private abstract static class Side implements BulkLink.Connection {
+  private abstract static class CmSide implements BulkLink.Connection {
     final CmEventChannel channel;
     final CmId id;
     private boolean hasQp;
     boolean connected;
 
-    Side(CmEventChannel channel, CmId id) {
+    CmSide(CmEventChannel channel, CmId id) {
       this.channel = channel;
       this.id = id;
     }
@@ -191,10 +192,10 @@ final class CmBulkLink {
     abstract void closeRest();
   }
 
-  private static final class Incoming extends Side implements BulkLink.Incoming {
+  private static final class CmIncoming extends CmSide implements BulkLink.Incoming {
     BulkWire.TransferPlan hello;
 
-    Incoming(CmEventChannel listenerChannel, CmId id) {
+    CmIncoming(CmEventChannel listenerChannel, CmId id) {
       super(listenerChannel, id);
     }
 
@@ -225,10 +226,10 @@ final class CmBulkLink {
     }
   }
 
-  private static final class Outgoing extends Side implements BulkLink.Outgoing {
+  private static final class CmOutgoing extends CmSide implements BulkLink.Outgoing {
     private final InetSocketAddress server;
 
-    Outgoing(CmEventChannel channel, CmId id, InetSocketAddress server) {
+    CmOutgoing(CmEventChannel channel, CmId id, InetSocketAddress server) {
       super(channel, id);
       this.server = server;
     }

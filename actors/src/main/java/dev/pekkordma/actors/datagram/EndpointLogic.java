@@ -18,6 +18,7 @@ import dev.pekkordma.runtime.internal.datagram.PeerKey;
 import dev.pekkordma.runtime.internal.datagram.Resolutions;
 import dev.pekkordma.runtime.internal.datagram.SidrAnswers;
 import dev.pekkordma.runtime.internal.datagram.UdResources;
+import dev.pekkordma.runtime.internal.datagram.UdTarget;
 import dev.pekkordma.verbs.AddressVector;
 import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.ProtectionDomain;
@@ -211,7 +212,7 @@ final class EndpointLogic {
       return Behaviors.same();
     }
     AddressVector av = AddressVector.global(r.to().gid(), sgidIndex, port);
-    SendPath.PendingSend p = new SendPath.PendingSend(new SendPath.Target(av, r.to().qpn(),
+    SendPath.PendingSend p = new SendPath.PendingSend(new UdTarget(av, r.to().qpn(),
         UdParameters.UDP_QKEY), r.data(), r.replyTo(), r.to().address());
     if (!admit(p, "to " + r.to())) return Behaviors.same();
     sends.add(p);
@@ -255,7 +256,7 @@ final class EndpointLogic {
     UdParameters ud = o.ud();
     AddressVector av = ud.addressVector();
     sgidIndex = av.sgidIndex();
-    SendPath.Target t = new SendPath.Target(av, ud.qpNum(), ud.qkey());
+    UdTarget t = new UdTarget(av, ud.qpNum(), ud.qkey());
     peers.route(o.to(), t);
     SidrHello h = SidrHello.parse(ud.privateData());
     if (h != null) peers.knownAt(av.dgid(), h.qpn(), o.to());
@@ -313,7 +314,7 @@ final class EndpointLogic {
         InetSocketAddress at = new InetSocketAddress(remote.getAddress(), h.port());
         peers.knownAt(av.dgid(), h.qpn(), at);
         // it listens there, from that QP: answering by address needs no resolving
-        peers.route(at, new SendPath.Target(av, h.qpn(), UdParameters.UDP_QKEY));
+        peers.route(at, new UdTarget(av, h.qpn(), UdParameters.UDP_QKEY));
       }
     }
     answers.accepted(id, key);

@@ -13,6 +13,7 @@ import dev.pekkordma.runtime.internal.CompletionHandler;
 import dev.pekkordma.runtime.internal.datagram.AddressHandles;
 import dev.pekkordma.runtime.internal.datagram.DatagramSettings;
 import dev.pekkordma.runtime.internal.datagram.UdResources;
+import dev.pekkordma.runtime.internal.datagram.UdTarget;
 import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.spi.Checks;
 import java.util.ArrayList;
@@ -36,7 +37,7 @@ final class GroupLogic {
   private AddressHandles handles;
   private SendPath sends;
   private ReceivePath receives;
-  private SendPath.Target group;
+  private UdTarget group;
   private final List<SendPath.PendingSend> early = new ArrayList<>();
   private boolean joined;
   private String why = "left";
@@ -164,7 +165,7 @@ final class GroupLogic {
       if (ud == null || ud.addressVector() == null) {
         return failed("MULTICAST_JOIN carried no address vector");
       }
-      group = new SendPath.Target(ud.addressVector(), ud.qpNum(), ud.qkey());
+      group = new UdTarget(ud.addressVector(), ud.qpNum(), ud.qkey());
       joined = true;
       lineage.joined = true;
       lineage.handler.tell(new Joined(ctx.getSelf(), lineage.group, ud.addressVector().dgid(),

@@ -2,7 +2,7 @@ package dev.pekkordma.actors.datagram;
 
 import dev.pekkordma.runtime.internal.datagram.AddressHandles;
 import dev.pekkordma.runtime.internal.datagram.UdResources;
-import dev.pekkordma.verbs.AddressVector;
+import dev.pekkordma.runtime.internal.datagram.UdTarget;
 import dev.pekkordma.verbs.WcStatus;
 import java.net.InetSocketAddress;
 import java.util.ArrayDeque;
@@ -15,11 +15,8 @@ import org.apache.pekko.util.ByteString;
  * posted in one call. A slot comes back with its send's completion, which answers the sender.
  */
 final class SendPath {
-  /** Where a datagram goes: the address vector, the remote QP and its Q_Key. */
-  record Target(AddressVector av, int qpn, int qkey) {}
-
   /** A send waiting for a slot; {@code to} names it in answers (null for a reply). */
-  record PendingSend(Target target, ByteString data, ActorRef<SendResult> replyTo,
+  record PendingSend(UdTarget target, ByteString data, ActorRef<SendResult> replyTo,
       InetSocketAddress to) {}
 
   private final UdResources res;

@@ -30,7 +30,7 @@ final class BwLoop {
 
   private final PerfSide side;
   private final PerfSpec spec;
-  private final Idle idle;
+  private final IdleWatch idle;
   private final PeerLink link;
   private final boolean sends;
   private final boolean receives;
@@ -77,7 +77,7 @@ final class BwLoop {
    * here; {@code link}: how to reach the peer between runs (null when no one listens: a
    * one-sided test's passive peer).
    */
-  BwLoop(PerfSide side, Idle idle, PeerLink link, boolean sends, boolean receives) {
+  BwLoop(PerfSide side, IdleWatch idle, PeerLink link, boolean sends, boolean receives) {
     this.side = side;
     this.spec = side.spec;
     this.idle = idle;

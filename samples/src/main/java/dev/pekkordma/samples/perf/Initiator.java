@@ -31,7 +31,7 @@ final class Initiator extends Loops {
   private long requests;
 
   /** {@code link}: how to reach the peer between bandwidth runs. */
-  Initiator(PerfSide side, Idle idle, PeerLink link) {
+  Initiator(PerfSide side, IdleWatch idle, PeerLink link) {
     super(side, idle);
     boolean bandwidth = spec.test().bandwidth();
     posted = new long[bandwidth ? 0 : Math.max(spec.iterations(), spec.maxWarmup())];

@@ -17,7 +17,7 @@ final class PerfResponder extends Loops {
 
   private final PeerLink link;
 
-  PerfResponder(PerfSide side, Idle idle, PeerLink link) {
+  PerfResponder(PerfSide side, IdleWatch idle, PeerLink link) {
     super(side, idle);
     this.link = link;
   }

@@ -19,6 +19,7 @@ import dev.pekkordma.runtime.internal.datagram.PeerRoutes;
 import dev.pekkordma.runtime.internal.datagram.Resolutions;
 import dev.pekkordma.runtime.internal.datagram.SidrAnswers;
 import dev.pekkordma.runtime.internal.datagram.UdResources;
+import dev.pekkordma.runtime.internal.datagram.UdTarget;
 import dev.pekkordma.streams.Datagram;
 import dev.pekkordma.streams.DatagramPeer;
 import dev.pekkordma.streams.RdmaStreamException;
@@ -72,7 +73,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
   private SendSlots slots;
   private CompletedReceives arrivals;
   private Senders senders;
-  private PeerRoutes<Target> routes;
+  private PeerRoutes<UdTarget> routes;
   private SidrAnswers answers;
   /** Nothing waits in them: the stage holds its one datagram itself. */
   private Resolutions<Void> resolutions;
@@ -84,9 +85,6 @@ final class DatagramLogic extends TimerGraphStageLogic {
   private int port = 1;
   private long malformed;
   private boolean tornDown;
-
-  /** Where a datagram goes: the address vector, the remote QP and its Q_Key. */
-  private record Target(AddressVector av, int qpn, int qkey) {}
 
   DatagramLogic(DatagramStage stage, CompletableFuture<InetSocketAddress> bound) {
     super(stage.shape());
@@ -212,7 +210,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
           + (to == null ? " (to " + peer + ")" : "")));
       return;
     }
-    Target route = peer.hasQp() ? null : routes.get(to);
+    UdTarget route = peer.hasQp() ? null : routes.get(to);
     if (!peer.hasQp() && route == null) {
       held = d;
       try {
@@ -369,7 +367,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
   private void joined(UdParameters ud) {
     cancelTimer(JOIN);
     joined = true;
-    routes.putLasting(stage.group, new Target(ud.addressVector(), ud.qpNum(), ud.qkey()));
+    routes.putLasting(stage.group, new UdTarget(ud.addressVector(), ud.qpNum(), ud.qkey()));
     bound.complete(id.localAddress());
     resume();
   }
@@ -394,7 +392,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
       }
     }
     sgidIndex = av.sgidIndex();
-    routes.put(o.to(), new Target(av, o.ud().qpNum(), o.ud().qkey()));
+    routes.put(o.to(), new UdTarget(av, o.ud().qpNum(), o.ud().qkey()));
     SidrHello h = SidrHello.parse(o.ud().privateData());
     if (h != null) senders.knownAt(new PeerKey(av.dgid(), h.qpn()), o.to());
     resume();
@@ -429,7 +427,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
       InetSocketAddress at = new InetSocketAddress(remote.getAddress(), h.port());
       senders.knownAt(key, at);
       // it listens there, from that QP: sending to its address needs no resolving
-      routes.put(at, new Target(av, h.qpn(), UdParameters.UDP_QKEY));
+      routes.put(at, new UdTarget(av, h.qpn(), UdParameters.UDP_QKEY));
     }
     answers.accepted(request, key);
   }
