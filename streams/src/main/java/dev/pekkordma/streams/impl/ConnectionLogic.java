@@ -83,8 +83,8 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     this.mat = mat;
     this.remote = role instanceof ConnectionStage.Role.Connecting o ? o.remote()
         : role instanceof ConnectionStage.Role.Accepting i ? i.request().remote() : null;
-    this.plan = ConnectionPlan.of(rt, settings, stage.keepBoundaries, lend);
-    this.protocol = new ConnectionProtocol(plan, stage.halfClose, active(), this::failure,
+    this.plan = ConnectionPlan.of(rt, settings, stage.framing, lend);
+    this.protocol = new ConnectionProtocol(plan, stage.closing, active(), this::failure,
         new Ports());
     setHandler(in, new AbstractInHandler() {
       @Override
@@ -506,6 +506,9 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     unlisten();
     boolean up = established || (adopted != null && adopted.establishedEarly());
     // a request that could not be accepted was rejected and freed where it came
-    if (res != null) res.close(up && !disconnected, false, peerName());
+    if (res != null) {
+      res.close(up && !disconnected ? ConnectionResources.Farewell.DISCONNECT
+          : ConnectionResources.Farewell.NONE, peerName());
+    }
   }
 }

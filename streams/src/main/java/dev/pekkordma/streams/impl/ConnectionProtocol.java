@@ -128,7 +128,7 @@ final class ConnectionProtocol {
 
   private final ConnectionPlan plan;
   private final RdmaStreamSettings settings;
-  private final boolean halfClose;
+  private final Closing closing;
   private final boolean active; // we connected: our end of data before the link is up half-closes
   private final Function<String, RuntimeException> failure; // a reason, naming the peer
   private final Actions actions;
@@ -163,17 +163,17 @@ final class ConnectionProtocol {
   private boolean ticking; // the resize timer runs
   private String flushReason;
 
-  ConnectionProtocol(ConnectionPlan plan, boolean halfClose, boolean active,
+  ConnectionProtocol(ConnectionPlan plan, Closing closing, boolean active,
       Function<String, RuntimeException> failure, Actions actions) {
     this.plan = plan;
     this.settings = plan.settings();
-    this.halfClose = halfClose;
+    this.closing = closing;
     this.active = active;
     this.failure = failure;
     this.actions = actions;
     this.sizing = plan.sizing();
     this.rules = new ProtocolValidator(plan.first().count(), plan.first().size(),
-        plan.keepBoundaries() ? settings.maxMessageSize() : Long.MAX_VALUE,
+        plan.framing() == Framing.MESSAGES ? settings.maxMessageSize() : Long.MAX_VALUE,
         settings.path() + ".max-message-size");
     if (plan.takesBatches()) rules.takeBatches();
   }
@@ -192,7 +192,8 @@ final class ConnectionProtocol {
         buffers);
     writer = new ElementWriter(sender, res.inlineMax(), res.scratch(), plan.slotSize(), buffers,
         plan.coalesce());
-    receiver = new Receiver(res.ring().slots(), plan.rqDepth(), plan.keepBoundaries(),
+    receiver = new Receiver(res.ring().slots(), plan.rqDepth(),
+        plan.framing() == Framing.MESSAGES,
         res::closeRing);
     receiver.maxMessage(settings.maxMessageSize(), settings.path() + ".max-message-size");
     if (lent != null) receiver.lend(lent);
@@ -216,7 +217,7 @@ final class ConnectionProtocol {
     link = LinkState.UP;
     // without half-close, an end of data before the connection was up closes the connection
     // once it is (Tcp's does not: it half-closes an outgoing one)
-    if (!writing && !halfClose && !active) closeReading();
+    if (!writing && closing == Closing.FULL && !active) closeReading();
     if (!stopped && writing) pull();
     progress();
   }
@@ -291,7 +292,7 @@ final class ConnectionProtocol {
       return;
     }
     // Tcp's close without half-close, or once our reading has ended: we read no more
-    if (link == LinkState.UP && !halfClose) closeReading();
+    if (link == LinkState.UP && closing == Closing.FULL) closeReading();
     progress();
   }
 
@@ -301,7 +302,7 @@ final class ConnectionProtocol {
     reading = false;
     stopReading();
     // Tcp's close without half-close: our writing ends too, after what our upstream gave
-    if (writing && !halfClose) {
+    if (writing && closing == Closing.FULL) {
       closeWritingSoon = true;
       burstBegan();
     }

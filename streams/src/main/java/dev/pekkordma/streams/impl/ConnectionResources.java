@@ -219,14 +219,21 @@ final class ConnectionResources implements ConnectionProtocol.ProtocolResources,
     qp.postRecv(recvWr);
   }
 
-  /**
-   * Frees everything, once; {@code disconnect} first when the connection was established and
-   * the peer has not disconnected, {@code reject} the id when it was a request nobody accepted.
-   */
-  void close(boolean disconnect, boolean reject, String peer) {
+  /** What the peer is told as the resources close. */
+  enum Farewell {
+    /** An established connection the peer has not disconnected: disconnect first. */
+    DISCONNECT,
+    /** A request nobody accepted: reject it. */
+    REJECT,
+    /** Nothing: the peer knows, or was never answered. */
+    NONE
+  }
+
+  /** Frees everything, once, after telling the peer {@code farewell}. */
+  void close(Farewell farewell, String peer) {
     if (closed) return;
     closed = true;
-    if (disconnect) {
+    if (farewell == Farewell.DISCONNECT) {
       try {
         id.disconnect();
       } catch (RuntimeException e) {
@@ -261,7 +268,7 @@ final class ConnectionResources implements ConnectionProtocol.ProtocolResources,
     for (SendBuffers.Area a : areas) a.area.free();
     if (scratch != null) scratch.close();
     if (cq != null) hub.closeCq(cq);
-    rt.cm().destroy(id, reject);
+    rt.cm().destroy(id, farewell == Farewell.REJECT);
     if (hub != null) rt.hubs.release(hub);
     if (sendWr != null) sendWr.close();
     if (recvWr != null) recvWr.close();
@@ -285,6 +292,6 @@ final class ConnectionResources implements ConnectionProtocol.ProtocolResources,
 
   @Override
   public void close() {
-    close(false, false, String.valueOf(id));
+    close(Farewell.NONE, String.valueOf(id));
   }
 }

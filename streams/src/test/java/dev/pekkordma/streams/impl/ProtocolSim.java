@@ -258,7 +258,7 @@ final class ProtocolSim implements AutoCloseable {
 
     End(String name, boolean active, boolean halfClose, boolean coalesce) {
       this.name = name;
-      plan = ConnectionPlan.of(RINGS, coalesce, SETTINGS, true, false);
+      plan = ConnectionPlan.of(RINGS, coalesce, SETTINGS, Framing.MESSAGES, false);
       scratch = OffHeapBuffer.allocate(64);
       int slot = plan.slotSize();
       send = new SendBuffers(area(Math.min(2, SETTINGS.sendBuffers()), Math.min(4096, slot)),
@@ -267,7 +267,7 @@ final class ProtocolSim implements AutoCloseable {
             a.area.free();
           }, 0, (long) SETTINGS.sendBuffers() * slot);
       ring = openRing(plan.first().count(), plan.first().size());
-      protocol = new ConnectionProtocol(plan, halfClose, active,
+      protocol = new ConnectionProtocol(plan, Closing.halfClose(halfClose), active,
           reason -> new IllegalStateException(name + ": " + reason), this);
     }
 
