@@ -79,6 +79,16 @@ public final class ConnectionActor {
   /** An established connection failed (its QP, its device); it has stopped. */
   public record ConnectionLost(ActorRef<Command> connection, String reason) implements Event {}
 
+  /** How an established connection ended. */
+  private enum Ending {
+    /** An error: the QP failed, or the device went. */
+    LOST,
+    /** This side disconnected (even when rdma_disconnect failed or no DISCONNECTED came). */
+    DISCONNECTED_HERE,
+    /** The peer disconnected first. */
+    DISCONNECTED_BY_PEER
+  }
+
   /** What a client connection tells its connector. */
   sealed interface ConnectOutcome {}
 
@@ -286,23 +296,24 @@ public final class ConnectionActor {
         id.disconnect();
       } catch (RuntimeException e) {
         ctx.getLog().debug("rdma_disconnect on {} failed: {}", id, e.getMessage());
-        return ended(false, false, "rdma_disconnect failed: " + e.getMessage());
+        return ended(Ending.DISCONNECTED_HERE, "rdma_disconnect failed: " + e.getMessage());
       }
       phase = Phase.DISCONNECTING;
       timers.startSingleTimer(new Timeout("disconnect"), settings.disconnectTimeout);
       return done(receive()
           .onMessage(Disconnect.class, d -> Behaviors.same())
           .onMessage(CmEventArrived.class, e -> eventWhileConnected(e.event()))
-          .onMessage(Timeout.class, t -> ended(false, false, "no DISCONNECTED within "
+          .onMessage(Timeout.class, t -> ended(Ending.DISCONNECTED_HERE, "no DISCONNECTED within "
               + settings.disconnectTimeout)));
     }
 
     private Behavior<Command> eventWhileConnected(CmEvent e) {
       switch (e.type()) {
         case DISCONNECTED:
-          return ended(false, phase != Phase.DISCONNECTING, "DISCONNECTED");
+          return ended(phase != Phase.DISCONNECTING ? Ending.DISCONNECTED_BY_PEER
+              : Ending.DISCONNECTED_HERE, "DISCONNECTED");
         case DEVICE_REMOVAL:
-          return ended(true, false, "DEVICE_REMOVAL");
+          return ended(Ending.LOST, "DEVICE_REMOVAL");
         default:
           ctx.getLog().debug("{} on established {}", e, id);
           return Behaviors.same();
@@ -316,7 +327,8 @@ public final class ConnectionActor {
      * completions do not come within {@code disconnect-timeout} is stopped with the rest
      * reported flushed.
      */
-    private Behavior<Command> ended(boolean lost, boolean byPeer, String reason) {
+    private Behavior<Command> ended(Ending ending, String reason) {
+      boolean lost = ending == Ending.LOST;
       timers.cancelAll();
       // what the id says from now on (TIMEWAIT_EXIT, after a pause) is nobody's: no dead letter
       spec.router().disown(id);
@@ -326,7 +338,7 @@ public final class ConnectionActor {
         told = true;
         if (handler != null) {
           handler.tell(lost ? new ConnectionLost(ctx.getSelf(), reason)
-              : new Disconnected(ctx.getSelf(), byPeer));
+              : new Disconnected(ctx.getSelf(), ending == Ending.DISCONNECTED_BY_PEER));
         }
         if (spec.active()) spec.connector().tell(new Ended(reason, lost));
       };
@@ -396,13 +408,13 @@ public final class ConnectionActor {
             if (e.event() instanceof QpActor.Fatal f) {
               String reason = "QP failed: " + f.reason();
               return phase == Phase.ESTABLISHED || phase == Phase.DISCONNECTING
-                  ? ended(true, false, reason) : failAttempt(reason);
+                  ? ended(Ending.LOST, reason) : failAttempt(reason);
             }
             // also while disconnecting: the owner may have asked for the disconnect because of
             // the failure (an error completion can reach it first), which is still the reason
             if (e.event() instanceof QpActor.Failed f
                 && (phase == Phase.ESTABLISHED || phase == Phase.DISCONNECTING)) {
-              return ended(true, false, "QP failed (" + f.status() + ") on the connection with "
+              return ended(Ending.LOST, "QP failed (" + f.status() + ") on the connection with "
                   + remote + ": " + f.reason());
             }
             return Behaviors.same();

@@ -154,7 +154,8 @@ final class BwLoop {
         long room = tx - (posted[k] - done[k]);
         long left = perQp - posted[k];
         if (room > 0 && left > 0) {
-          post(k, size, (int) Math.min(room, left), perQp, false, record);
+          post(k, size, (int) Math.min(room, left), perQp, LastRequest.AS_MODERATED,
+              record);
         }
       }
       if (poll(record) == 0) idle.idle("completions");
@@ -190,14 +191,14 @@ final class BwLoop {
       if (now < end) {
         for (int k = 0; k < q; k++) {
           long room = tx - (posted[k] - done[k]);
-          if (room > 0) post(k, size, (int) room, -1, false, false);
+          if (room > 0) post(k, size, (int) room, -1, LastRequest.AS_MODERATED, false);
         }
       } else {
         boolean open = false;
         for (int k = 0; k < q; k++) {
           if (signaledUpTo[k] == posted[k]) continue;
           open = true;
-          if (posted[k] - done[k] < tx) post(k, size, 1, -1, true, false);
+          if (posted[k] - done[k] < tx) post(k, size, 1, -1, LastRequest.SIGNALED, false);
         }
         if (!open && totalDone == totalPosted) break;
       }
@@ -205,11 +206,16 @@ final class BwLoop {
     }
   }
 
+  /** Whether a timed run's last request of a post is signaled whatever CQ moderation says. */
+  private enum LastRequest { AS_MODERATED, SIGNALED }
+
   /**
    * Posts {@code count} requests on QP {@code k}, signaled per CQ moderation of {@code perQp}
-   * (negative: a timed run's, with no last request) and the last one if {@code signalLast}.
+   * (negative: a timed run's, with no last request) and the last one as {@code lastRequest}
+   * says; with {@code record}, their post times.
    */
-  private void post(int k, int size, int count, int perQp, boolean signalLast, boolean record) {
+  private void post(int k, int size, int count, int perQp, LastRequest lastRequest,
+      boolean record) {
     int inline = spec.inline(size) ? SendRequests.INLINE : 0;
     boolean rdma = op != WrOpcode.SEND;
     long remote = rdma ? side.remote.address() : 0;
@@ -219,7 +225,7 @@ final class BwLoop {
     batch.clear();
     for (long j = first; j < last; j++) {
       boolean signaled = perQp >= 0 ? BwResult.signaled(j, cqMod, perQp)
-          : (j + 1) % cqMod == 0 || signalLast && j == last - 1;
+          : (j + 1) % cqMod == 0 || lastRequest == LastRequest.SIGNALED && j == last - 1;
       batch.add(((long) k << SEQ_BITS) | j, op, signaled ? SendRequests.SIGNALED | inline : inline)
           .sge(side.source, size, side.lkey);
       if (rdma) {
