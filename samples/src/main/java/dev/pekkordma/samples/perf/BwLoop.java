@@ -73,11 +73,31 @@ final class BwLoop {
   private BwResult peer;
 
   /**
-   * {@code sends}: this side makes the test's requests; {@code receives}: the peer's sends land
-   * here; {@code link}: how to reach the peer between runs (null when no one listens: a
-   * one-sided test's passive peer).
+   * The client's loop: it makes the test's requests, and receives the server's sends in a
+   * bidirectional SEND test. {@code link}: how to reach the peer between runs (null when no one
+   * listens: a one-sided test's passive peer).
    */
-  BwLoop(PerfSide side, IdleWatch idle, PeerLink link, boolean sends, boolean receives) {
+  static BwLoop initiator(PerfSide side, IdleWatch idle, PeerLink link) {
+    PerfSpec spec = side.spec;
+    boolean sendTest = spec.test().verb() == PerfTest.Verb.SEND;
+    return new BwLoop(side, idle, link, true, sendTest && spec.bidirectional());
+  }
+
+  /**
+   * The server's loop: the client's sends land here in a SEND test, and it makes requests as
+   * the client does in a bidirectional one.
+   */
+  static BwLoop responder(PerfSide side, IdleWatch idle, PeerLink link) {
+    PerfSpec spec = side.spec;
+    return new BwLoop(side, idle, link, spec.bidirectional(),
+        spec.test().verb() == PerfTest.Verb.SEND);
+  }
+
+  /**
+   * {@code sends}: this side makes the test's requests; {@code receives}: the peer's sends land
+   * here. Made by {@link #initiator} and {@link #responder}, which say which.
+   */
+  private BwLoop(PerfSide side, IdleWatch idle, PeerLink link, boolean sends, boolean receives) {
     this.side = side;
     this.spec = side.spec;
     this.idle = idle;
