@@ -35,8 +35,7 @@ class CmDispatcherTest {
   final CmDispatcher cm = new CmDispatcher(failing, device -> { });
 
   {
-    AgentRunner.start(system, "cm", RuntimeSettings.from(config).pollerDispatcher,
-        new BackoffIdleStrategy(0, 0, Duration.ofMillis(20)), cm);
+    AgentRunner.start(system, "cm", new BackoffIdleStrategy(0, 0, Duration.ofMillis(20)), cm);
   }
 
   @AfterEach
