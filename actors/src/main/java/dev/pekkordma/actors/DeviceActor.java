@@ -158,7 +158,8 @@ public final class DeviceActor {
         s = new DeviceSession(source.name(), o.context(), settings, ctx.getSelf(), runtime);
         generation++;
         AgentRunner r = AgentRunner.spawn(ctx, "events-" + generation,
-            runtime.settings().pollerDispatcher, runtime.settings().newIdleStrategy(),
+            "events-" + source.name() + "-" + generation,
+            runtime.settings().newIdleStrategy(),
             new AsyncEventReader(s));
         watch(r.ref());
         reader = r.ref();

@@ -10,11 +10,11 @@
  *
  * <pre>
  * DeviceActor        a device context; async events; reopened with backoff after a failure
- *   CqPoller         every CQ of the device, on the pinned dispatcher (BackoffIdleStrategy)
- *   AsyncEventReader nextAsyncEvent, on the pinned dispatcher: each event to its owner
+ *   CqPoller         every CQ of the device, on a poller thread (BackoffIdleStrategy)
+ *   AsyncEventReader nextAsyncEvent, on a poller thread: each event to its owner
  *   PdActor          a PD, its registrations and its BufferPool (registered once)
  *     QpActor        a QP and its CQ; one behavior per QP state
- * CmActor            the CM event channel and its reader (pinned)
+ * CmActor            the CM event channel and its reader (a poller thread)
  *   ListenerActor    one bound address; a ConnectionActor per CONNECT_REQUEST
  *   Connector        a client connection: resolve, route, connect, each with timeout and retry
  *   DatagramEndpoint a UDP id, its PD, CQ, SRQ and UD QPs (datagram package)

@@ -124,12 +124,12 @@ class ExtensionTest {
     }
   }
 
-  /** CPU time of the pinned dispatcher's threads. */
+  /** CPU time of the pollers' threads. */
   private static long pollerCpu(ThreadMXBean mx) {
     long total = 0;
     int threads = 0;
     for (ThreadInfo t : mx.dumpAllThreads(false, false)) {
-      if (t.getThreadName().startsWith("Idle-pekko-rdma.runtime.pinned-dispatcher")) {
+      if (t.getThreadName().startsWith("Idle-pekko-rdma-")) {
         total += mx.getThreadCpuTime(t.getThreadId());
         threads++;
       }

@@ -31,7 +31,9 @@ public final class FabricPeerMain {
       qp.modify(QpAttributes.toInit(1, access));
       qp.modify(QpAttributes.toRtr(AddressVector.global(Gid.parse(theirs[0]), 0, 1),
           Integer.parseInt(theirs[1]), 0, Mtu.MTU_4096));
-      qp.modify(QpAttributes.toRts(0));
+      // the first request opens and proves the fabric link to the other process: on a loaded
+      // machine longer than seven of verbs' usual 67 ms timeouts (timeout 14); 18 is about 1 s
+      qp.modify(QpAttributes.toRts(0).timeout(18));
       try (RecvRequests r = new RecvRequests(1, 1); SendRequests s = new SendRequests(1, 1);
           WorkCompletions wc = new WorkCompletions(4)) {
         r.add(1).sge(mr, 800_000, 4096);

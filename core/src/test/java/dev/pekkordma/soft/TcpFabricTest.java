@@ -43,7 +43,9 @@ class TcpFabricTest {
       in.println(ctx.queryGid(1, 0) + " " + qp.qpNum());
       qp.modify(QpAttributes.toInit(1, Access.LOCAL_WRITE));
       qp.modify(QpAttributes.toRtr(AddressVector.global(peerGid, 0, 1), peerQpn, 0, Mtu.MTU_4096));
-      qp.modify(QpAttributes.toRts(0));
+      // the first request opens and proves the fabric link to the other process: on a loaded
+      // machine longer than seven of verbs' usual 67 ms timeouts (timeout 14); 18 is about 1 s
+      qp.modify(QpAttributes.toRts(0).timeout(18));
       assertEquals("ready", endpointLine(out));
 
       byte[] data = new byte[300_000];

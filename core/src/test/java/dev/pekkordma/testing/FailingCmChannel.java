@@ -6,11 +6,13 @@ import dev.pekkordma.cm.CmId;
 import dev.pekkordma.cm.RdmaPortSpace;
 import dev.pekkordma.verbs.RdmaException;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
 
 /** A real CM event channel whose reading fails, from {@link #failReading} on, as a broken one. */
 public final class FailingCmChannel implements CmEventChannel {
   private final CmEventChannel channel;
   private volatile String failure;
+  private final CompletableFuture<Void> closed = new CompletableFuture<>();
 
   public FailingCmChannel(CmEventChannel channel) {
     this.channel = channel;
@@ -33,8 +35,17 @@ public final class FailingCmChannel implements CmEventChannel {
     return channel.awaitEvent(timeout);
   }
 
+  /** Completes once the channel has been closed through this one. */
+  public CompletableFuture<Void> closed() {
+    return closed;
+  }
+
   @Override
   public void close() {
-    channel.close();
+    try {
+      channel.close();
+    } finally {
+      closed.complete(null);
+    }
   }
 }

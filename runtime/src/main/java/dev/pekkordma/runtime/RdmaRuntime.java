@@ -97,8 +97,7 @@ public final class RdmaRuntime implements Extension {
       }
       CmDispatcher d = new CmDispatcher(cmChannel.apply(provider.createCmEventChannel()),
           this::deviceRemoved);
-      AgentRunner.start(system, uniqueName("pekko-rdma-cm"), settings.pollerDispatcher,
-          settings.newIdleStrategy(), d);
+      AgentRunner.start(system, uniqueName("pekko-rdma-cm"), settings.newIdleStrategy(), d);
       cm = d;
     }
     return cm;
@@ -109,7 +108,7 @@ public final class RdmaRuntime implements Extension {
    * hubs (a channel each) and how many of those have a thread.
    */
   public record Footprint(boolean cm, int hubs, int hubThreads) {
-    /** Pinned threads: the CM's and the hubs'. */
+    /** Poller threads: the CM's and the hubs'. */
     public int threads() {
       return (cm ? 1 : 0) + hubThreads;
     }

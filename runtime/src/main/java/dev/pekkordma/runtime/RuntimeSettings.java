@@ -21,7 +21,6 @@ public final class RuntimeSettings {
   /** What a poller does after a round that found nothing to do. */
   public enum Idle { BACKOFF, BUSY_SPIN }
 
-  public final String pollerDispatcher;
   public final Idle idle;
   public final int maxSpins;
   public final int maxYields;
@@ -31,8 +30,6 @@ public final class RuntimeSettings {
 
   private RuntimeSettings(Config c) {
     String p = ROOT + ".";
-    pollerDispatcher = c.getString(p + "poller-dispatcher");
-    checkDispatcher(c, p + "poller-dispatcher", pollerDispatcher);
     String idleName = c.getString(p + "poller.idle-strategy");
     idle = switch (idleName) {
       case "backoff" -> Idle.BACKOFF;
@@ -78,21 +75,5 @@ public final class RuntimeSettings {
           + " memory limit, -XX:MaxDirectMemorySize), was " + bytes);
     }
     return bytes;
-  }
-
-  private static void checkDispatcher(Config c, String key, String path) {
-    if (path.isEmpty() || !c.hasPath(path) || !c.hasPath(path + ".type")) {
-      throw new ConfigException.BadValue(key, "'" + path + "' names no dispatcher configuration");
-    }
-    String type = c.getString(path + ".type");
-    if (!type.equals("PinnedDispatcher")) {
-      throw new ConfigException.BadValue(key, "'" + path + "' is a " + type
-          + "; pollers block their thread, so it must be a PinnedDispatcher");
-    }
-    String timeout = path + ".thread-pool-executor.allow-core-timeout";
-    if (c.hasPath(timeout) && c.getBoolean(timeout)) {
-      throw new ConfigException.BadValue(key, "'" + path + "' has allow-core-timeout on ("
-          + timeout + "); a poller's thread must stay while it is idle");
-    }
   }
 }

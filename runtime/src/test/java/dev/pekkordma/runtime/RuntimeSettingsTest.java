@@ -24,11 +24,6 @@ class RuntimeSettingsTest {
 
   @Test
   void settingsThatMakeNoSenseFailNamingTheirKey() {
-    String d = "pekko-rdma.runtime.poller-dispatcher";
-    rejects(d + " = \"no.such.dispatcher\"", d, "names no dispatcher");
-    rejects(d + " = \"pekko.actor.default-dispatcher\"", d, "must be a PinnedDispatcher");
-    rejects("pekko-rdma.runtime.pinned-dispatcher.thread-pool-executor.allow-core-timeout = on",
-        d, "allow-core-timeout");
     rejects("pekko-rdma.runtime.poller.block-timeout = 0s", "poller.block-timeout", "positive");
     rejects("pekko-rdma.runtime.poller.block-timeout = 1m", "poller.block-timeout", "at most");
     rejects("pekko-rdma.runtime.poller.max-spins = -1", "poller.max-spins", "at least 0");

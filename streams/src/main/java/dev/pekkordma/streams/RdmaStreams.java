@@ -285,7 +285,7 @@ public final class RdmaStreams implements Extension {
   // ---------------------------------------------------------------- completions
 
   /**
-   * A CQ's completions as a source, fed by a poller on the pinned poller dispatcher through a
+   * A CQ's completions as a source, fed by a poller on a thread of its own through a
    * bounded queue of {@code bufferSize}. The poller takes from the CQ only what the queue has
    * room for: a slow consumer leaves completions in the CQ, so size it for what is posted. The
    * CQ's completion channel, if any, must serve this CQ alone. The materialized stage completes

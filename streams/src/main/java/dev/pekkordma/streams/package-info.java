@@ -16,9 +16,9 @@
  * application has taken everything, and only then is the connection torn down.
  *
  * <p>Threads: each connection stage posts and polls on its own (the stream's) thread. A device
- * hub per device context (a PD and a completion channel) has an actor on the pinned poller
- * dispatcher that waits for completion events and wakes the stage whose CQ fired; another
- * reads CM events and hands each to its stage. Nothing on the data path allocates per work
+ * hub per device context (a PD and a completion channel) has a poller thread that waits for
+ * completion events and wakes the stage whose CQ fired; another reads CM events and hands each
+ * to its stage. Nothing on the data path allocates per work
  * request but the ByteStrings handed downstream; {@code bulkBufferSource} hands out the receive
  * ring's slots themselves ({@link dev.pekkordma.streams.ReceivedBuffer}), preallocated leases
  * that give their slot back on release.

@@ -35,7 +35,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-/** A CQ's completions as a source, fed by the pinned poller through a bounded queue. */
+/** A CQ's completions as a source, fed by a poller thread through a bounded queue. */
 class CompletionSourceTest {
   static ActorSystem<Void> system;
   static RdmaStreams rdma;

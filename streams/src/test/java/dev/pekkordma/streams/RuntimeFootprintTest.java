@@ -55,7 +55,7 @@ class RuntimeFootprintTest {
       assertEquals(StreamsTestKit.NATIVE ? 1 : 0, used.hubThreads(),
           "a hub needs a thread only for the kernel's events");
       assertEquals(used.threads(), pollerThreads(system).size(),
-          "pinned threads: " + pollerThreads(system));
+          "poller threads: " + pollerThreads(system));
       if (!StreamsTestKit.NATIVE) {
         assertEquals(0, runtime.cm().deliveredOnItsThread(),
             "the software CM's events go from the thread that posts them to the stage");
@@ -69,9 +69,9 @@ class RuntimeFootprintTest {
     }
   }
 
-  /** The live threads of the system's pinned poller dispatcher. */
+  /** The live threads of the system's pollers. */
   private static List<String> pollerThreads(ActorSystem<?> system) {
-    String prefix = system.name() + "-pekko-rdma.runtime.pinned-dispatcher";
+    String prefix = system.name() + "-pekko-rdma-";
     return Arrays.stream(ManagementFactory.getThreadMXBean().dumpAllThreads(false, false))
         .map(ThreadInfo::getThreadName).filter(n -> n.startsWith(prefix)).toList();
   }

@@ -6,7 +6,7 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * A poller's duty, in the shape Agrona made standard: an {@link AgentRunner} calls {@link
- * #doWork} round after round on its pinned thread and hands the work count to an {@link
+ * #doWork} round after round on its thread and hands the work count to an {@link
  * IdleStrategy}, which decides whether to spin, yield or wait. Waiting is the agent's own
  * business ({@link #awaitWork}): most agents block on their channel. Not thread-safe: an agent
  * runs on one runner only.

@@ -11,69 +11,101 @@ import org.apache.pekko.actor.DeadLetterSuppression;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Behavior;
-import org.apache.pekko.actor.typed.DispatcherSelector;
 import org.apache.pekko.actor.typed.PostStop;
+import org.apache.pekko.actor.typed.Props;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Runs agents on one thread of the pinned poller dispatcher: round after round, each agent's
- * {@link Agent#doWork}, then the idle strategy. Each round is one message to itself, so a stop
- * is never more than one round (at most a block timeout) away. Several agents may share the
- * thread: then none can block on its own channel, and an empty round parks for at most {@link
- * #SHARED_PARK} instead, which trades a little wake latency for a thread. An agent that fails
- * is logged and keeps its place; one that throws {@link Agent.Terminated} stops the runner.
+ * Runs agents on a plain thread of their own, named after the runner (as Agrona's runner does):
+ * round after round, each agent's {@link Agent#doWork}, then the idle strategy, with nothing
+ * allocated per round. Several agents may share the thread: then none can block on its own
+ * channel, and an empty round parks for at most {@link #SHARED_PARK} instead. An agent that
+ * fails a round is logged and keeps its place; one that throws {@link Agent.Terminated} ends
+ * the runner.
+ *
+ * <p>Its lifetime is an actor's, the runner's handle: a system actor, or a child of the actor
+ * whose resources the agents use. The thread starts with the handle, and the handle's stop waits
+ * for the thread's last round (a stop is at most one round, a block timeout, away) and the
+ * agents' {@link Agent#onClose}; so a parent stopping its children frees what the agents used
+ * only after they are done with it, and a system's termination ends every runner.
  */
 @InternalApi
 public final class AgentRunner {
   private static final Logger log = LoggerFactory.getLogger(AgentRunner.class);
   /** The longest an empty round of several agents parks. */
   public static final Duration SHARED_PARK = Duration.ofMillis(1);
+  /**
+   * The longest a handle's stop waits for the thread: a round ends within the block timeout
+   * (at most 10 s, {@code pekko-rdma.runtime.poller.block-timeout}) unless an agent hangs.
+   */
+  private static final Duration LAST_ROUND = Duration.ofSeconds(15);
 
-  private final ActorRef<Round> self;
+  private final String threadName;
+  private final IdleStrategy idle;
+  private final List<Agent> agents;
+  private final Agent waitOn;
+  private final ActorRef<Stop> handle;
+  private volatile ActorRef<Stop> self; // the handle, as its setup knows it (before the thread)
   private final CompletableFuture<Done> stopped = new CompletableFuture<>();
+  private volatile boolean stopAsked;
   private volatile boolean running = true;
+  private volatile Thread thread;
 
-  private enum Round implements DeadLetterSuppression { NEXT, STOP }
-
-  private AgentRunner(Spawner spawner, String name, String dispatcher, IdleStrategy idle,
-      Agent... agents) {
-    if (agents.length == 0) throw new IllegalArgumentException("a runner needs an agent");
-    List<Agent> all = List.of(agents);
-    Agent waitOn = all.size() == 1 ? all.get(0) : new SharedThread(all);
-    this.self = spawner.spawn(behavior(idle, all, waitOn), name,
-        DispatcherSelector.fromConfig(dispatcher));
-  }
+  /** The handle's one message: the thread's agents are done, or someone asks it to stop. */
+  private enum Stop implements DeadLetterSuppression { INSTANCE }
 
   private interface Spawner {
-    ActorRef<Round> spawn(Behavior<Round> behavior, String name, DispatcherSelector dispatcher);
+    ActorRef<Stop> spawn(Behavior<Stop> behavior, String name, Props props);
   }
 
-  /** Starts {@code agents} on a thread of their own, as a system actor named {@code name}. */
-  public static AgentRunner start(ActorSystem<?> system, String name, String dispatcher,
+  private AgentRunner(Spawner spawner, String systemName, String name, String what,
       IdleStrategy idle, Agent... agents) {
-    return new AgentRunner(system::systemActorOf, name, dispatcher, idle, agents);
+    if (agents.length == 0) throw new IllegalArgumentException("a runner needs an agent");
+    this.threadName = systemName + "-" + (what.startsWith("pekko-rdma-") ? what
+        : "pekko-rdma-" + what);
+    this.idle = idle;
+    this.agents = List.of(agents);
+    this.waitOn = this.agents.size() == 1 ? this.agents.get(0) : new SharedThread(this.agents);
+    this.handle = spawner.spawn(handle(), name, Props.empty());
   }
 
   /**
-   * As {@link #start}, as a child of {@code parent}: it stops before its parent's PostStop, so
-   * that the parent may free what the agents use.
+   * Starts {@code agents} on a thread of their own, named {@code <system>-<name>} (with {@code
+   * pekko-rdma-} before the name unless it begins so), its handle a system actor named {@code
+   * name}.
    */
-  public static AgentRunner spawn(ActorContext<?> parent, String name, String dispatcher,
-      IdleStrategy idle, Agent... agents) {
-    return new AgentRunner(parent::spawn, name, dispatcher, idle, agents);
+  public static AgentRunner start(ActorSystem<?> system, String name, IdleStrategy idle,
+      Agent... agents) {
+    return new AgentRunner(system::systemActorOf, system.name(), name, name, idle, agents);
   }
 
-  /** The runner's actor, to watch. */
+  /**
+   * As {@link #start}, its handle a child of {@code parent} named {@code name}, its thread
+   * named for {@code what} it does: the handle stops before its parent's PostStop, so that the
+   * parent may free what the agents use.
+   */
+  public static AgentRunner spawn(ActorContext<?> parent, String name, String what,
+      IdleStrategy idle, Agent... agents) {
+    return new AgentRunner(parent::spawn, parent.getSystem().name(), name, what, idle, agents);
+  }
+
+  /** The runner's handle, to watch: it stops when the runner has. */
   public ActorRef<?> ref() {
-    return self;
+    return handle;
+  }
+
+  /** The thread's name. */
+  public String threadName() {
+    return threadName;
   }
 
   /** Stops after the round in progress; completes once every agent's onClose has run. */
   public CompletionStage<Done> stop() {
-    self.tell(Round.STOP);
+    stopAsked = true;
+    handle.tell(Stop.INSTANCE);
     return stopped;
   }
 
@@ -87,41 +119,71 @@ public final class AgentRunner {
     return running;
   }
 
-  private Behavior<Round> behavior(IdleStrategy idle, List<Agent> agents, Agent waitOn) {
+  private Behavior<Stop> handle() {
     return Behaviors.setup(ctx -> {
-      ctx.getSelf().tell(Round.NEXT);
-      return Behaviors.receive(Round.class)
-          .onMessageEquals(Round.NEXT, () -> {
-            int work = 0;
-            for (Agent a : agents) {
-              try {
-                work += a.doWork();
-              } catch (Agent.Terminated t) {
-                log.debug("{}: {}", a.roleName(), t.getMessage());
-                return Behaviors.stopped();
-              } catch (RuntimeException e) {
-                log.error("{} failed a round", a.roleName(), e);
-              }
-            }
-            idle.idle(work, waitOn);
-            ctx.getSelf().tell(Round.NEXT);
-            return Behaviors.same();
-          })
-          .onMessageEquals(Round.STOP, Behaviors::stopped)
+      self = ctx.getSelf();
+      Thread t = new Thread(this::run, threadName);
+      t.setDaemon(true);
+      thread = t;
+      t.start();
+      return Behaviors.receive(Stop.class)
+          .onMessageEquals(Stop.INSTANCE, Behaviors::stopped)
           .onSignal(PostStop.class, s -> {
-            running = false;
-            for (Agent a : agents) {
-              try {
-                a.onClose();
-              } catch (RuntimeException e) {
-                log.error("{} failed to close", a.roleName(), e);
-              }
-            }
-            stopped.complete(Done.getInstance());
+            awaitThread();
             return Behaviors.same();
           })
           .build();
     });
+  }
+
+  /** In the handle's PostStop: asks the thread to stop and waits for its last round. */
+  private void awaitThread() {
+    stopAsked = true;
+    Thread t = thread;
+    if (t == null || t == Thread.currentThread()) return;
+    try {
+      t.join(LAST_ROUND.toMillis());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    if (t.isAlive()) {
+      log.error("{}: its agents did not end their round within {}; their handle stops without"
+          + " them", threadName, LAST_ROUND);
+    }
+  }
+
+  private void run() {
+    try {
+      rounds();
+    } finally {
+      running = false;
+      for (Agent a : agents) {
+        try {
+          a.onClose();
+        } catch (RuntimeException e) {
+          log.error("{} failed to close", a.roleName(), e);
+        }
+      }
+      stopped.complete(Done.getInstance());
+      if (!stopAsked) self.tell(Stop.INSTANCE); // the agents ended: so does the handle
+    }
+  }
+
+  private void rounds() {
+    while (!stopAsked) {
+      int work = 0;
+      for (Agent a : agents) {
+        try {
+          work += a.doWork();
+        } catch (Agent.Terminated t) {
+          log.debug("{}: {}", a.roleName(), t.getMessage());
+          return;
+        } catch (RuntimeException e) {
+          log.error("{} failed a round", a.roleName(), e);
+        }
+      }
+      idle.idle(work, waitOn);
+    }
   }
 
   /** Several agents on one thread: none may block the others, so waiting is a short park. */

@@ -20,7 +20,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The system's connection manager: one CM event channel, read by an agent on a pinned thread,
+ * The system's connection manager: one CM event channel, read by an agent on a thread of its own,
  * which hands each event to the owner of its id (a stage's async callback, an actor's tell). A
  * CONNECT_REQUEST goes to the listener's owner, and the new id is the listener's until someone
  * takes it with {@link #own}.

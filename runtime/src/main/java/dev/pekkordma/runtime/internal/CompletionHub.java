@@ -124,13 +124,12 @@ public final class CompletionHub implements Agent {
   private synchronized void startRunner() {
     if (runner != null || closed) return;
     runner = AgentRunner.start(runtime.system(), runtime.uniqueName("pekko-rdma-completions"),
-        runtime.settings().pollerDispatcher, idleStrategy(), this);
+        idleStrategy(), this);
   }
 
   /**
    * The configured strategy, except that a hub with no CQ to poll blocks on its channel at
-   * once: it only waits for events, and spinning would cost a round trip through the mailbox
-   * per spin.
+   * once: it only waits for events, which its channel's wake brings as soon as a spin would.
    */
   private IdleStrategy idleStrategy() {
     IdleStrategy configured = runtime.settings().newIdleStrategy();

@@ -1,12 +1,14 @@
 package dev.pekkordma.runtime.internal;
 
-import dev.pekkordma.runtime.RuntimeSettings;
 import java.time.Duration;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
 import org.apache.pekko.actor.testkit.typed.javadsl.ActorTestKit;
+import org.apache.pekko.actor.typed.PostStop;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -15,8 +17,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class AgentRunnerTest {
   static final ActorTestKit kit = ActorTestKit.create("AgentRunnerTest");
-  static final String DISPATCHER = RuntimeSettings.from(kit.system().settings().config())
-      .pollerDispatcher;
 
   @AfterAll
   static void shutdown() {
@@ -58,7 +58,7 @@ class AgentRunnerTest {
   void severalAgentsShareOneThreadAndAllGetTheirWorkDone() throws Exception {
     Worker a = new Worker("a");
     Worker b = new Worker("b");
-    AgentRunner runner = AgentRunner.start(kit.system(), "shared", DISPATCHER,
+    AgentRunner runner = AgentRunner.start(kit.system(), "shared",
         new BackoffIdleStrategy(10, 10, Duration.ofMillis(50)), a, b);
     CountDownLatch done = new CountDownLatch(200);
     for (int i = 0; i < 100; i++) {
@@ -72,6 +72,56 @@ class AgentRunnerTest {
     assertFalse(runner.isRunning());
     assertEquals(1, a.threads.stream().distinct().count(), "one thread: " + a.threads);
     assertEquals(a.threads.peek(), b.threads.peek());
+    assertEquals("AgentRunnerTest-pekko-rdma-shared", a.threads.peek(), "named after its runner");
+  }
+
+  @Test
+  void aParentStopsAfterItsRunnersLastRoundAndTheAgentsClose() throws Exception {
+    CountDownLatch inRound = new CountDownLatch(1);
+    AtomicInteger agentClosed = new AtomicInteger();
+    AtomicInteger closedAtParentsStop = new AtomicInteger(-1);
+    Worker slow = new Worker("slow") {
+      @Override
+      public int doWork() {
+        inRound.countDown();
+        LockSupport.parkNanos(Duration.ofMillis(200).toNanos());
+        return 0;
+      }
+
+      @Override
+      public void onClose() {
+        agentClosed.set(1);
+      }
+    };
+    AgentRunner[] runner = new AgentRunner[1];
+    var parent = kit.spawn(Behaviors.<Object>setup(ctx -> {
+      runner[0] = AgentRunner.spawn(ctx, "slow", "slow", new BusySpinIdleStrategy(), slow);
+      return Behaviors.receive(Object.class)
+          .onSignal(PostStop.class, s -> {
+            closedAtParentsStop.set(agentClosed.get());
+            return Behaviors.same();
+          })
+          .build();
+    }), "parent");
+    assertTrue(inRound.await(10, TimeUnit.SECONDS));
+    kit.stop(parent, Duration.ofSeconds(10));
+    assertEquals(1, closedAtParentsStop.get(), "the agent closed before its parent's PostStop");
+    assertFalse(runner[0].isRunning());
+    assertTrue(runner[0].whenStopped().toCompletableFuture().isDone());
+  }
+
+  @Test
+  void anAgentThatEndsStopsItsHandle() throws Exception {
+    Worker ending = new Worker("ending") {
+      @Override
+      public int doWork() {
+        throw new Terminated("over");
+      }
+    };
+    AgentRunner runner = AgentRunner.start(kit.system(), "ending", new BusySpinIdleStrategy(),
+        ending);
+    kit.createTestProbe().expectTerminated(runner.ref(), Duration.ofSeconds(10));
+    assertEquals(0, ending.closed.getCount());
   }
 
   @Test
@@ -86,7 +136,7 @@ class AgentRunnerTest {
         return 0;
       }
     };
-    AgentRunner runner = AgentRunner.start(kit.system(), "terminating", DISPATCHER,
+    AgentRunner runner = AgentRunner.start(kit.system(), "terminating",
         new BusySpinIdleStrategy(), w);
     runner.whenStopped().toCompletableFuture().get(10, TimeUnit.SECONDS);
     assertEquals(3, rounds.get());

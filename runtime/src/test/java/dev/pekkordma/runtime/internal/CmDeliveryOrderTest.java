@@ -49,8 +49,7 @@ class CmDeliveryOrderTest {
   final CmDispatcher cm = new CmDispatcher(channel, device -> { });
 
   {
-    AgentRunner.start(system, "cm", RuntimeSettings.from(config).pollerDispatcher,
-        new BackoffIdleStrategy(10, 10, Duration.ofMillis(5)), cm);
+    AgentRunner.start(system, "cm", new BackoffIdleStrategy(10, 10, Duration.ofMillis(5)), cm);
   }
 
   /** A channel that queues what the test posts, numbering each id's events as they queue. */

@@ -50,8 +50,7 @@ class CmDeliveryTest {
   final CmDispatcher cm = new CmDispatcher(provider.createCmEventChannel(), device -> { });
 
   {
-    AgentRunner.start(system, "cm", RuntimeSettings.from(config).pollerDispatcher,
-        new BackoffIdleStrategy(0, 0, Duration.ofMillis(20)), cm);
+    AgentRunner.start(system, "cm", new BackoffIdleStrategy(0, 0, Duration.ofMillis(20)), cm);
   }
 
   record Heard(CmEventType type, Thread thread) {}

@@ -31,7 +31,7 @@ public final class CompletionSources {
       terminated.whenComplete((d, e) -> cancelled.set(true));
       RuntimeSettings s = rt.runtime.settings();
       AgentRunner.start(rt.system, "pekko-rdma-streams-completions-" + made.incrementAndGet(),
-          s.pollerDispatcher, s.newIdleStrategy(),
+          s.newIdleStrategy(),
           new CompletionFeed(cq, queue, bufferSize, s.batchSize, cancelled, stopped));
       return stopped;
     });
