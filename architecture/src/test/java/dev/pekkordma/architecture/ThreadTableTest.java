@@ -91,7 +91,6 @@ class ThreadTableTest {
       system.terminate();
       system.getWhenTerminated().toCompletableFuture().get(60, TimeUnit.SECONDS);
     }
-    System.out.println("threads seen: " + seen);
     assertEquals(List.of(), unlisted, "threads ARCHITECTURE.md's table does not name (seen: "
         + seen + ")");
   }

@@ -15,11 +15,14 @@ import static org.junit.jupiter.api.Assertions.fail;
 
 import dev.pekkordma.verbs.ResourceCounts;
 import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadInfo;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -194,7 +197,7 @@ class BufferSourceTest {
       buffer.putLong(0, next[0]++);
       buffer.position(buffer.limit());
     };
-    java.util.Map<Long, Long> perThread = allocatedByThread(threads);
+    Map<Long, Long> perThread = allocatedByThread(threads);
     long before = threads.getTotalThreadAllocatedBytes();
     Pair<CompletionStage<ServerBinding>, CompletionStage<Long>> rx =
         rdma.bulkBufferSource(HOST, 0, settings).toMat(Sink.fold(0L, (n, b) -> {
@@ -207,25 +210,25 @@ class BufferSourceTest {
     await(send(Source.repeat(chunk).take(count), await(rx.first()), settings), transfer);
     assertEquals(count, await(rx.second(), transfer));
     double perChunk = (threads.getTotalThreadAllocatedBytes() - before) / (double) count;
-    java.util.Map<Long, Long> after = allocatedByThread(threads);
+    Map<Long, Long> after = allocatedByThread(threads);
     StringBuilder top = new StringBuilder();
     after.entrySet().stream()
-        .map(e -> java.util.Map.entry(e.getKey(),
+        .map(e -> Map.entry(e.getKey(),
             e.getValue() - perThread.getOrDefault(e.getKey(), 0L)))
-        .sorted(java.util.Map.Entry.<Long, Long>comparingByValue().reversed()).limit(5)
+        .sorted(Map.Entry.<Long, Long>comparingByValue().reversed()).limit(5)
         .forEach(e -> {
-          java.lang.management.ThreadInfo info = threads.getThreadInfo(e.getKey());
+          ThreadInfo info = threads.getThreadInfo(e.getKey());
           top.append(info == null ? "#" + e.getKey() : info.getThreadName()).append(' ')
               .append(e.getValue()).append(" B; ");
         });
     return new Allocation(perChunk, top.toString());
   }
 
-  private static java.util.Map<Long, Long> allocatedByThread(
+  private static Map<Long, Long> allocatedByThread(
       com.sun.management.ThreadMXBean threads) {
     long[] ids = threads.getAllThreadIds();
     long[] bytes = threads.getThreadAllocatedBytes(ids);
-    java.util.Map<Long, Long> m = new java.util.HashMap<>();
+    Map<Long, Long> m = new HashMap<>();
     for (int i = 0; i < ids.length; i++) if (bytes[i] >= 0) m.put(ids[i], bytes[i]);
     return m;
   }

@@ -40,12 +40,18 @@ final class SidrService {
   private Selector selector; // guarded by this
   private boolean closed; // guarded by this
 
-  /** Reads {@code ch} (bound; connected for a requester) for {@code e} until {@link #stop}. */
+  /**
+   * Reads {@code ch} (bound; connected for a requester) for {@code e} until {@link #stop}. The
+   * channel is non-blocking before this returns: switched later, on the service's thread, it
+   * raced the id's connect, and the JDK's connect of a channel it still finds blocking makes the
+   * socket blocking again as it ends; the service's thread then blocked in a read, and the id's
+   * close waited for it for ever.
+   */
   void watch(DatagramChannel ch, SidrSide e) throws IOException {
     Selector s = selector();
+    ch.configureBlocking(false);
     changes.add(() -> {
       try {
-        ch.configureBlocking(false);
         ch.register(s, SelectionKey.OP_READ, e);
       } catch (IOException | RuntimeException x) {
         log.debug("soft CM: cannot read a SIDR socket: {}", x.toString());

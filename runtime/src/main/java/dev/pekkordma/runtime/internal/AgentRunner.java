@@ -48,7 +48,6 @@ public final class AgentRunner {
   private final List<Agent> agents;
   private final Agent waitOn;
   private final ActorRef<Stop> handle;
-  private volatile ActorRef<Stop> self; // the handle, as its setup knows it (before the thread)
   private final CompletableFuture<Done> stopped = new CompletableFuture<>();
   private volatile boolean stopAsked;
   private volatile boolean running = true;
@@ -97,11 +96,6 @@ public final class AgentRunner {
     return handle;
   }
 
-  /** The thread's name. */
-  public String threadName() {
-    return threadName;
-  }
-
   /** Stops after the round in progress; completes once every agent's onClose has run. */
   public CompletionStage<Done> stop() {
     stopAsked = true;
@@ -121,8 +115,9 @@ public final class AgentRunner {
 
   private Behavior<Stop> handle() {
     return Behaviors.setup(ctx -> {
-      self = ctx.getSelf();
-      Thread t = new Thread(this::run, threadName);
+      // the handle as its setup knows it: the thread may end before the constructor has it
+      ActorRef<Stop> self = ctx.getSelf();
+      Thread t = new Thread(() -> run(self), threadName);
       t.setDaemon(true);
       thread = t;
       t.start();
@@ -152,7 +147,7 @@ public final class AgentRunner {
     }
   }
 
-  private void run() {
+  private void run(ActorRef<Stop> self) {
     try {
       rounds();
     } finally {
