@@ -2,7 +2,7 @@ package dev.pekkordma.actors;
 
 import dev.pekkordma.actors.datagram.DatagramEndpoint;
 import dev.pekkordma.actors.datagram.MulticastGroup;
-import dev.pekkordma.actors.datagram.Received;
+import dev.pekkordma.actors.datagram.ReceivedDatagram;
 import dev.pekkordma.runtime.RdmaRuntime;
 import dev.pekkordma.verbs.DeviceContext;
 import java.net.InetSocketAddress;
@@ -56,11 +56,11 @@ public final class CmActor {
    * subscriber} every datagram of the group. See {@link MulticastGroup}.
    */
   public record JoinMulticast(InetSocketAddress group, InetSocketAddress local,
-      ActorRef<MulticastGroup.Event> handler, ActorRef<Received> subscriber)
+      ActorRef<MulticastGroup.Event> handler, ActorRef<ReceivedDatagram> subscriber)
       implements Command {}
 
   /** Put a connection actor on the id's device. */
-  record SpawnConnection(ConnectionActor.Spec spec) implements Command {}
+  record SpawnConnection(ConnectionActor.ConnectionSpec spec) implements Command {}
 
   private record DeviceStopped(DeviceContext context) implements Command {}
 
@@ -132,7 +132,7 @@ public final class CmActor {
           .build();
     }
 
-    private Behavior<Command> spawn(ConnectionActor.Spec spec) {
+    private Behavior<Command> spawn(ConnectionActor.ConnectionSpec spec) {
       DeviceContext context = spec.id().verbs();
       if (context == null) {
         spec.abandon("the id has no device", ctx.getLog());
@@ -158,8 +158,8 @@ public final class CmActor {
         }
 
         @Override
-        public Opened open() {
-          return new Opened(context, () -> {});
+        public OpenedContext open() {
+          return new OpenedContext(context, () -> {});
         }
       };
     }

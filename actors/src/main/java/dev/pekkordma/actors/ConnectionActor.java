@@ -79,38 +79,49 @@ public final class ConnectionActor {
   /** An established connection failed (its QP, its device); it has stopped. */
   public record ConnectionLost(ActorRef<Command> connection, String reason) implements Event {}
 
-  /** What a client connection tells its connector. */
-  sealed interface Outcome {}
+  /** How an established connection ended. */
+  private enum Ending {
+    /** An error: the QP failed, or the device went. */
+    LOST,
+    /** This side disconnected (even when rdma_disconnect failed or no DISCONNECTED came). */
+    DISCONNECTED_HERE,
+    /** The peer disconnected first. */
+    DISCONNECTED_BY_PEER
+  }
 
-  record Established(ActorRef<Command> connection) implements Outcome {}
+  /** What a client connection tells its connector. */
+  sealed interface ConnectOutcome {}
+
+  record Established(ActorRef<Command> connection) implements ConnectOutcome {}
 
   /** The attempt failed before it was established; {@code retry} if trying again may help. */
-  record AttemptFailed(String reason, boolean retry) implements Outcome, DeadLetterSuppression {}
+  record AttemptFailed(String reason, boolean retry)
+      implements ConnectOutcome, DeadLetterSuppression {}
 
-  record RejectedByPeer(byte[] privateData) implements Outcome {}
+  record RejectedByPeer(byte[] privateData) implements ConnectOutcome {}
 
   /**
    * An established connection ended: lost (a failure) or disconnected. Like AttemptFailed, the
    * last word to a connector, which may have stopped first (it was told to stop): no dead letter.
    */
-  record Ended(String reason, boolean lost) implements Outcome, DeadLetterSuppression {}
+  record Ended(String reason, boolean lost) implements ConnectOutcome, DeadLetterSuppression {}
 
   /**
    * What makes a connection: its id and side. A server connection has the listener's handler, a
    * client connection its connector, private data and handler.
    */
-  record Spec(CmRouter router, CmId id, boolean active, QpSpec qp, byte[] privateData,
+  record ConnectionSpec(CmRouter router, CmId id, boolean active, QpSpec qp, byte[] privateData,
       ActorRef<Event> handler, ActorRef<ListenerActor.Event> listener,
-      ActorRef<Outcome> connector) {
+      ActorRef<ConnectOutcome> connector) {
 
-    static Spec passive(CmRouter router, CmId id, QpSpec qp, byte[] privateData,
+    static ConnectionSpec passive(CmRouter router, CmId id, QpSpec qp, byte[] privateData,
         ActorRef<ListenerActor.Event> listener) {
-      return new Spec(router, id, false, qp, privateData, null, listener, null);
+      return new ConnectionSpec(router, id, false, qp, privateData, null, listener, null);
     }
 
-    static Spec active(CmRouter router, CmId id, QpSpec qp, byte[] privateData,
-        ActorRef<Event> handler, ActorRef<Outcome> connector) {
-      return new Spec(router, id, true, qp, privateData, handler, null, connector);
+    static ConnectionSpec active(CmRouter router, CmId id, QpSpec qp, byte[] privateData,
+        ActorRef<Event> handler, ActorRef<ConnectOutcome> connector) {
+      return new ConnectionSpec(router, id, true, qp, privateData, handler, null, connector);
     }
 
     /** No connection actor could be made for it: refuse or fail the attempt, destroy the id. */
@@ -124,7 +135,7 @@ public final class ConnectionActor {
     }
   }
 
-  static Behavior<Command> create(Spec spec, DeviceSession session, ProtectionDomain pd,
+  static Behavior<Command> create(ConnectionSpec spec, DeviceSession session, ProtectionDomain pd,
       BufferPool pool) {
     return Behaviors.setup(ctx -> Behaviors.withTimers(
         timers -> new State(ctx, timers, spec, session, pd, pool).start()));
@@ -133,7 +144,7 @@ public final class ConnectionActor {
   private static final class State {
     private final ActorContext<Command> ctx;
     private final TimerScheduler<Command> timers;
-    private final Spec spec;
+    private final ConnectionSpec spec;
     private final CmId id;
     private final BufferPool pool;
     private final RdmaActorsSettings settings;
@@ -146,7 +157,7 @@ public final class ConnectionActor {
 
     private enum Phase { STARTING, CONNECTING, DECIDING, ACCEPTING, ESTABLISHED, DISCONNECTING }
 
-    State(ActorContext<Command> ctx, TimerScheduler<Command> timers, Spec spec,
+    State(ActorContext<Command> ctx, TimerScheduler<Command> timers, ConnectionSpec spec,
         DeviceSession session, ProtectionDomain pd, BufferPool pool) {
       this.ctx = ctx;
       this.timers = timers;
@@ -285,23 +296,24 @@ public final class ConnectionActor {
         id.disconnect();
       } catch (RuntimeException e) {
         ctx.getLog().debug("rdma_disconnect on {} failed: {}", id, e.getMessage());
-        return ended(false, false, "rdma_disconnect failed: " + e.getMessage());
+        return ended(Ending.DISCONNECTED_HERE, "rdma_disconnect failed: " + e.getMessage());
       }
       phase = Phase.DISCONNECTING;
       timers.startSingleTimer(new Timeout("disconnect"), settings.disconnectTimeout);
       return done(receive()
           .onMessage(Disconnect.class, d -> Behaviors.same())
           .onMessage(CmEventArrived.class, e -> eventWhileConnected(e.event()))
-          .onMessage(Timeout.class, t -> ended(false, false, "no DISCONNECTED within "
+          .onMessage(Timeout.class, t -> ended(Ending.DISCONNECTED_HERE, "no DISCONNECTED within "
               + settings.disconnectTimeout)));
     }
 
     private Behavior<Command> eventWhileConnected(CmEvent e) {
       switch (e.type()) {
         case DISCONNECTED:
-          return ended(false, phase != Phase.DISCONNECTING, "DISCONNECTED");
+          return ended(phase != Phase.DISCONNECTING ? Ending.DISCONNECTED_BY_PEER
+              : Ending.DISCONNECTED_HERE, "DISCONNECTED");
         case DEVICE_REMOVAL:
-          return ended(true, false, "DEVICE_REMOVAL");
+          return ended(Ending.LOST, "DEVICE_REMOVAL");
         default:
           ctx.getLog().debug("{} on established {}", e, id);
           return Behaviors.same();
@@ -315,7 +327,8 @@ public final class ConnectionActor {
      * completions do not come within {@code disconnect-timeout} is stopped with the rest
      * reported flushed.
      */
-    private Behavior<Command> ended(boolean lost, boolean byPeer, String reason) {
+    private Behavior<Command> ended(Ending ending, String reason) {
+      boolean lost = ending == Ending.LOST;
       timers.cancelAll();
       // what the id says from now on (TIMEWAIT_EXIT, after a pause) is nobody's: no dead letter
       spec.router().disown(id);
@@ -325,7 +338,7 @@ public final class ConnectionActor {
         told = true;
         if (handler != null) {
           handler.tell(lost ? new ConnectionLost(ctx.getSelf(), reason)
-              : new Disconnected(ctx.getSelf(), byPeer));
+              : new Disconnected(ctx.getSelf(), ending == Ending.DISCONNECTED_BY_PEER));
         }
         if (spec.active()) spec.connector().tell(new Ended(reason, lost));
       };
@@ -395,13 +408,13 @@ public final class ConnectionActor {
             if (e.event() instanceof QpActor.Fatal f) {
               String reason = "QP failed: " + f.reason();
               return phase == Phase.ESTABLISHED || phase == Phase.DISCONNECTING
-                  ? ended(true, false, reason) : failAttempt(reason);
+                  ? ended(Ending.LOST, reason) : failAttempt(reason);
             }
             // also while disconnecting: the owner may have asked for the disconnect because of
             // the failure (an error completion can reach it first), which is still the reason
             if (e.event() instanceof QpActor.Failed f
                 && (phase == Phase.ESTABLISHED || phase == Phase.DISCONNECTING)) {
-              return ended(true, false, "QP failed (" + f.status() + ") on the connection with "
+              return ended(Ending.LOST, "QP failed (" + f.status() + ") on the connection with "
                   + remote + ": " + f.reason());
             }
             return Behaviors.same();

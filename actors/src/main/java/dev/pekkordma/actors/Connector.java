@@ -1,6 +1,6 @@
 package dev.pekkordma.actors;
 
-import dev.pekkordma.actors.ConnectionActor.Outcome;
+import dev.pekkordma.actors.ConnectionActor.ConnectOutcome;
 import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmId;
 import java.net.InetSocketAddress;
@@ -26,7 +26,7 @@ final class Connector {
 
   record CmEventArrived(CmEvent event) implements Command {}
 
-  record OutcomeArrived(Outcome outcome) implements Command {}
+  record OutcomeArrived(ConnectOutcome outcome) implements Command {}
 
   private record StepTimedOut(long step, String what) implements Command {}
 
@@ -59,7 +59,7 @@ final class Connector {
     private final ActorRef<CmActor.Command> cm;
     private final RdmaActorsSettings settings;
     private final ActorRef<CmEvent> events;
-    private final ActorRef<Outcome> outcomes;
+    private final ActorRef<ConnectOutcome> outcomes;
     private int attempt;
     private long step;
     private CmId id; // ours while resolving; the connection's after
@@ -79,7 +79,7 @@ final class Connector {
       this.cm = cm;
       this.settings = settings;
       this.events = ctx.messageAdapter(CmEvent.class, CmEventArrived::new);
-      this.outcomes = ctx.messageAdapter(Outcome.class, OutcomeArrived::new);
+      this.outcomes = ctx.messageAdapter(ConnectOutcome.class, OutcomeArrived::new);
     }
 
     Behavior<Command> attempt(int n) {
@@ -127,8 +127,10 @@ final class Connector {
     private Behavior<Command> connect() {
       CmId handed = id;
       id = null;
-      cm.tell(new CmActor.SpawnConnection(
-          ConnectionActor.Spec.active(router, handed, qp, privateData, handler, outcomes)));
+      cm.tell(
+          new CmActor.SpawnConnection(
+              ConnectionActor.ConnectionSpec.active(
+                  router, handed, qp, privateData, handler, outcomes)));
       // the connection has its own connect timeout; this covers one that never starts
       guard("an established connection", settings.connectTimeout.multipliedBy(2));
       return Behaviors.receive(Command.class)
@@ -140,7 +142,7 @@ final class Connector {
           .build();
     }
 
-    private Behavior<Command> outcome(Outcome o) {
+    private Behavior<Command> outcome(ConnectOutcome o) {
       if (o instanceof ConnectionActor.Established est) {
         timers.cancel(STEP);
         connection = est.connection();

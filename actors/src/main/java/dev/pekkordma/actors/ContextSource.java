@@ -8,8 +8,8 @@ interface ContextSource {
   String name();
 
   /** Opens (or acquires) the context; fails with the provider's exception. */
-  Opened open();
+  OpenedContext open();
 
   /** An open context and what gives it back (close it, or release what holds it). */
-  record Opened(DeviceContext context, Runnable release) {}
+  record OpenedContext(DeviceContext context, Runnable release) {}
 }

@@ -50,7 +50,7 @@ public final class DeviceActor {
   record Fail(String reason) implements Command {}
 
   /** Put a connection on this device, in its connections' PD (CM devices). */
-  record SpawnConnection(ConnectionActor.Spec spec) implements Command {}
+  record SpawnConnection(ConnectionActor.ConnectionSpec spec) implements Command {}
 
   /** The CM actor has forgotten this device: nothing more will be sent to it. */
   record Retired() implements Command {}
@@ -150,7 +150,7 @@ public final class DeviceActor {
     }
 
     private void open() {
-      ContextSource.Opened o = source.open();
+      ContextSource.OpenedContext o = source.open();
       DeviceSession s = null;
       try {
         // a dead device still opens; find that out now rather than at the first PD

@@ -47,50 +47,57 @@ public final class ListenerActor {
 
   static Behavior<Command> create(CmRouter router, InetSocketAddress address, QpSpec qp,
       ActorRef<Event> handler, ActorRef<CmActor.Command> cm, int backlog) {
-    return Behaviors.setup(ctx -> {
-      CmId id;
-      try {
-        id = router.createId("listener " + address);
-      } catch (RuntimeException e) {
-        handler.tell(new BindFailed(address, e.getMessage()));
-        return Behaviors.stopped();
-      }
-      try {
-        router.own(id, ctx.messageAdapter(CmEvent.class, CmEventArrived::new));
-        id.bind(address);
-        id.listen(backlog);
-      } catch (RuntimeException e) {
-        router.destroy(id, ctx.getLog());
-        handler.tell(new BindFailed(address, e.getMessage()));
-        return Behaviors.stopped();
-      }
-      InetSocketAddress bound = id.localAddress();
-      handler.tell(new Bound(ctx.getSelf(), bound));
-      ctx.watchWith(handler, HandlerGone.INSTANCE); // nobody to ask: stop listening
-      String[] why = {"unbound"};
-      return Behaviors.receive(Command.class)
-          .onMessageEquals(Unbind.INSTANCE, Behaviors::stopped)
-          .onMessageEquals(HandlerGone.INSTANCE, Behaviors::stopped)
-          .onMessage(CmEventArrived.class, e -> {
-            CmEvent ev = e.event();
-            if (ev.type() == CmEventType.CONNECT_REQUEST) {
-              cm.tell(new CmActor.SpawnConnection(ConnectionActor.Spec.passive(router, ev.id(), qp,
-                  ev.privateData(), handler)));
-              return Behaviors.same();
-            }
-            if (ev.type() == CmEventType.DEVICE_REMOVAL) {
-              why[0] = "DEVICE_REMOVAL";
-              return Behaviors.stopped();
-            }
-            ctx.getLog().debug("listener on {}: {}", bound, ev);
-            return Behaviors.same();
-          })
-          .onSignal(PostStop.class, s -> {
+    return Behaviors.setup(
+        ctx -> {
+          CmId id;
+          try {
+            id = router.createId("listener " + address);
+          } catch (RuntimeException e) {
+            handler.tell(new BindFailed(address, e.getMessage()));
+            return Behaviors.stopped();
+          }
+          try {
+            router.own(id, ctx.messageAdapter(CmEvent.class, CmEventArrived::new));
+            id.bind(address);
+            id.listen(backlog);
+          } catch (RuntimeException e) {
             router.destroy(id, ctx.getLog());
-            handler.tell(new Unbound(bound, why[0]));
-            return Behaviors.same();
-          })
-          .build();
-    });
+            handler.tell(new BindFailed(address, e.getMessage()));
+            return Behaviors.stopped();
+          }
+          InetSocketAddress bound = id.localAddress();
+          handler.tell(new Bound(ctx.getSelf(), bound));
+          ctx.watchWith(handler, HandlerGone.INSTANCE); // nobody to ask: stop listening
+          String[] why = {"unbound"};
+          return Behaviors.receive(Command.class)
+              .onMessageEquals(Unbind.INSTANCE, Behaviors::stopped)
+              .onMessageEquals(HandlerGone.INSTANCE, Behaviors::stopped)
+              .onMessage(
+                  CmEventArrived.class,
+                  e -> {
+                    CmEvent ev = e.event();
+                    if (ev.type() == CmEventType.CONNECT_REQUEST) {
+                      cm.tell(
+                          new CmActor.SpawnConnection(
+                              ConnectionActor.ConnectionSpec.passive(
+                                  router, ev.id(), qp, ev.privateData(), handler)));
+                      return Behaviors.same();
+                    }
+                    if (ev.type() == CmEventType.DEVICE_REMOVAL) {
+                      why[0] = "DEVICE_REMOVAL";
+                      return Behaviors.stopped();
+                    }
+                    ctx.getLog().debug("listener on {}: {}", bound, ev);
+                    return Behaviors.same();
+                  })
+              .onSignal(
+                  PostStop.class,
+                  s -> {
+                    router.destroy(id, ctx.getLog());
+                    handler.tell(new Unbound(bound, why[0]));
+                    return Behaviors.same();
+                  })
+              .build();
+        });
   }
 }

@@ -39,7 +39,7 @@ public final class PdActor {
       implements Command {}
 
   /** A CM connection in this PD. */
-  record SpawnConnection(ConnectionActor.Spec spec) implements Command {}
+  record SpawnConnection(ConnectionActor.ConnectionSpec spec) implements Command {}
 
   private enum ConnectionStopped implements Command { INSTANCE }
 

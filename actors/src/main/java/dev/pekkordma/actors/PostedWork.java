@@ -34,19 +34,19 @@ final class PostedWork {
   private final Logger log;
   private final SendRequests sendBatch;
   private final RecvRequests recvBatch;
-  private final Map<Long, Pending> outstanding = new HashMap<>();
+  private final Map<Long, AwaitedWork> outstanding = new HashMap<>();
   private long nextWrId = 1;
   private int sendsOutstanding;
   private int recvsOutstanding;
 
-  private static final class Pending {
+  private static final class AwaitedWork {
     final long id;
     final ActorRef<WorkResult> requester;
     final Work work;
     boolean counted = true;
     boolean reported;
 
-    Pending(long id, ActorRef<WorkResult> requester, Work work) {
+    AwaitedWork(long id, ActorRef<WorkResult> requester, Work work) {
       this.id = id;
       this.requester = requester;
       this.work = work;
@@ -102,10 +102,10 @@ final class PostedWork {
   /** Posts the receives of {@code work} in one call; false (the requester told) if refused. */
   boolean postRecvs(List<Work> work, ActorRef<WorkResult> requester) {
     recvBatch.clear();
-    List<Pending> posted = new ArrayList<>();
+    List<AwaitedWork> posted = new ArrayList<>();
     for (Work w : work) {
       if (!(w instanceof Receive)) continue;
-      Pending p = track(w, requester);
+      AwaitedWork p = track(w, requester);
       recvBatch.add(p.id).sge(w.buffer().address(), w.buffer().capacity(), w.buffer().lkey());
       posted.add(p);
     }
@@ -122,10 +122,10 @@ final class PostedWork {
   /** Posts the sends, writes and reads of {@code work} in one call; false if refused. */
   boolean postSends(List<Work> work, ActorRef<WorkResult> requester) {
     sendBatch.clear();
-    List<Pending> posted = new ArrayList<>();
+    List<AwaitedWork> posted = new ArrayList<>();
     for (Work w : work) {
       if (w instanceof Receive) continue;
-      Pending p = track(w, requester);
+      AwaitedWork p = track(w, requester);
       Buffer b = w.buffer();
       if (w instanceof Send s) {
         sendBatch.add(p.id, s.immediate() == null ? WrOpcode.SEND : WrOpcode.SEND_WITH_IMM,
@@ -152,8 +152,8 @@ final class PostedWork {
     }
   }
 
-  private Pending track(Work w, ActorRef<WorkResult> requester) {
-    Pending p = new Pending(nextWrId++, requester, w);
+  private AwaitedWork track(Work w, ActorRef<WorkResult> requester) {
+    AwaitedWork p = new AwaitedWork(nextWrId++, requester, w);
     outstanding.put(p.id, p);
     return p;
   }
@@ -163,9 +163,10 @@ final class PostedWork {
    * not known, so the buffers stay here until a completion or the QP's end; none of them
    * counts against the queue any more.
    */
-  private void failed(List<Pending> posted, ActorRef<WorkResult> requester, RuntimeException e) {
+  private void failed(
+      List<AwaitedWork> posted, ActorRef<WorkResult> requester, RuntimeException e) {
     List<Long> ids = new ArrayList<>();
-    for (Pending p : posted) {
+    for (AwaitedWork p : posted) {
       p.reported = true;
       p.counted = false;
       if (p.isSend()) sendsOutstanding--; else recvsOutstanding--;
@@ -182,7 +183,7 @@ final class PostedWork {
     Map<ActorRef<WorkResult>, List<Completion>> out = new LinkedHashMap<>();
     WcStatus firstError = null;
     for (int i = 0; i < b.size; i++) {
-      Pending p = outstanding.remove(b.wrIds[i]);
+      AwaitedWork p = outstanding.remove(b.wrIds[i]);
       if (p == null) continue; // from before a reset, or reported when the QP went away
       if (p.counted) {
         if (p.isSend()) sendsOutstanding--; else recvsOutstanding--;
@@ -208,7 +209,7 @@ final class PostedWork {
 
   /** Whether every request's requester has heard of its end. */
   boolean allReported() {
-    for (Pending p : outstanding.values()) {
+    for (AwaitedWork p : outstanding.values()) {
       if (!p.reported) return false;
     }
     return true;
@@ -217,7 +218,7 @@ final class PostedWork {
   /** Every outstanding request is reported flushed: no completion will come for it. */
   void reportFlushed() {
     Map<ActorRef<WorkResult>, List<Completion>> out = new LinkedHashMap<>();
-    for (Pending p : outstanding.values()) {
+    for (AwaitedWork p : outstanding.values()) {
       if (p.reported) continue;
       p.reported = true;
       out.computeIfAbsent(p.requester, r -> new ArrayList<>())
@@ -229,7 +230,7 @@ final class PostedWork {
 
   /** The QP can touch no buffer any more (RESET, a failed CQ, destroyed): all go back. */
   void releaseAll() {
-    for (Pending p : outstanding.values()) release(p);
+    for (AwaitedWork p : outstanding.values()) release(p);
     outstanding.clear();
     sendsOutstanding = 0;
     recvsOutstanding = 0;
@@ -243,7 +244,7 @@ final class PostedWork {
     recvBatch.close();
   }
 
-  private void release(Pending p) {
+  private void release(AwaitedWork p) {
     try {
       p.work.buffer().release();
     } catch (RuntimeException e) {

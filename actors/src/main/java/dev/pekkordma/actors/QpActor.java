@@ -207,8 +207,8 @@ public final class QpActor {
     }
   }
 
-  /** What outlives a restart. */
-  private static final class Lineage {
+  /** What outlives a restart of the QP: who waits for its ref, and the last QP number. */
+  private static final class QpLineage {
     ActorRef<StatusReply<ActorRef<Command>>> replyTo;
     int lastQpNum = -1;
   }
@@ -216,7 +216,7 @@ public final class QpActor {
   static Behavior<Command> create(DeviceSession session, ProtectionDomain pd, QpSpec spec,
       ActorRef<Event> owner, ActorRef<StatusReply<ActorRef<Command>>> replyTo, QpMaker maker) {
     return Behaviors.setup(outer -> {
-      Lineage lineage = new Lineage();
+      QpLineage lineage = new QpLineage();
       lineage.replyTo = replyTo;
       Behavior<Command> start =
           Behaviors.setup(ctx -> Incarnation.start(ctx, session, pd, spec, owner, maker, lineage));
@@ -259,7 +259,7 @@ public final class QpActor {
     }
 
     static Behavior<Command> start(ActorContext<Command> ctx, DeviceSession session,
-        ProtectionDomain pd, QpSpec spec, ActorRef<Event> owner, QpMaker maker, Lineage lineage) {
+        ProtectionDomain pd, QpSpec spec, ActorRef<Event> owner, QpMaker maker, QpLineage lineage) {
       CqEntry cq = null;
       QueuePair qp = null;
       Incarnation inc;

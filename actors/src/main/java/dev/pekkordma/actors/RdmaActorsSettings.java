@@ -6,8 +6,8 @@ import static dev.pekkordma.config.ConfigChecks.positive;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigException;
-import dev.pekkordma.actors.datagram.DatagramSettings;
 import dev.pekkordma.config.Backoff;
+import dev.pekkordma.runtime.internal.datagram.DatagramSettings;
 import java.time.Duration;
 import java.util.List;
 
@@ -35,7 +35,8 @@ public final class RdmaActorsSettings {
   public final int backlog;
   public final Backoff connectRetry;
   public final int maxConnectAttempts;
-  public final DatagramSettings datagram;
+  /** The datagram endpoints' and groups' settings (internal: read from the config alone). */
+  final DatagramSettings datagram;
 
   private RdmaActorsSettings(Config c) {
     String p = ROOT + ".";
@@ -76,7 +77,7 @@ public final class RdmaActorsSettings {
     backlog = atLeast(c, p + "cm.backlog", 1);
     connectRetry = backoff(c, p + "cm.retry");
     maxConnectAttempts = atLeast(c, p + "cm.retry.max-attempts", 1);
-    datagram = DatagramSettings.from(c);
+    datagram = DatagramSettings.from(c, DatagramSettings.ACTORS);
   }
 
   /** Reads and checks {@code pekko-rdma.actors} from a full config (an actor system's). */

@@ -42,9 +42,9 @@ public final class RdmaExtension implements Extension {
         }
 
         @Override
-        public Opened open() {
+        public OpenedContext open() {
           var context = provider.open(name);
-          return new Opened(context, context::close);
+          return new OpenedContext(context, context::close);
         }
       };
       refs.put(name, system.systemActorOf(DeviceActor.create(source, runtime, settings),
@@ -81,7 +81,7 @@ public final class RdmaExtension implements Extension {
   }
 
   public static RdmaExtension get(ActorSystem<?> system) {
-    return Id.INSTANCE.apply(system);
+    return RdmaExtensionId.INSTANCE.apply(system);
   }
 
   /** The runtime the actors run on, shared with the streams of the same system. */
@@ -126,10 +126,10 @@ public final class RdmaExtension implements Extension {
     return cm;
   }
 
-  public static final class Id extends ExtensionId<RdmaExtension> {
-    static final Id INSTANCE = new Id();
+  public static final class RdmaExtensionId extends ExtensionId<RdmaExtension> {
+    static final RdmaExtensionId INSTANCE = new RdmaExtensionId();
 
-    private Id() {}
+    private RdmaExtensionId() {}
 
     @Override
     public RdmaExtension createExtension(ActorSystem<?> system) {

@@ -45,7 +45,18 @@ class ExtensionTest {
         "longer than pekko-rdma.cm.connect-timeout");
     rejects("pekko-rdma.actors.cm.retry.max-attempts = 0", "cm.retry.max-attempts", "at least 1");
     rejects("pekko-rdma.actors.devices = [a, a]", "pekko-rdma.actors.devices", "repeat");
+    rejects("pekko-rdma.actors.datagram.receive-buffers = 0",
+        "pekko-rdma.actors.datagram.receive-buffers", "at least 1");
+    rejects("pekko-rdma.actors.datagram.restart-backoff.random-factor = 2",
+        "pekko-rdma.actors.datagram.restart-backoff.random-factor", "[0, 1]");
     assertNotNull(RdmaActorsSettings.from(config("").resolve()));
+    // the datagram block starts from pekko-rdma.datagram-defaults: a value set here wins
+    RdmaActorsSettings s = RdmaActorsSettings.from(
+        with("pekko-rdma.actors.datagram.max-peers = 7").resolve());
+    assertEquals(7, s.datagram.maxPeers());
+    assertEquals(64, s.datagram.receiveBuffers());
+    assertEquals("pekko-rdma.actors.datagram.resolve-timeout",
+        s.datagram.setting("resolve-timeout"));
   }
 
   @Test

@@ -13,12 +13,16 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.TreeMap;
 
-/** The library modules' main classes and module descriptors, read once from the class path. */
+/**
+ * The library modules' main classes and module descriptors, read once from the class path (the
+ * samples, there for {@link NamesTest}, are no part of the library).
+ */
 final class Library {
   /** The library's JPMS modules, each by its name. */
   static final Map<String, ModuleDescriptor> MODULES = readModules();
   static final JavaClasses CLASSES = new ClassFileImporter()
       .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+      .withImportOption(location -> !location.contains("/dev/pekkordma/samples/"))
       .importPackages("dev.pekkordma");
 
   private Library() {}

@@ -15,8 +15,8 @@ import org.apache.pekko.util.ByteString;
 /**
  * Typed messages between members over RDMA SEND, one message a SEND, in order per member. A
  * send completes when the peer's device has placed the message in one of its receives (the RC
- * acknowledgement), and fails with {@link SendFailed} when it was not delivered or it is not
- * known whether it was (in flight when the connection ended): never silently.
+ * acknowledgement), and fails with {@link SendFailedException} when it was not delivered or it
+ * is not known whether it was (in flight when the connection ended): never silently.
  */
 public final class Channel<T> {
   private final RdmaCluster cluster;

@@ -16,20 +16,20 @@ import org.apache.pekko.util.ByteString;
  * when the second is opened. Links deliver through it from their own threads.
  */
 final class Channels {
-  static final class Entry {
+  static final class OpenChannel {
     final String name;
     final Codec<?> codec;
     final Set<ActorRef<?>> subscribers = new CopyOnWriteArraySet<>();
     /** Makes the flow each incoming stream runs through; null: to the subscribers. */
     volatile Function<Address, ? extends Flow<?, ?, ?>> streamHandler;
 
-    Entry(String name, Codec<?> codec) {
+    OpenChannel(String name, Codec<?> codec) {
       this.name = name;
       this.codec = codec;
     }
   }
 
-  private final Map<Integer, Entry> byId = new ConcurrentHashMap<>();
+  private final Map<Integer, OpenChannel> byId = new ConcurrentHashMap<>();
 
   /** Opens {@code name}, or finds it open with the same codec; fails otherwise. */
   synchronized int open(String name, Codec<?> codec) {
@@ -38,9 +38,9 @@ final class Channels {
     }
     if (codec == null) throw new IllegalArgumentException("channel '" + name + "' needs a codec");
     int id = name.hashCode();
-    Entry e = byId.get(id);
+    OpenChannel e = byId.get(id);
     if (e == null) {
-      byId.put(id, new Entry(name, codec));
+      byId.put(id, new OpenChannel(name, codec));
     } else if (!e.name.equals(name)) {
       throw new IllegalArgumentException("channel '" + name + "' has the wire id of channel '"
           + e.name + "' (" + id + "); pick another name");
@@ -51,7 +51,7 @@ final class Channels {
     return id;
   }
 
-  Entry entry(int id) {
+  OpenChannel entry(int id) {
     return byId.get(id);
   }
 
@@ -61,11 +61,11 @@ final class Channels {
 
   /** Removes the subscriber from every channel. */
   void unsubscribe(ActorRef<?> subscriber) {
-    for (Entry e : byId.values()) e.subscribers.remove(subscriber);
+    for (OpenChannel e : byId.values()) e.subscribers.remove(subscriber);
   }
 
   void unsubscribe(int id, ActorRef<?> subscriber) {
-    Entry e = byId.get(id);
+    OpenChannel e = byId.get(id);
     if (e != null) e.subscribers.remove(subscriber);
   }
 
@@ -74,7 +74,7 @@ final class Channels {
    * not (naming the member and the channel).
    */
   String deliver(int id, Address from, ByteString bytes) {
-    Entry e = byId.get(id);
+    OpenChannel e = byId.get(id);
     if (e == null) {
       return "a message of " + bytes.size() + " bytes from " + from + " for channel id " + id
           + ", which is not open here";
@@ -96,7 +96,7 @@ final class Channels {
 
   /** Hands a decoded message to the channel's subscribers. */
   @SuppressWarnings({"unchecked", "rawtypes"})
-  static void deliver(Entry e, Address from, Object message) {
+  static void deliver(OpenChannel e, Address from, Object message) {
     Received<?> r = new Received<>(from, message);
     for (ActorRef s : e.subscribers) s.tell(r);
   }

@@ -99,7 +99,7 @@ final class Coordinator {
   }
 
   /** What is known of one member incarnation. */
-  private static final class Peer {
+  private static final class KnownMember {
     final UniqueAddress address;
     boolean member; // seen in a membership event
     boolean up;
@@ -113,7 +113,7 @@ final class Coordinator {
     boolean accepted; // the link was told it may connect
     ActorRef<Link.Command> link;
 
-    Peer(UniqueAddress address) {
+    KnownMember(UniqueAddress address) {
       this.address = address;
     }
   }
@@ -127,7 +127,7 @@ final class Coordinator {
     private final CompletableFuture<Endpoint> selfEndpoint;
     private final RdmaExtension rdma;
     private final UniqueAddress self;
-    private final Map<UniqueAddress, Peer> peers = new LinkedHashMap<>();
+    private final Map<UniqueAddress, KnownMember> peers = new LinkedHashMap<>();
     private final Set<Long> removedUids = new HashSet<>();
     private final Set<ActorRef<Protocol.Request>> listed = new HashSet<>();
     /** Members that registered an endpoint and never described it. */
@@ -245,7 +245,7 @@ final class Coordinator {
             return Behaviors.same();
           })
           .onMessage(Protocol.ConnectToMe.class, c -> {
-            Peer p = byUid(c.uid());
+            KnownMember p = byUid(c.uid());
             if (p != null && p.link != null) p.link.tell(Link.Demand.INSTANCE);
             return Behaviors.same();
           })
@@ -342,7 +342,7 @@ final class Coordinator {
           String detail = address + " registered an RDMA endpoint but did not describe it ("
               + d.attempt() + " asks, " + ClusterSettings.show(settings.describeTimeout) + " each)";
           silent.put(address, detail);
-          for (Peer p : peers.values()) {
+          for (KnownMember p : peers.values()) {
             if (!p.removed && p.endpoint == null && p.address.address().equals(address)) {
               evaluate(p);
             }
@@ -357,7 +357,7 @@ final class Coordinator {
       }
       if (removedUids.contains(e.uid())) return Behaviors.same();
       silent.remove(address);
-      Peer p = peer(new UniqueAddress(e.member(), e.uid()));
+      KnownMember p = peer(new UniqueAddress(e.member(), e.uid()));
       p.endpoint = e;
       p.protocol = d.ref();
       ctx.getLog().debug("{} advertises RDMA endpoint {}", e.member(), e.cmAddress());
@@ -371,7 +371,7 @@ final class Coordinator {
         if (e instanceof ClusterEvent.MemberRemoved || e instanceof ClusterEvent.MemberDowned) {
           String why = e instanceof ClusterEvent.MemberDowned ? "this member was downed"
               : "this member left the cluster";
-          for (Peer p : peers.values()) close(p, why);
+          for (KnownMember p : peers.values()) close(p, why);
         }
         return Behaviors.same();
       }
@@ -381,13 +381,13 @@ final class Coordinator {
       }
       if (e instanceof ClusterEvent.MemberDowned) {
         // it will be removed; it is dead to the cluster already, so its resources go now
-        Peer p = peers.get(m.uniqueAddress());
+        KnownMember p = peers.get(m.uniqueAddress());
         if (p != null) close(p, m.address() + " was downed");
         return Behaviors.same();
       }
       if (removedUids.contains(m.uniqueAddress().longUid())) return Behaviors.same();
       boolean known = peers.containsKey(m.uniqueAddress());
-      Peer p = peer(m.uniqueAddress());
+      KnownMember p = peer(m.uniqueAddress());
       p.member = true;
       boolean wasUp = p.up;
       p.up |= m.status() == MemberStatus.up() || m.status() == MemberStatus.weaklyUp();
@@ -403,7 +403,7 @@ final class Coordinator {
     private void removed(Member m) {
       removedUids.add(m.uniqueAddress().longUid());
       listed.removeIf(r -> r.path().address().equals(m.address()));
-      Peer p = peers.get(m.uniqueAddress());
+      KnownMember p = peers.get(m.uniqueAddress());
       if (p != null) {
         p.removed = true;
         close(p, m.address() + " was removed from the cluster");
@@ -418,7 +418,7 @@ final class Coordinator {
     }
 
     /** The link closes; messages for the member fail with {@code why} from now on. */
-    private void close(Peer p, String why) {
+    private void close(KnownMember p, String why) {
       if (p.closed != null) return;
       p.closed = why;
       directory.forget(p.address.address(), p.address.longUid(), why);
@@ -426,7 +426,7 @@ final class Coordinator {
     }
 
     private Behavior<Command> reachability(ClusterEvent.ReachabilityEvent e) {
-      Peer p = peers.get(e.member().uniqueAddress());
+      KnownMember p = peers.get(e.member().uniqueAddress());
       if (p == null || p.removed) return Behaviors.same();
       boolean reachable = e instanceof ClusterEvent.ReachableMember;
       if (p.reachable == reachable) return Behaviors.same();
@@ -440,22 +440,30 @@ final class Coordinator {
       return Behaviors.same();
     }
 
-    private Peer peer(UniqueAddress address) {
-      return peers.computeIfAbsent(address, Peer::new);
+    private KnownMember peer(UniqueAddress address) {
+      return peers.computeIfAbsent(address, KnownMember::new);
     }
 
-    private Peer byUid(long uid) {
-      for (Peer p : peers.values()) {
+    private KnownMember byUid(long uid) {
+      for (KnownMember p : peers.values()) {
         if (!p.removed && p.address.longUid() == uid) return p;
       }
       return null;
     }
 
-    private void ensureLink(Peer p) {
+    private void ensureLink(KnownMember p) {
       if (p.link != null || p.removed || p.closed != null) return;
-      Link.Spec spec = new Link.Spec(self, p.address, compare(self, p.address) < 0, settings,
-          rdma.settings().bufferSize, rdma.settings().disconnectTimeout, rdma.cm(), ctx.getSelf(),
-          channels);
+      Link.LinkSpec spec =
+          new Link.LinkSpec(
+              self,
+              p.address,
+              compare(self, p.address) < 0,
+              settings,
+              rdma.settings().bufferSize,
+              rdma.settings().disconnectTimeout,
+              rdma.cm(),
+              ctx.getSelf(),
+              channels);
       p.link = ctx.spawn(Link.create(spec), "link-" + (++links));
       ctx.watchWith(p.link, new LinkStopped(p.address));
       if (p.up) p.link.tell(Link.Up.INSTANCE);
@@ -465,7 +473,7 @@ final class Coordinator {
     }
 
     private Behavior<Command> linkStopped(LinkStopped s) {
-      Peer p = peers.get(s.peer());
+      KnownMember p = peers.get(s.peer());
       if (p == null) return Behaviors.same();
       if (p.closed != null) {
         if (p.removed) peers.remove(s.peer());
@@ -483,13 +491,13 @@ final class Coordinator {
     // -------------------------------------------------------------- who may connect
 
     private void evaluateAll() {
-      for (Peer p : new ArrayList<>(peers.values())) {
+      for (KnownMember p : new ArrayList<>(peers.values())) {
         if (!p.removed) evaluate(p);
       }
     }
 
     /** Works out whether the member is refused, and tells its link when that changes. */
-    private void evaluate(Peer p) {
+    private void evaluate(KnownMember p) {
       Reason reason = null;
       String detail = null;
       Address a = p.address.address();
@@ -508,7 +516,7 @@ final class Coordinator {
           if (endpoint != null && endpoint.cmAddress().equals(p.endpoint.cmAddress())) {
             others.add("this member (" + self.address() + ")");
           }
-          for (Peer o : peers.values()) {
+          for (KnownMember o : peers.values()) {
             if (o != p && !o.removed && o.endpoint != null && !o.address.address().equals(a)
                 && o.endpoint.cmAddress().equals(p.endpoint.cmAddress())) {
               others.add(o.address.address().toString());
@@ -559,14 +567,14 @@ final class Coordinator {
 
     private void requested(ActorRef<ConnectionActor.Command> connection, byte[] data,
         InetSocketAddress remote) {
-      Long uid = Hello.uid(data);
+      Long uid = ConnectPrivateData.uid(data);
       if (uid == null) {
         ctx.getLog().warn("a connection request from {} is not from a pekko-rdma cluster member "
             + "(or speaks another version); rejected", remote);
         reject(connection, "not a pekko-rdma cluster connection of version " + Endpoint.VERSION);
         return;
       }
-      Peer p = byUid(uid);
+      KnownMember p = byUid(uid);
       if (p != null && p.refusal != null) {
         reject(connection, p.refusal);
       } else if (p != null && p.accepted) {
@@ -587,7 +595,7 @@ final class Coordinator {
       }
     }
 
-    private void route(Peer p, ActorRef<ConnectionActor.Command> connection) {
+    private void route(KnownMember p, ActorRef<ConnectionActor.Command> connection) {
       if (compare(self, p.address) < 0) {
         reject(connection, "crossed connection: " + self.address() + " connects to "
             + p.address.address() + ", not the other way");
@@ -618,20 +626,20 @@ final class Coordinator {
     }
 
     private static void reject(ActorRef<ConnectionActor.Command> c, String why) {
-      c.tell(new ConnectionActor.Reject(Hello.rejection(why)));
+      c.tell(new ConnectionActor.Reject(ConnectPrivateData.rejection(why)));
     }
 
     // -------------------------------------------------------------- messages
 
     private Behavior<Command> send(Send s) {
       String why = null;
-      Peer target = null;
+      KnownMember target = null;
       if (s.to().equals(self.address())) {
         why = "it is this member; channels carry messages between members";
       } else if (notListening != null) {
         why = notListening;
       } else {
-        for (Peer p : peers.values()) {
+        for (KnownMember p : peers.values()) {
           // of two incarnations of the address, the one that is not going
           if (!p.removed && p.address.address().equals(s.to()) && (target == null
               || target.closed != null && p.closed == null || p.member && !target.member)) {
@@ -644,7 +652,7 @@ final class Coordinator {
       }
       if (why == null && target.closed != null) why = target.closed;
       if (why != null) {
-        s.promise().completeExceptionally(new SendFailed(s.to(), why));
+        s.promise().completeExceptionally(new SendFailedException(s.to(), why));
         return Behaviors.same();
       }
       ensureLink(target);

@@ -26,7 +26,8 @@ final class Directory {
     if (reachable) gate.complete(Done.getInstance());
     CompletableFuture<Done> before = gates.put(e.member(), gate);
     if (before != null && !before.isDone()) {
-      before.completeExceptionally(new SendFailed(e.member(), "a new incarnation replaced it"));
+      before.completeExceptionally(
+          new SendFailedException(e.member(), "a new incarnation replaced it"));
     }
   }
 
@@ -49,7 +50,7 @@ final class Directory {
     if (current != null && current.uid() != uid) return; // a new incarnation has the address
     endpoints.remove(member);
     CompletableFuture<Done> gate = gates.remove(member);
-    if (gate != null) gate.completeExceptionally(new SendFailed(member, why));
+    if (gate != null) gate.completeExceptionally(new SendFailedException(member, why));
   }
 
   Endpoint endpoint(Address member) {
@@ -63,7 +64,7 @@ final class Directory {
   /** Completes when the member may be sent to; fails when it may no longer be. */
   CompletableFuture<Done> gate(Address member) {
     CompletableFuture<Done> g = gates.get(member);
-    return g != null ? g : CompletableFuture.failedFuture(new SendFailed(member,
+    return g != null ? g : CompletableFuture.failedFuture(new SendFailedException(member,
         "it is not a member that can be connected to"));
   }
 }

@@ -37,14 +37,14 @@ final class Frames {
   }
 
   /** A frame that arrived: {@code message} is null for credit frames. */
-  record Frame(byte kind, int grant, int channel, ByteString message) {}
+  record ArrivedFrame(byte kind, int grant, int channel, ByteString message) {}
 
   /**
    * Parses a frame of {@code length} bytes, as a receive completion reports it, at the start of
    * {@code receive} (the whole receive buffer, from its position). Every field is checked before
    * anything is copied; only a data frame's message is.
    */
-  static Frame read(ByteBuffer receive, int length) throws ProtocolViolation {
+  static ArrivedFrame read(ByteBuffer receive, int length) throws ProtocolViolation {
     int capacity = receive.remaining();
     if (length < HEADER) {
       throw new ProtocolViolation("a frame of " + length + " bytes is shorter than its "
@@ -67,10 +67,10 @@ final class Frames {
         throw new ProtocolViolation("a credit frame of " + length + " bytes for channel "
             + channel + " (a credit frame is the " + HEADER + "-byte header, channel 0)");
       }
-      return new Frame(kind, grant, 0, null);
+      return new ArrivedFrame(kind, grant, 0, null);
     }
     byte[] message = new byte[length - HEADER];
     receive.get(at + HEADER, message);
-    return new Frame(kind, grant, channel, ByteString.fromArrayUnsafe(message));
+    return new ArrivedFrame(kind, grant, channel, ByteString.fromArrayUnsafe(message));
   }
 }

@@ -39,7 +39,7 @@ final class Inbound {
    * receive buffer.
    */
   void accept(ByteBuffer receive, int length, Credits flow) throws ProtocolViolation {
-    Frames.Frame f = Frames.read(receive, length);
+    Frames.ArrivedFrame f = Frames.read(receive, length);
     flow.arrived(f.kind() == Frames.DATA, f.grant());
     if (f.kind() != Frames.DATA) return;
     String why = channels.deliver(f.channel(), member, f.message());

@@ -85,11 +85,11 @@ final class Link {
   private record Unasked(int generation) implements Command {}
 
   /** What a link is made with. */
-  record Spec(UniqueAddress self, UniqueAddress peer, boolean client, ClusterSettings settings,
+  record LinkSpec(UniqueAddress self, UniqueAddress peer, boolean client, ClusterSettings settings,
       int bufferSize, Duration disconnectTimeout, ActorRef<CmActor.Command> cm,
       ActorRef<Coordinator.Command> coordinator, Channels channels) {}
 
-  static Behavior<Command> create(Spec spec) {
+  static Behavior<Command> create(LinkSpec spec) {
     return Behaviors.setup(ctx -> Behaviors.withTimers(t -> new State(ctx, t, spec).behavior()));
   }
 
@@ -100,7 +100,7 @@ final class Link {
     private static final Duration UNASKED = Duration.ofMillis(500);
     private final ActorContext<Command> ctx;
     private final TimerScheduler<Command> timers;
-    private final Spec spec;
+    private final LinkSpec spec;
     private final ClusterSettings settings;
     private final Address member;
     private final QpSpec qpSpec;
@@ -109,7 +109,7 @@ final class Link {
     private final Inbound inbound;
     private final ArrayDeque<Send> queue = new ArrayDeque<>();
     /** Data sends posted and not completed, by work request id. */
-    private final Map<Long, Pending> inflight = new HashMap<>();
+    private final Map<Long, QueuedSend> inflight = new HashMap<>();
     /** Credit frames and receives posted, by id, with their connection's generation. */
     private final Map<Long, Integer> credits = new HashMap<>();
     private final Map<Long, Integer> receives = new HashMap<>();
@@ -143,9 +143,9 @@ final class Link {
     /** When connecting to the reachable member first failed (0: it has not). */
     private long unansweredSince;
 
-    private record Pending(Send send, int generation) {}
+    private record QueuedSend(Send send, int generation) {}
 
-    State(ActorContext<Command> ctx, TimerScheduler<Command> timers, Spec spec) {
+    State(ActorContext<Command> ctx, TimerScheduler<Command> timers, LinkSpec spec) {
       this.ctx = ctx;
       this.timers = timers;
       this.spec = spec;
@@ -280,7 +280,7 @@ final class Link {
       String why = closing != null ? closing
           : refusal != null ? refusal : violated ? failure : null;
       if (why != null) {
-        in.connection().tell(new ConnectionActor.Reject(Hello.rejection(why)));
+        in.connection().tell(new ConnectionActor.Reject(ConnectPrivateData.rejection(why)));
         return Behaviors.same();
       }
       if (connection != null) {
@@ -290,7 +290,7 @@ final class Link {
         ended("replaced by a new connection from the peer");
         old.tell(ConnectionActor.Disconnect.INSTANCE);
       }
-      in.connection().tell(new ConnectionActor.Accept(Hello.of(spec.self().longUid()),
+      in.connection().tell(new ConnectionActor.Accept(ConnectPrivateData.of(spec.self().longUid()),
           connectionEvents));
       return Behaviors.same();
     }
@@ -397,7 +397,7 @@ final class Link {
       connecting = true;
       ctx.getLog().debug("connecting to {} at {}", member, endpoint.cmAddress());
       spec.cm().tell(new CmActor.Connect(new InetSocketAddress(endpoint.host(), endpoint.port()),
-          Hello.of(spec.self().longUid()), qpSpec, connectionEvents));
+          ConnectPrivateData.of(spec.self().longUid()), qpSpec, connectionEvents));
     }
 
     private Behavior<Command> connected(ConnectionActor.Connected c) {
@@ -474,7 +474,7 @@ final class Link {
         queue.poll();
         int length = Frames.writeData(b, flow.take(), s.channel(), s.payload());
         long id = nextId++;
-        inflight.put(id, new Pending(s, generation));
+        inflight.put(id, new QueuedSend(s, generation));
         posts.add(new QpActor.Send(id, b, length));
         sendsOutstanding++;
       }
@@ -503,7 +503,7 @@ final class Link {
         // rejected post may still be the QP actor's, so they are left to it
         ctx.getLog().error("the QP of the connection with {} rejected work: {}", member, rej.why());
         for (long id : rej.ids()) {
-          Pending p = inflight.remove(id);
+          QueuedSend p = inflight.remove(id);
           if (p != null) fail(p.send(), "its post was rejected: " + rej.why());
           credits.remove(id);
           receives.remove(id);
@@ -514,7 +514,7 @@ final class Link {
       List<QpActor.Work> reposts = new ArrayList<>();
       String broken = null;
       for (QpActor.Completion c : ((QpActor.Completed) r).completions()) {
-        Pending p = inflight.remove(c.id());
+        QueuedSend p = inflight.remove(c.id());
         if (p != null) {
           if (p.generation() == generation) sendsOutstanding--;
           if (c.ok()) {
@@ -654,7 +654,7 @@ final class Link {
     }
 
     private void fail(Send s, String why) {
-      s.promise().completeExceptionally(new SendFailed(member, why));
+      s.promise().completeExceptionally(new SendFailedException(member, why));
     }
 
     private void failQueue(String why) {
@@ -664,8 +664,8 @@ final class Link {
 
     /** Fails the sends in flight on connection {@code g} (all when -1). */
     private void failInflight(int g, String why) {
-      for (Iterator<Pending> it = inflight.values().iterator(); it.hasNext(); ) {
-        Pending p = it.next();
+      for (Iterator<QueuedSend> it = inflight.values().iterator(); it.hasNext(); ) {
+        QueuedSend p = it.next();
         if (g == -1 || p.generation() == g) {
           fail(p.send(), why);
           it.remove();

@@ -45,7 +45,7 @@ public final class RdmaCluster implements Extension {
     system.getWhenTerminated().whenComplete((d, t) -> {
       terminated = true;
       unfinished.forEach((p, to) -> p.completeExceptionally(
-          new SendFailed(to, "the actor system terminated before it was sent")));
+          new SendFailedException(to, "the actor system terminated before it was sent")));
     });
   }
 
@@ -56,19 +56,21 @@ public final class RdmaCluster implements Extension {
   void tell(Coordinator.Send send) {
     CompletableFuture<Done> p = send.promise();
     if (terminated) {
-      p.completeExceptionally(new SendFailed(send.to(), "the actor system has terminated"));
+      p.completeExceptionally(
+          new SendFailedException(send.to(), "the actor system has terminated"));
       return;
     }
     unfinished.put(p, send.to());
     p.whenComplete((d, t) -> unfinished.remove(p));
     coordinator.tell(send);
     if (terminated && unfinished.remove(p) != null) {
-      p.completeExceptionally(new SendFailed(send.to(), "the actor system has terminated"));
+      p.completeExceptionally(
+          new SendFailedException(send.to(), "the actor system has terminated"));
     }
   }
 
   public static RdmaCluster get(ActorSystem<?> system) {
-    return Id.INSTANCE.apply(system);
+    return RdmaClusterId.INSTANCE.apply(system);
   }
 
   public ClusterSettings settings() {
@@ -118,10 +120,10 @@ public final class RdmaCluster implements Extension {
     return system;
   }
 
-  public static final class Id extends ExtensionId<RdmaCluster> {
-    static final Id INSTANCE = new Id();
+  public static final class RdmaClusterId extends ExtensionId<RdmaCluster> {
+    static final RdmaClusterId INSTANCE = new RdmaClusterId();
 
-    private Id() {}
+    private RdmaClusterId() {}
 
     @Override
     public RdmaCluster createExtension(ActorSystem<?> system) {

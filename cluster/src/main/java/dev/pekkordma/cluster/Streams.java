@@ -42,7 +42,7 @@ final class Streams {
           : null;
       if (why != null) {
         return Flow.<T, T>fromSinkAndSource(Sink.cancelled(),
-            Source.failed(new SendFailed(member, why)));
+            Source.failed(new SendFailedException(member, why)));
       }
       long self = org.apache.pekko.cluster.typed.Cluster.get(cluster.system()).selfMember()
           .uniqueAddress().longUid();
@@ -68,7 +68,7 @@ final class Streams {
       ByteBuffer h = p.first().get(0).asByteBuffer();
       String why = null;
       Address from = null;
-      Channels.Entry entry = null;
+      Channels.OpenChannel entry = null;
       if (h.remaining() != HEADER || h.getInt() != MAGIC || h.get() != Endpoint.VERSION) {
         why = "it is not a pekko-rdma cluster stream of version " + Endpoint.VERSION;
       } else {
@@ -86,7 +86,7 @@ final class Streams {
   }
 
   @SuppressWarnings({"unchecked", "rawtypes"})
-  private static Flow<ByteString, ByteString, ?> handler(Channels.Entry entry, Address from) {
+  private static Flow<ByteString, ByteString, ?> handler(Channels.OpenChannel entry, Address from) {
     Codec codec = entry.codec;
     Function<Address, ? extends Flow<?, ?, ?>> make = entry.streamHandler;
     Flow inner = make != null ? make.apply(from)

@@ -65,7 +65,8 @@ class BadPeersTest {
           .contains(z.address().toString()), ry.detail());
       // y sees z claim its own endpoint
       assertTrue(y.await(Refused.class, z.address()).detail().contains("this member"));
-      SendFailed f = failure(x.rdma.channel("conflict", Codec.utf8()).send(y.address(), "hi"));
+      SendFailedException f =
+          failure(x.rdma.channel("conflict", Codec.utf8()).send(y.address(), "hi"));
       assertTrue(f.getMessage().contains("advertises RDMA endpoint"), f.getMessage());
       x.awaitResources(x.baseline); // an attempt begun before the conflict showed is undone
 
@@ -90,7 +91,7 @@ class BadPeersTest {
       Refused r = x.await(Refused.class, member);
       assertEquals(Reason.INCOMPATIBLE, r.reason());
       assertTrue(r.detail().contains("'native'") && r.detail().contains("'soft'"), r.detail());
-      SendFailed f = failure(x.rdma.channel("native", Codec.utf8()).send(member, "hi"));
+      SendFailedException f = failure(x.rdma.channel("native", Codec.utf8()).send(member, "hi"));
       assertTrue(f.getMessage().contains("cannot be reached over RDMA"), f.getMessage());
     } finally {
       n.shutdownTestKit();
@@ -106,7 +107,7 @@ class BadPeersTest {
       Refused r = x.await(Refused.class, member);
       assertEquals(Reason.NO_ANSWER, r.reason());
       assertTrue(r.detail().contains("did not describe it"), r.detail());
-      SendFailed f = failure(x.rdma.channel("silent", Codec.utf8()).send(member, "hi"));
+      SendFailedException f = failure(x.rdma.channel("silent", Codec.utf8()).send(member, "hi"));
       assertTrue(f.getMessage().contains("did not describe it"), f.getMessage());
     } finally {
       s.shutdownTestKit();
@@ -168,11 +169,11 @@ class BadPeersTest {
     return Cluster.get(kit.system()).selfMember().address();
   }
 
-  private static SendFailed failure(java.util.concurrent.CompletionStage<?> stage) {
+  private static SendFailedException failure(java.util.concurrent.CompletionStage<?> stage) {
     try {
       stage.toCompletableFuture().get(WAIT.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS);
     } catch (java.util.concurrent.ExecutionException e) {
-      return assertInstanceOf(SendFailed.class, e.getCause());
+      return assertInstanceOf(SendFailedException.class, e.getCause());
     } catch (Exception e) {
       throw new AssertionError(e);
     }

@@ -48,7 +48,7 @@ class FramePropertiesTest {
       @ForAll @IntRange(min = 0, max = 48) int capacity) {
     ByteBuffer receive = received(b, capacity);
     String expected = malformed(b, capacity);
-    Frames.Frame f;
+    Frames.ArrivedFrame f;
     try {
       f = Frames.read(receive, b.length);
     } catch (ProtocolViolation v) {

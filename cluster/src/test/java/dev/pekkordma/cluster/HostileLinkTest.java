@@ -273,7 +273,7 @@ class HostileLinkTest {
       long t0 = System.nanoTime();
       PeerEvent.Disconnected d = x.await(PeerEvent.Disconnected.class, p.address);
       assertTrue(d.reason().contains("peer"), d.reason());
-      SendFailed f = failure(stream);
+      SendFailedException f = failure(stream);
       assertTrue(f.getMessage().contains(p.address.toString()), f.getMessage());
       assertTrue(System.nanoTime() - t0 < Duration.ofSeconds(10).toNanos(), "bounded");
       TestCluster.sleep(700); // past the wait for the CM to explain the flushes
@@ -328,7 +328,8 @@ class HostileLinkTest {
             verbs.add(0, cq);
             e.id().createQp(pd, QpInitAttributes.of(QpType.RC, cq, cq).maxSendWr(1)
                 .maxRecvWr(1));
-            e.id().connect(ConnectionParameters.withPrivateData(Hello.of(uids.nextLong())));
+            e.id().connect(
+                ConnectionParameters.withPrivateData(ConnectPrivateData.of(uids.nextLong())));
             issued++;
             lastIssued = System.nanoTime();
           }
@@ -427,7 +428,7 @@ class HostileLinkTest {
     assertTrue(p.awaitDisconnected(BOUND), "x did not end the connection");
     log.await(mark, Level.ERROR, l -> l.contains(p.address.toString()) && l.contains(what),
         BOUND);
-    SendFailed f = failure(xHostile.send(p.address, "more"));
+    SendFailedException f = failure(xHostile.send(p.address, "more"));
     assertTrue(f.getMessage().contains(what), f.getMessage());
   }
 
@@ -447,11 +448,11 @@ class HostileLinkTest {
     }
   }
 
-  private static SendFailed failure(CompletionStage<?> stage) {
+  private static SendFailedException failure(CompletionStage<?> stage) {
     try {
       stage.toCompletableFuture().get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
     } catch (ExecutionException e) {
-      return assertInstanceOf(SendFailed.class, e.getCause());
+      return assertInstanceOf(SendFailedException.class, e.getCause());
     } catch (Exception e) {
       throw new AssertionError(e);
     }

@@ -165,7 +165,7 @@ final class HostilePeer implements AutoCloseable {
         id.resolveRoute(Duration.ofSeconds(2));
         await(e -> e.id() == id && e.type() == CmEventType.ROUTE_RESOLVED, "route to " + cm);
         setUp(id);
-        id.connect(ConnectionParameters.withPrivateData(Hello.of(self.longUid())));
+        id.connect(ConnectionParameters.withPrivateData(ConnectPrivateData.of(self.longUid())));
         CmEvent e = await(x -> x.id() == id && x.type() != CmEventType.CONNECT_REQUEST,
             "the target's answer");
         if (e.type() == CmEventType.ESTABLISHED) {
@@ -180,11 +180,11 @@ final class HostilePeer implements AutoCloseable {
     } else {
       long targetUid = targetSelf().longUid();
       CmEvent req = await(e -> e.type() == CmEventType.CONNECT_REQUEST
-          && Long.valueOf(targetUid).equals(Hello.uid(e.privateData())),
+          && Long.valueOf(targetUid).equals(ConnectPrivateData.uid(e.privateData())),
           "the target's connection request");
       id = req.id();
       setUp(id);
-      id.accept(ConnectionParameters.withPrivateData(Hello.of(self.longUid())));
+      id.accept(ConnectionParameters.withPrivateData(ConnectPrivateData.of(self.longUid())));
       await(e -> e.id() == id && e.type() == CmEventType.ESTABLISHED, "ESTABLISHED");
       established = true;
     }

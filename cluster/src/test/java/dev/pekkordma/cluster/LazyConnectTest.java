@@ -70,7 +70,7 @@ class LazyConnectTest {
     var e = assertThrows(AssertionError.class, () -> result(stream));
     Throwable cause = e.getCause() instanceof java.util.concurrent.ExecutionException x
         ? x.getCause() : e.getCause();
-    assertInstanceOf(SendFailed.class, cause, e.toString());
+    assertInstanceOf(SendFailedException.class, cause, e.toString());
     assertTrue(cause.getMessage().contains("streams = off"), cause.getMessage());
   }
 }

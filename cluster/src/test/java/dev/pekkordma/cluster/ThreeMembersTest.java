@@ -145,7 +145,7 @@ class ThreeMembersTest {
     // a member that left has stopped its system (coordinated shutdown): a send fails, not hangs
     result(c.system().getWhenTerminated());
     var late = assertThrows(AssertionError.class, () -> result(ch.send(a.address(), "late")));
-    assertInstanceOf(SendFailed.class, late.getCause().getCause(), late.toString());
+    assertInstanceOf(SendFailedException.class, late.getCause().getCause(), late.toString());
   }
 
   @Test
@@ -161,7 +161,7 @@ class ThreeMembersTest {
         .mapAsyncUnordered(64, m -> {
           launched.incrementAndGet();
           return ch.send(c.address(), m).handle((d, t) -> {
-            if (t != null && !(t instanceof SendFailed)) throw new AssertionError(t);
+            if (t != null && !(t instanceof SendFailedException)) throw new AssertionError(t);
             return t == null ? new int[] {1, 0} : new int[] {0, 1};
           });
         })

@@ -81,9 +81,9 @@ class WireTest {
 
   @Test
   void theHelloCarriesTheUidAndNothingElseIsTakenForOne() {
-    assertEquals(-5L, Hello.uid(Hello.of(-5L)));
-    assertNull(Hello.uid("echo please".getBytes()));
-    assertNull(Hello.uid(null));
+    assertEquals(-5L, ConnectPrivateData.uid(ConnectPrivateData.of(-5L)));
+    assertNull(ConnectPrivateData.uid("echo please".getBytes()));
+    assertNull(ConnectPrivateData.uid(null));
   }
 
   @Test

@@ -48,7 +48,7 @@ final class FabricConnection implements AutoCloseable {
   private final ConnectionWatch watch;
   private final byte[] inChunk = new byte[Segments.CHUNK];
   private final byte[] outChunk = new byte[Segments.CHUNK];
-  private final Incoming incoming = new Incoming();
+  private final IncomingPayload incoming = new IncomingPayload();
   /** When the piece of a frame being read (its header, a chunk) must be whole; 0 between frames. */
   private volatile long pieceDeadline;
   /** Closed by the watch because a piece was overdue. */
@@ -72,7 +72,7 @@ final class FabricConnection implements AutoCloseable {
   // ---------------------------------------------------------------- reading frames
 
   /** Reads the next header (waiting as long as the link is idle) and checks it. */
-  void readHeader(FabricWire.Frame f, long maxMessage) throws IOException {
+  void readHeader(FabricWire.FrameHeader f, long maxMessage) throws IOException {
     int first;
     try {
       first = in.read();
@@ -88,7 +88,7 @@ final class FabricConnection implements AutoCloseable {
   }
 
   /** The payload of the frame just read, to be consumed before the next header. */
-  Incoming payload(long length) {
+  IncomingPayload payload(long length) {
     incoming.begin(length);
     return incoming;
   }
@@ -128,7 +128,7 @@ final class FabricConnection implements AutoCloseable {
   }
 
   /** A frame's payload, read through {@link #inChunk}; one at a time per connection. */
-  final class Incoming implements Payload {
+  final class IncomingPayload implements Payload {
     private long length;
     private long remaining;
     private boolean failed;
@@ -183,7 +183,7 @@ final class FabricConnection implements AutoCloseable {
           readPiece(inChunk, 0, 1);
           int t = inChunk[0] & 0xff;
           if (t != FabricWire.TRAILER_WHOLE && t != FabricWire.TRAILER_ABORTED) {
-            throw new FabricWire.Violation("trailer byte " + t + " (0 or 1 expected)");
+            throw new FabricWire.FabricViolation("trailer byte " + t + " (0 or 1 expected)");
           }
           whole = t == FabricWire.TRAILER_WHOLE;
         } else {

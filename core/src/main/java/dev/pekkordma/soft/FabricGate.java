@@ -236,7 +236,7 @@ final class FabricGate {
             return;
           }
         }
-      } catch (FabricWire.Violation v) {
+      } catch (FabricWire.FabricViolation v) {
         refuse(this, v.getMessage());
         return;
       }

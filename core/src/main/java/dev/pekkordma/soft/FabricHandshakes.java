@@ -163,7 +163,7 @@ final class FabricHandshakes {
             + " connection than the one it was issued on (a relayed HELLO)");
       }
       s.close();
-    } catch (FabricWire.Violation v) {
+    } catch (FabricWire.FabricViolation v) {
       fabric.refusals().refuse(a.remote, v.getMessage() + "; the connection is dropped");
     } catch (IOException e) {
       LOG.debug("soft fabric: answering a proof to {} failed: {}", a.remote, e.toString());

@@ -128,15 +128,16 @@ final class FabricLink {
   }
 
   private void readResponses(FabricConnection c) {
-    FabricWire.Frame f = new FabricWire.Frame();
+    FabricWire.FrameHeader f = new FabricWire.FrameHeader();
     SoftPeer.Response r = new SoftPeer.Response();
     try {
       while (true) {
         c.readHeader(f, fabric.maxMessage());
         if (f.kind != FabricWire.RESPONSE) {
-          throw new FabricWire.Violation("a request arrived on this process's own connection");
+          throw new FabricWire.FabricViolation(
+              "a request arrived on this process's own connection");
         }
-        FabricConnection.Incoming data = c.payload(f.payloadLength);
+        FabricConnection.IncomingPayload data = c.payload(f.payloadLength);
         SoftDevice device = fabric.device(f.destDevice);
         SoftQp qp = device == null ? null : device.qps.get(f.destQpn);
         if (qp == null) { // a late answer for a QP gone since
@@ -147,7 +148,7 @@ final class FabricLink {
         qp.requester.onResponse(r, data, this);
         data.finish();
       }
-    } catch (FabricWire.Violation v) {
+    } catch (FabricWire.FabricViolation v) {
       fabric.refusals().refuse(address.toString(), v.getMessage() + "; the link is dropped");
       violated(c, v.getMessage());
     } catch (IOException | UncheckedIOException e) {

@@ -56,8 +56,8 @@ final class FabricWire {
   private FabricWire() {}
 
   /** A frame that breaks the protocol: the connection it came on is dropped. */
-  static final class Violation extends RuntimeException {
-    Violation(String message) {
+  static final class FabricViolation extends RuntimeException {
+    FabricViolation(String message) {
       super(message, null, false, false);
     }
   }
@@ -79,7 +79,7 @@ final class FabricWire {
     checkMagicAndVersion(b.getInt(), b.get());
     byte purpose = b.get();
     if (purpose != LINK && purpose != PROOF) {
-      throw new Violation("an opening for purpose " + purpose + " (1 or 2 expected)");
+      throw new FabricViolation("an opening for purpose " + purpose + " (1 or 2 expected)");
     }
     return purpose;
   }
@@ -95,11 +95,11 @@ final class FabricWire {
 
   private static void checkMagicAndVersion(int magic, byte version) {
     if (magic != MAGIC) {
-      throw new Violation("not a soft RDMA fabric peer (magic 0x" + Integer.toHexString(magic)
+      throw new FabricViolation("not a soft RDMA fabric peer (magic 0x" + Integer.toHexString(magic)
           + ")");
     }
     if (version != VERSION) {
-      throw new Violation("fabric protocol version " + version + ", this side speaks "
+      throw new FabricViolation("fabric protocol version " + version + ", this side speaks "
           + VERSION);
     }
   }
@@ -153,7 +153,8 @@ final class FabricWire {
       h.kind = b.get();
       boolean expected = false;
       for (byte k : kinds) expected |= k == h.kind;
-      if (!expected) throw new Violation("handshake message of kind " + h.kind + " out of turn");
+      if (!expected)
+        throw new FabricViolation("handshake message of kind " + h.kind + " out of turn");
       h.code = b.getShort();
       h.from = address(b);
       h.to = address(b);
@@ -178,7 +179,7 @@ final class FabricWire {
   // ---------------------------------------------------------------- frames
 
   /** A frame's header as read, every field checked. Reused by its connection. */
-  static final class Frame {
+  static final class FrameHeader {
     final ByteBuffer bytes = ByteBuffer.allocate(HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
     byte kind;
     int srcDevice;
@@ -197,7 +198,9 @@ final class FabricWire {
     long compareAddOrAtomic;
     long swap;
 
-    /** Parses {@link #bytes}; throws {@link Violation} naming the first field out of range. */
+    /**
+     * Parses {@link #bytes}; throws {@link FabricViolation} naming the first field out of range.
+     */
     void decode(long maxMessage) {
       ByteBuffer b = bytes;
       b.clear();
@@ -220,14 +223,18 @@ final class FabricWire {
       compareAddOrAtomic = b.getLong();
       swap = b.getLong();
       if (kind != REQUEST && kind != DATAGRAM && kind != RESPONSE) {
-        throw new Violation("unknown frame kind " + kind);
+        throw new FabricViolation("unknown frame kind " + kind);
       }
       field("destination QPN", destQpn, 0xffffff);
       field("source QPN", srcQpn, 0xffffff);
       field("PSN", psn, 0xffffff);
       if (payloadLength < 0 || payloadLength > maxMessage) {
-        throw new Violation("payload of " + payloadLength + " bytes (the limit is " + maxMessage
-            + ", max-msg-size)");
+        throw new FabricViolation(
+            "payload of "
+                + payloadLength
+                + " bytes (the limit is "
+                + maxMessage
+                + ", max-msg-size)");
       }
       if (kind == RESPONSE) {
         field("response code", opcodeOrCode, SoftPeer.Response.DROPPED);
@@ -238,18 +245,18 @@ final class FabricWire {
       boolean dataOp = op == WrOpcode.RDMA_WRITE || op == WrOpcode.RDMA_WRITE_WITH_IMM
           || op.isSend();
       if (kind == DATAGRAM && !dataOp) {
-        throw new Violation(op + " cannot travel as a datagram");
+        throw new FabricViolation(op + " cannot travel as a datagram");
       }
       if (!dataOp && payloadLength != 0) {
-        throw new Violation(op + " carries " + payloadLength + " bytes of payload");
+        throw new FabricViolation(op + " carries " + payloadLength + " bytes of payload");
       }
       if (op == WrOpcode.RDMA_READ) {
         if (readLength < 0 || readLength > maxMessage) {
-          throw new Violation("RDMA READ of " + readLength + " bytes (the limit is "
+          throw new FabricViolation("RDMA READ of " + readLength + " bytes (the limit is "
               + maxMessage + ", max-msg-size)");
         }
       } else if (readLength != 0) {
-        throw new Violation(op + " with a read length of " + readLength);
+        throw new FabricViolation(op + " with a read length of " + readLength);
       }
     }
 
@@ -258,7 +265,7 @@ final class FabricWire {
       int c = opcodeOrCode;
       if (c < 0 || c > WrOpcode.SEND_WITH_INV.code || c == WrOpcode.LOCAL_INV.code
           || c == WrOpcode.BIND_MW.code) {
-        throw new Violation("opcode " + c + " is not a request a peer may send");
+        throw new FabricViolation("opcode " + c + " is not a request a peer may send");
       }
       return WrOpcode.of(c);
     }
@@ -290,7 +297,7 @@ final class FabricWire {
 
     private static void field(String name, int value, int max) {
       if (value < 0 || value > max) {
-        throw new Violation(name + " " + value + " is outside [0, " + max + "]");
+        throw new FabricViolation(name + " " + value + " is outside [0, " + max + "]");
       }
     }
   }

@@ -65,7 +65,7 @@ final class InboundConnection implements Runnable {
   public void run() {
     try {
       serve();
-    } catch (FabricWire.Violation v) {
+    } catch (FabricWire.FabricViolation v) {
       fabric.refusals().refuse(who(), v.getMessage() + "; the connection is dropped");
       fabric.violated(identity, v.getMessage());
     } catch (java.net.SocketTimeoutException e) {
@@ -89,7 +89,7 @@ final class InboundConnection implements Runnable {
   }
 
   private void serve() throws IOException {
-    FabricWire.Frame f = new FabricWire.Frame();
+    FabricWire.FrameHeader f = new FabricWire.FrameHeader();
     SoftPeer.RequestHeader h = new SoftPeer.RequestHeader();
     SoftPeer.Response r = new SoftPeer.Response();
     ByteBuffer out = ByteBuffer.allocate(FabricWire.HEADER_BYTES).order(ByteOrder.LITTLE_ENDIAN);
@@ -99,13 +99,14 @@ final class InboundConnection implements Runnable {
       while (true) {
         c.readHeader(f, fabric.maxMessage());
         if (f.kind == FabricWire.RESPONSE) {
-          throw new FabricWire.Violation("a response arrived on a connection it opened to us");
+          throw new FabricWire.FabricViolation(
+              "a response arrived on a connection it opened to us");
         }
-        FabricConnection.Incoming payload = c.payload(f.payloadLength);
+        FabricConnection.IncomingPayload payload = c.payload(f.payloadLength);
         SoftDevice device = fabric.device(f.destDevice);
         SoftQp qp = device == null ? null : device.qps.get(f.destQpn);
         if (device != null && f.payloadLength > device.settings.maxMsgSize) {
-          throw new FabricWire.Violation("a message of " + f.payloadLength + " bytes for "
+          throw new FabricWire.FabricViolation("a message of " + f.payloadLength + " bytes for "
               + device.info.name() + ", whose max-msg-size is " + device.settings.maxMsgSize);
         }
         f.toRequest(h);
@@ -117,7 +118,7 @@ final class InboundConnection implements Runnable {
         }
         if (f.kind == FabricWire.DATAGRAM && qp.type == QpType.UD) {
           if (f.payloadLength > device.settings.mtu) {
-            throw new FabricWire.Violation("a datagram of " + f.payloadLength
+            throw new FabricWire.FabricViolation("a datagram of " + f.payloadLength
                 + " bytes, over the MTU of " + device.settings.mtu);
           }
           boolean whole = payload.readInto(datagramMemory);
@@ -146,7 +147,7 @@ final class InboundConnection implements Runnable {
     }
   }
 
-  private void answer(SoftQp qp, FabricWire.Frame f, SoftPeer.Response r, ByteBuffer out)
+  private void answer(SoftQp qp, FabricWire.FrameHeader f, SoftPeer.Response r, ByteBuffer out)
       throws IOException {
     long data = r.code == SoftPeer.Response.ACK ? r.readLength : 0;
     FabricWire.encodeResponse(out, f.destDevice, f.srcDevice, f.srcQpn, qp.qpn, r, data);
@@ -161,12 +162,12 @@ final class InboundConnection implements Runnable {
     fabric.refusals().refuse(who(), "a request from QP " + h.srcQpn + " for QP "
             + qp.qpn + ", which is not connected to it");
     if (++refused > MAX_REFUSED) {
-      throw new FabricWire.Violation(refused + " requests for QPs not connected to it");
+      throw new FabricWire.FabricViolation(refused + " requests for QPs not connected to it");
     }
   }
 
   /** A request for a QP (or device) we do not have: gone since, or guessed. */
-  private void unknown(FabricWire.Frame f, SoftDevice device) {
+  private void unknown(FabricWire.FrameHeader f, SoftDevice device) {
     if (device != null) device.portTally.unknownQpnRequests.increment();
     fabric.refusals().refuse(who(), "a request for QP " + f.destQpn + " of device "
         + f.destDevice + ", which " + (device == null ? "does not exist" : "has no such QP"));

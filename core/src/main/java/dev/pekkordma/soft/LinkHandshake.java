@@ -45,7 +45,7 @@ final class LinkHandshake {
     if (hello != null) throw new IllegalStateException("a second HELLO");
     try {
       hello = FabricWire.Handshake.decode(bytes, FabricWire.HELLO);
-    } catch (FabricWire.Violation v) {
+    } catch (FabricWire.FabricViolation v) {
       return new Drop(v.getMessage());
     }
     String claim = claimRefusal.apply(hello.from);
@@ -64,7 +64,7 @@ final class LinkHandshake {
     try {
       proven = answer != null && FabricWire.Handshake.decode(answer, FabricWire.PROVEN,
           FabricWire.NOT_PROVEN).kind == FabricWire.PROVEN;
-    } catch (FabricWire.Violation v) {
+    } catch (FabricWire.FabricViolation v) {
       proven = false;
     }
     return proven ? new Welcome(hello.from)

@@ -20,8 +20,8 @@ import dev.pekkordma.verbs.WrOpcode;
  * 60  payload
  * </pre>
  *
- * Parsing allocates nothing: it fills a reused {@link Datagram} after every check, or throws
- * {@link Violation} naming what was wrong.
+ * Parsing allocates nothing: it fills a reused {@link ParsedDatagram} after every check, or throws
+ * {@link MulticastViolation} naming what was wrong.
  */
 final class MulticastWire {
   static final int MAGIC = 0x734d4331;
@@ -34,14 +34,14 @@ final class MulticastWire {
   private MulticastWire() {}
 
   /** A datagram that is not one of ours, or is malformed: dropped, logged. */
-  static final class Violation extends Exception {
-    Violation(String message) {
+  static final class MulticastViolation extends Exception {
+    MulticastViolation(String message) {
       super(message, null, false, false);
     }
   }
 
   /** A parsed datagram's fields; the payload is {@code [HEADER, HEADER + length)} of the input. */
-  static final class Datagram {
+  static final class ParsedDatagram {
     long origin;
     final byte[] mgid = new byte[16];
     final byte[] srcGid = new byte[16];
@@ -72,38 +72,42 @@ final class MulticastWire {
     putInt(b, 56, immediate);
   }
 
-  /** Checks {@code b[0, n)} and fills {@code into}; throws Violation naming what is wrong. */
-  static void parse(byte[] b, int n, Datagram into) throws Violation {
-    if (b == null || n < 0 || n > b.length) throw new Violation("no datagram");
+  /**
+   * Checks {@code b[0, n)} and fills {@code into}; throws MulticastViolation naming what is wrong.
+   */
+  static void parse(byte[] b, int n, ParsedDatagram into) throws MulticastViolation {
+    if (b == null || n < 0 || n > b.length) throw new MulticastViolation("no datagram");
     if (n < HEADER) {
-      throw new Violation("a datagram of " + n + " bytes, shorter than the header (" + HEADER
-          + ")");
+      throw new MulticastViolation(
+          "a datagram of " + n + " bytes, shorter than the header (" + HEADER + ")");
     }
     int magic = getInt(b, 0);
     if (magic != MAGIC) {
-      throw new Violation("not a soft multicast datagram (magic 0x" + Integer.toHexString(magic)
-          + ")");
+      throw new MulticastViolation(
+          "not a soft multicast datagram (magic 0x" + Integer.toHexString(magic) + ")");
     }
-    if (!isMulticastGid(b, 12)) throw new Violation("group GID " + hex(b, 12) + " is not multicast");
+    if (!isMulticastGid(b, 12))
+      throw new MulticastViolation("group GID " + hex(b, 12) + " is not multicast");
     if (isZero(b, 28) || isMulticastGid(b, 28)) {
-      throw new Violation("source GID " + hex(b, 28) + " is zero or multicast");
+      throw new MulticastViolation("source GID " + hex(b, 28) + " is zero or multicast");
     }
     int srcQpn = getInt(b, 44);
     if (srcQpn < 0 || srcQpn >= MULTICAST_QPN) {
-      throw new Violation("source QPN 0x" + Integer.toHexString(srcQpn) + " is not a QP's");
+      throw new MulticastViolation(
+          "source QPN 0x" + Integer.toHexString(srcQpn) + " is not a QP's");
     }
     int opcode = b[52] & 0xff;
     if (opcode != WrOpcode.SEND.code && opcode != WrOpcode.SEND_WITH_IMM.code) {
-      throw new Violation("opcode " + opcode + " is not SEND or SEND_WITH_IMM");
+      throw new MulticastViolation("opcode " + opcode + " is not SEND or SEND_WITH_IMM");
     }
-    if (b[53] != 0) throw new Violation("reserved byte " + (b[53] & 0xff) + " is not 0");
+    if (b[53] != 0) throw new MulticastViolation("reserved byte " + (b[53] & 0xff) + " is not 0");
     int length = ((b[54] & 0xff) << 8) | (b[55] & 0xff);
     if (length > MAX_PAYLOAD) {
-      throw new Violation("a payload of " + length + " bytes, over " + MAX_PAYLOAD);
+      throw new MulticastViolation("a payload of " + length + " bytes, over " + MAX_PAYLOAD);
     }
     if (HEADER + length != n) {
-      throw new Violation("the header says " + length + " bytes of payload, the datagram has "
-          + (n - HEADER));
+      throw new MulticastViolation(
+          "the header says " + length + " bytes of payload, the datagram has " + (n - HEADER));
     }
     into.origin = ((long) getInt(b, 4) << 32) | (getInt(b, 8) & 0xffffffffL);
     System.arraycopy(b, 12, into.mgid, 0, 16);

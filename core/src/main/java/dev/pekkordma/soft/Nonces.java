@@ -13,13 +13,13 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 final class Nonces {
   private final SecureRandom random = new SecureRandom();
-  private final Map<ByteBuffer, Pending> pending = new ConcurrentHashMap<>();
+  private final Map<ByteBuffer, PendingNonce> pending = new ConcurrentHashMap<>();
 
-  private static final class Pending {
+  private static final class PendingNonce {
     final byte[] binding;
     volatile boolean claimed;
 
-    Pending(byte[] binding) {
+    PendingNonce(byte[] binding) {
       this.binding = binding;
     }
   }
@@ -29,7 +29,8 @@ final class Nonces {
     byte[] nonce = new byte[FabricWire.NONCE_BYTES];
     do {
       random.nextBytes(nonce);
-    } while (pending.putIfAbsent(ByteBuffer.wrap(nonce.clone()), new Pending(binding)) != null);
+    } while (pending.putIfAbsent(ByteBuffer.wrap(nonce.clone()), new PendingNonce(binding))
+        != null);
     return nonce;
   }
 
@@ -40,7 +41,7 @@ final class Nonces {
 
   /** True once for a nonce waiting for its proof: the PROOF connection asking may come in. */
   boolean claim(byte[] nonce) {
-    Pending p = pending.get(ByteBuffer.wrap(nonce));
+    PendingNonce p = pending.get(ByteBuffer.wrap(nonce));
     if (p == null) return false;
     synchronized (p) {
       if (p.claimed) return false;
@@ -51,7 +52,7 @@ final class Nonces {
 
   /** Whether {@code nonce} was issued for a connection with {@code binding}; asked once. */
   boolean proves(byte[] nonce, byte[] binding) {
-    Pending p = pending.remove(ByteBuffer.wrap(nonce));
+    PendingNonce p = pending.remove(ByteBuffer.wrap(nonce));
     return p != null && ChannelBinding.same(p.binding, binding);
   }
 }

@@ -252,7 +252,8 @@ final class Requester {
     }
     boolean inline = (flags & SendRequests.INLINE) != 0;
     boolean writesLocal = op == WrOpcode.RDMA_READ || op.isAtomic();
-    int status = localSegments(wr, inline && !writesLocal, writesLocal, writesLocal ? local : gather);
+    LocalUse use = writesLocal ? LocalUse.WRITE : inline ? LocalUse.INLINE : LocalUse.READ;
+    int status = localSegments(wr, use, writesLocal ? local : gather);
     if (status != OK) {
       complete(psn, WcStatus.of(status), 0);
       return;
@@ -341,11 +342,21 @@ final class Requester {
         (int) gather.total());
   }
 
+  /** What a request does with its local segments. */
+  private enum LocalUse {
+    /** Reads bytes copied into the slot at posting: no key to check. */
+    INLINE,
+    /** Reads registered memory: each SGE's lkey and bounds checked. */
+    READ,
+    /** Writes registered memory (a READ's or an atomic's answer): LOCAL_WRITE checked too. */
+    WRITE
+  }
+
   /**
    * Builds the request's local segment list, checking each SGE's lkey, bounds and (when the
    * request writes local memory) LOCAL_WRITE. Returns OK or a WcStatus code.
    */
-  private int localSegments(long wr, boolean inline, boolean needWrite, Segments into) {
+  private int localSegments(long wr, LocalUse use, Segments into) {
     into.clear();
     int n = NativeMemory.getInt(wr + RequestLayout.OFF_NUM_SGE);
     long sges = NativeMemory.getLong(wr + RequestLayout.OFF_SG_LIST);
@@ -354,9 +365,9 @@ final class Requester {
       long len = RequestLayout.sgeLength(sges, k);
       int lkey = RequestLayout.sgeLkey(sges, k);
       if (len > qp.device.settings.maxMsgSize) return WcStatus.LOC_LEN_ERR.code;
-      if (inline) {
+      if (use == LocalUse.INLINE) {
         into.add(addr, len); // copied into the slot at posting: the provider's memory
-      } else if (!qp.grantLocal(lkey, addr, len, needWrite, into)) {
+      } else if (!qp.grantLocal(lkey, addr, len, use == LocalUse.WRITE, into)) {
         return WcStatus.LOC_PROT_ERR.code;
       }
     }
@@ -487,7 +498,7 @@ final class Requester {
       if (readData != null) { // from another process: it carries what was asked, no more
         long expected = r.code == ACK && op == WrOpcode.RDMA_READ ? RequestLayout.requestLength(wr) : 0;
         if (readData.length() != expected) {
-          throw new FabricWire.Violation("it answered " + op + " (PSN " + r.psn + ") of QP "
+          throw new FabricWire.FabricViolation("it answered " + op + " (PSN " + r.psn + ") of QP "
               + qp.qpn + " with " + readData.length() + " bytes, where "
               + expected + " were asked");
         }
@@ -498,7 +509,7 @@ final class Requester {
       }
       generation = qp.fence.generation();
       if (op == WrOpcode.RDMA_READ || op.isAtomic()) {
-        if (localSegments(wr, false, true, answerTarget) != OK) {
+        if (localSegments(wr, LocalUse.WRITE, answerTarget) != OK) {
           if (readData != null) readData.finish();
           completeHead(WcStatus.LOC_PROT_ERR, 0);
           return;

@@ -44,7 +44,7 @@ final class SoftMulticast implements SoftPeer {
       ThreadLocal.withInitial(() -> new byte[MulticastWire.MAX_DATAGRAM]);
   private final ThreadLocal<MemoryPayload> payloads = ThreadLocal.withInitial(MemoryPayload::new);
   // guarded by this
-  private final Map<InetAddress, Receiver> joined = new HashMap<>();
+  private final Map<InetAddress, GroupMembership> joined = new HashMap<>();
   private MulticastSocket sender;
   private int port;
   private InetAddress interfaceAddress;
@@ -85,9 +85,9 @@ final class SoftMulticast implements SoftPeer {
     InetAddress group = groupOf(mgid);
     synchronized (this) {
       if (group != null) {
-        Receiver r = joined.get(group);
+        GroupMembership r = joined.get(group);
         if (r == null) {
-          r = new Receiver(group);
+          r = new GroupMembership(group);
           joined.put(group, r);
         }
         r.members++;
@@ -103,7 +103,7 @@ final class SoftMulticast implements SoftPeer {
       Set<SoftQp> set = members.get(mgid);
       if (set == null || !set.remove(qp)) return;
       if (set.isEmpty()) members.remove(mgid, set);
-      Receiver r = group == null ? null : joined.get(group);
+      GroupMembership r = group == null ? null : joined.get(group);
       if (r == null || --r.members > 0) return;
       joined.remove(group);
       r.close();
@@ -143,19 +143,19 @@ final class SoftMulticast implements SoftPeer {
 
   /** Every soft device of this JVM is gone: the sockets close. */
   synchronized void shutdown() {
-    for (Receiver r : joined.values()) r.close();
+    for (GroupMembership r : joined.values()) r.close();
     joined.clear();
     if (sender != null) sender.close();
     sender = null;
   }
 
   /** This process's membership of one IPv4 group: its socket and the thread reading it. */
-  private final class Receiver {
+  private final class GroupMembership {
     final InetAddress group;
     final MulticastSocket socket;
     int members;
 
-    Receiver(InetAddress group) throws IOException {
+    GroupMembership(InetAddress group) throws IOException {
       if (port == 0) throw new SocketException("the fabric's multicast port is not configured");
       this.group = group;
       MulticastSocket s = new MulticastSocket(null);
@@ -248,7 +248,7 @@ final class SoftMulticast implements SoftPeer {
   private void readLoop(MulticastSocket s) {
     byte[] b = new byte[MulticastWire.MAX_DATAGRAM + 1]; // one more: too long shows
     DatagramPacket p = new DatagramPacket(b, b.length);
-    MulticastWire.Datagram d = new MulticastWire.Datagram();
+    MulticastWire.ParsedDatagram d = new MulticastWire.ParsedDatagram();
     RequestHeader h = new RequestHeader();
     MemoryPayload payload = new MemoryPayload();
     Segments bytes = new Segments(1);
@@ -264,7 +264,7 @@ final class SoftMulticast implements SoftPeer {
         }
         try {
           deliver(b, p, d, h, payload, bytes, memory);
-        } catch (MulticastWire.Violation v) {
+        } catch (MulticastWire.MulticastViolation v) {
           refusals.refuse(String.valueOf(p.getSocketAddress()), v.getMessage());
         } catch (RuntimeException e) {
           LOG.error("soft multicast: delivering a datagram from {} failed", p.getSocketAddress(),
@@ -274,8 +274,15 @@ final class SoftMulticast implements SoftPeer {
     }
   }
 
-  private void deliver(byte[] b, DatagramPacket p, MulticastWire.Datagram d, RequestHeader h,
-      MemoryPayload payload, Segments bytes, OffHeapBuffer memory) throws MulticastWire.Violation {
+  private void deliver(
+      byte[] b,
+      DatagramPacket p,
+      MulticastWire.ParsedDatagram d,
+      RequestHeader h,
+      MemoryPayload payload,
+      Segments bytes,
+      OffHeapBuffer memory)
+      throws MulticastWire.MulticastViolation {
     MulticastWire.parse(b, p.getLength(), d);
     if (d.origin == origin) return; // ours: this JVM's members had it when it was sent
     Set<SoftQp> set = members.get(Gid.of(d.mgid));
@@ -293,7 +300,7 @@ final class SoftMulticast implements SoftPeer {
     h.dgid = d.mgid;
     for (SoftQp qp : set) {
       if (d.length > qp.device.settings.mtu) {
-        throw new MulticastWire.Violation("a datagram of " + d.length + " bytes for "
+        throw new MulticastWire.MulticastViolation("a datagram of " + d.length + " bytes for "
             + qp.describe() + ", over its port's MTU of " + qp.device.settings.mtu);
       }
       bytes.single(memory.address(), d.length);

@@ -18,8 +18,8 @@ import net.jqwik.api.Provide;
  * Multicast datagrams as anyone on the link may send them: valid ones parse back; any bytes,
  * and valid ones with a byte changed or cut short or lengthened, either parse into a datagram
  * whose every field is within the format's bounds (payload exactly what follows the header, at
- * most 4096 bytes; sane GIDs and QPN) or fail with a {@link MulticastWire.Violation} naming what
- * was wrong, never anything else.
+ * most 4096 bytes; sane GIDs and QPN) or fail with a {@link MulticastWire.MulticastViolation}
+ * naming what was wrong, never anything else.
  */
 class MulticastWirePropertyTest {
   private static final byte[] MGID = Gid.parse("::ffff:239.77.1.1").toBytes();
@@ -44,9 +44,9 @@ class MulticastWirePropertyTest {
   }
 
   @Property(tries = 300)
-  void validDatagramsParse(@ForAll("valid") Valid v) throws MulticastWire.Violation {
+  void validDatagramsParse(@ForAll("valid") Valid v) throws MulticastWire.MulticastViolation {
     byte[] b = v.bytes();
-    MulticastWire.Datagram d = new MulticastWire.Datagram();
+    MulticastWire.ParsedDatagram d = new MulticastWire.ParsedDatagram();
     MulticastWire.parse(b, b.length, d);
     assertEquals(v.origin(), d.origin);
     assertEquals(v.qpn(), d.srcQpn);
@@ -75,10 +75,10 @@ class MulticastWirePropertyTest {
 
   @Property(tries = 2000)
   void hostileBytesParseWithinBoundsOrFailNamed(@ForAll("hostile") byte[] b) {
-    MulticastWire.Datagram d = new MulticastWire.Datagram();
+    MulticastWire.ParsedDatagram d = new MulticastWire.ParsedDatagram();
     try {
       MulticastWire.parse(b, b.length, d);
-    } catch (MulticastWire.Violation e) {
+    } catch (MulticastWire.MulticastViolation e) {
       assertTrue(e.getMessage() != null && !e.getMessage().isBlank(), "a named violation");
       return;
     } catch (RuntimeException e) {
@@ -97,9 +97,9 @@ class MulticastWirePropertyTest {
   void aLengthPastTheBufferIsAViolation(@ForAll("valid") Valid v) {
     byte[] b = v.bytes();
     try {
-      MulticastWire.parse(b, b.length + 1, new MulticastWire.Datagram());
+      MulticastWire.parse(b, b.length + 1, new MulticastWire.ParsedDatagram());
       fail("a length past the buffer parsed");
-    } catch (MulticastWire.Violation e) {
+    } catch (MulticastWire.MulticastViolation e) {
       assertTrue(e.getMessage().contains("no datagram"), e.getMessage());
     }
   }

@@ -50,7 +50,7 @@ public final class RdmaRuntime implements Extension {
   }
 
   public static RdmaRuntime get(ActorSystem<?> system) {
-    return Id.INSTANCE.apply(system);
+    return RdmaRuntimeId.INSTANCE.apply(system);
   }
 
   /**
@@ -153,10 +153,10 @@ public final class RdmaRuntime implements Extension {
     return prefix + "-" + names.incrementAndGet();
   }
 
-  public static final class Id extends ExtensionId<RdmaRuntime> {
-    static final Id INSTANCE = new Id();
+  public static final class RdmaRuntimeId extends ExtensionId<RdmaRuntime> {
+    static final RdmaRuntimeId INSTANCE = new RdmaRuntimeId();
 
-    private Id() {}
+    private RdmaRuntimeId() {}
 
     @Override
     public RdmaRuntime createExtension(ActorSystem<?> system) {

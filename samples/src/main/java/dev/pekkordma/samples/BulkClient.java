@@ -32,12 +32,28 @@ import java.util.zip.CRC32C;
  */
 public final class BulkClient {
   /** What to send and how. */
-  public record Settings(long totalBytes, int chunkSize, int depth, TransferMode mode, long seed,
-      long sourceLimit, Duration timeout, int spins, long corruptAt) {}
+  public record ClientSettings(
+      long totalBytes,
+      int chunkSize,
+      int depth,
+      TransferMode mode,
+      long seed,
+      long sourceLimit,
+      Duration timeout,
+      int spins,
+      long corruptAt) {}
 
   /** What happened, as the client saw it. */
-  public record Result(long bytes, long chunks, double seconds, int clientCrc, int serverCrc,
-      boolean serverSaysOk, ChecksumVerifier.Result check, int serverSlots, int window,
+  public record ClientResult(
+      long bytes,
+      long chunks,
+      double seconds,
+      int clientCrc,
+      int serverCrc,
+      boolean serverSaysOk,
+      ChecksumVerifier.ChecksumReport check,
+      int serverSlots,
+      int window,
       long loopAllocatedBytes) {
     public double mibPerSecond() {
       return bytes / (1024.0 * 1024.0) / seconds;
@@ -55,11 +71,12 @@ public final class BulkClient {
   private static final long FIN_WRID = -1L;
 
   private final RdmaProvider provider;
-  private final Settings settings;
+  private final ClientSettings settings;
   private final PrintStream log;
   private final boolean verbose;
 
-  public BulkClient(RdmaProvider provider, Settings settings, PrintStream log, boolean verbose) {
+  public BulkClient(
+      RdmaProvider provider, ClientSettings settings, PrintStream log, boolean verbose) {
     this.provider = provider;
     this.settings = settings;
     this.log = log;
@@ -79,12 +96,13 @@ public final class BulkClient {
   }
 
   /** Connects with the connection manager and sends. */
-  public Result run(InetSocketAddress server, Progress.Kind progressKind) {
-    return run(CmLink.connector(provider), server, progressKind);
+  public ClientResult run(InetSocketAddress server, Progress.Display progressKind) {
+    return run(CmBulkLink.connector(provider), server, progressKind);
   }
 
-  Result run(BulkLink.Connector connector, InetSocketAddress server, Progress.Kind progressKind) {
-    Settings s = settings;
+  ClientResult run(
+      BulkLink.Dialer connector, InetSocketAddress server, Progress.Display progressKind) {
+    ClientSettings s = settings;
     try (Resources res = new Resources()) {
       BulkLink.Outgoing link = res.add(connector.open(server));
       DeviceContext ctx = link.context();
@@ -119,8 +137,8 @@ public final class BulkClient {
           .maxSendWr(sqDepth).maxRecvWr(rqDepth).maxSendSge(1).maxRecvSge(1));
       res.onClose(link::destroyQp);
 
-      BulkWire.Hello hello = new BulkWire.Hello(s.mode(), s.totalBytes(), s.chunkSize(), s.depth(),
-          s.seed());
+      BulkWire.TransferPlan hello = new BulkWire.TransferPlan(s.mode(), s.totalBytes(),
+          s.chunkSize(), s.depth(), s.seed());
       BulkWire.RingInfo ring = link.connect(hello);
       try {
         if (ring.slotSize() < Math.max(s.chunkSize(), BulkWire.Fin.LENGTH)) {
@@ -140,7 +158,7 @@ public final class BulkClient {
           recvs.add(r).sge(ctrlMr, (long) r * BulkWire.CONTROL_SIZE, BulkWire.CONTROL_SIZE);
         }
         qp.postRecv(recvs);
-        Result result;
+        ClientResult result;
         try (Progress progress = Progress.create(progressKind, "sent", s.totalBytes(), log)) {
           result = transfer(hello, ring, window, qp, poller, src, srcMr, ctrl, ctrlMr, recvs,
               sends, rqDepth, progress, link.peer());
@@ -172,11 +190,11 @@ public final class BulkClient {
         + wcs.describe(i) + why);
   }
 
-  private Result transfer(BulkWire.Hello hello, BulkWire.RingInfo ring, int window, QueuePair qp,
-      CompletionPoller poller, OffHeapBuffer src, MemoryRegion srcMr, OffHeapBuffer ctrl,
-      MemoryRegion ctrlMr, RecvRequests recvs, SendRequests sends, int rqDepth, Progress progress,
-      String peer) {
-    Settings s = settings;
+  private ClientResult transfer(BulkWire.TransferPlan hello, BulkWire.RingInfo ring, int window,
+      QueuePair qp, CompletionPoller poller, OffHeapBuffer src, MemoryRegion srcMr,
+      OffHeapBuffer ctrl, MemoryRegion ctrlMr, RecvRequests recvs, SendRequests sends,
+      int rqDepth, Progress progress, String peer) {
+    ClientSettings s = settings;
     int chunk = s.chunkSize();
     ByteBuffer[] srcViews = new ByteBuffer[window];
     for (int i = 0; i < window; i++) srcViews[i] = src.view(i * chunk, chunk);
@@ -278,9 +296,18 @@ public final class BulkClient {
     // the last credit may never come (the server sends none once it has the FIN): the verdict counts
     progress.update(verdict.bytes());
     int ourCrc = (int) crc.getValue();
-    ChecksumVerifier.Result check = ChecksumVerifier.verify(s.totalBytes(), chunks, ourCrc,
+    ChecksumVerifier.ChecksumReport check = ChecksumVerifier.verify(s.totalBytes(), chunks, ourCrc,
         verdict.bytes(), verdict.chunks(), verdict.crc());
-    return new Result(s.totalBytes(), chunks, seconds, ourCrc, verdict.crc(), verdict.ok(), check,
-        slots, window, allocatedBefore < 0 ? -1 : allocated);
+    return new ClientResult(
+        s.totalBytes(),
+        chunks,
+        seconds,
+        ourCrc,
+        verdict.crc(),
+        verdict.ok(),
+        check,
+        slots,
+        window,
+        allocatedBefore < 0 ? -1 : allocated);
   }
 }

@@ -10,9 +10,9 @@ import java.util.function.BooleanSupplier;
 
 /**
  * How one side's QP gets connected to the other's, and what the two say while connecting: the
- * client's {@link BulkWire.Hello} and the server's {@link BulkWire.RingInfo}. {@link CmLink} does
- * it with the connection manager; {@link HandLink} by hand within one JVM, for a provider without
- * one.
+ * client's {@link BulkWire.TransferPlan} and the server's {@link BulkWire.RingInfo}.
+ * {@link CmBulkLink} does it with the connection manager; {@link HandLink} by hand within one
+ * JVM, for a provider without one.
  */
 interface BulkLink {
   /** One side of one connection. Closing it destroys the QP and whatever it opened. */
@@ -42,7 +42,7 @@ interface BulkLink {
 
   /** A client that asked to connect, not yet answered. */
   interface Incoming extends Connection {
-    BulkWire.Hello hello();
+    BulkWire.TransferPlan hello();
 
     /** Refuses it with a reason the client will print, and closes it. */
     void reject(String reason);
@@ -54,7 +54,7 @@ interface BulkLink {
   /** The client's side before and after connecting. */
   interface Outgoing extends Connection {
     /** Connects, announcing {@code hello}; returns the server's ring once connected. */
-    BulkWire.RingInfo connect(BulkWire.Hello hello);
+    BulkWire.RingInfo connect(BulkWire.TransferPlan hello);
   }
 
   /** Where clients come to a server. */
@@ -69,7 +69,7 @@ interface BulkLink {
   }
 
   /** A client's way to a server: resolves it and opens what is needed to build the QP. */
-  interface Connector {
+  interface Dialer {
     Outgoing open(InetSocketAddress server);
   }
 }

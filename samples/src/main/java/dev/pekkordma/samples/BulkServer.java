@@ -30,28 +30,37 @@ import java.util.zip.CRC32C;
  */
 public final class BulkServer implements AutoCloseable {
   /** Server-side knobs. */
-  public record Options(long ringLimit, Duration idleTimeout, int spins) {
-    public static Options defaults() {
-      return new Options(256L << 20, Duration.ofSeconds(30), 200);
+  public record ServerOptions(long ringLimit, Duration idleTimeout, int spins) {
+    public static ServerOptions defaults() {
+      return new ServerOptions(256L << 20, Duration.ofSeconds(30), 200);
     }
   }
 
   /** What the server received and how it judged it. */
-  public record Result(BulkWire.Hello hello, int slots, long bytes, long chunks, int crc,
-      int clientCrc, ChecksumVerifier.Result check, double seconds, long loopAllocatedBytes) {}
+  public record ServerResult(
+      BulkWire.TransferPlan hello,
+      int slots,
+      long bytes,
+      long chunks,
+      int crc,
+      int clientCrc,
+      ChecksumVerifier.ChecksumReport check,
+      double seconds,
+      long loopAllocatedBytes) {}
 
   private static final long CREDIT_WRID = -1L;
   private static final long VERDICT_WRID = -2L;
 
   private final BulkLink.Listener listener;
-  private final Options options;
+  private final ServerOptions options;
   private final PrintStream log;
   private final boolean verbose;
   private volatile boolean stopping;
   private volatile boolean clientSeen;
 
   /** Serves the clients that come to {@code listener} (which it closes at the end). */
-  public BulkServer(BulkLink.Listener listener, Options options, PrintStream log, boolean verbose) {
+  public BulkServer(
+      BulkLink.Listener listener, ServerOptions options, PrintStream log, boolean verbose) {
     this.listener = listener;
     this.options = options;
     this.log = log;
@@ -59,9 +68,13 @@ public final class BulkServer implements AutoCloseable {
   }
 
   /** Listens with the connection manager on {@code bind} (port 0 picks one). */
-  public static BulkServer listen(RdmaProvider provider, InetSocketAddress bind, Options options,
-      PrintStream log, boolean verbose) {
-    return new BulkServer(CmLink.listen(provider, bind, log, verbose), options, log, verbose);
+  public static BulkServer listen(
+      RdmaProvider provider,
+      InetSocketAddress bind,
+      ServerOptions options,
+      PrintStream log,
+      boolean verbose) {
+    return new BulkServer(CmBulkLink.listen(provider, bind, log, verbose), options, log, verbose);
   }
 
   public InetSocketAddress localAddress() {
@@ -79,14 +92,14 @@ public final class BulkServer implements AutoCloseable {
   }
 
   /** Serves one client, waiting at most {@code acceptTimeout} for it. */
-  public Result serveOne(Duration acceptTimeout, Progress.Kind progressKind) {
+  public ServerResult serveOne(Duration acceptTimeout, Progress.Display progressKind) {
     BulkLink.Incoming in = listener.next(acceptTimeout, () -> stopping);
     if (in == null) {
       throw new TransferFailure(stopping ? "server stopped before a client connected"
           : "no client connected within " + acceptTimeout.toSeconds() + " s");
     }
     clientSeen = true;
-    BulkWire.Hello hello = in.hello();
+    BulkWire.TransferPlan hello = in.hello();
     DeviceContext ctx = in.context();
     long maxMsg = ctx.queryPort(in.port()).maxMsgSize();
     if (hello.chunkSize() > maxMsg) {
@@ -111,8 +124,8 @@ public final class BulkServer implements AutoCloseable {
     }
   }
 
-  private Result serve(BulkLink.Incoming in, DeviceContext ctx, BulkWire.Hello hello, int slots,
-      int slotSize, Resources res, Progress.Kind progressKind) {
+  private ServerResult serve(BulkLink.Incoming in, DeviceContext ctx, BulkWire.TransferPlan hello,
+      int slots, int slotSize, Resources res, Progress.Display progressKind) {
     ProtectionDomain pd = res.add(ctx.allocPd());
     int sqDepth = slots + 4;
     int rqDepth = slots + 1;
@@ -223,10 +236,10 @@ public final class BulkServer implements AutoCloseable {
       long allocated = Allocations.currentThread() - allocatedBefore;
       double seconds = (System.nanoTime() - start) / 1e9;
       int ourCrc = (int) crc.getValue();
-      ChecksumVerifier.Result check =
+      ChecksumVerifier.ChecksumReport check =
           ChecksumVerifier.verify(fin.bytes(), fin.chunks(), fin.crc(), bytes, expected, ourCrc);
       if (fin.bytes() != hello.totalBytes()) {
-        check = new ChecksumVerifier.Result(false, append(check, "client announced "
+        check = new ChecksumVerifier.ChecksumReport(false, append(check, "client announced "
             + hello.totalBytes() + " bytes but its FIN says " + fin.bytes()));
       }
 
@@ -263,7 +276,7 @@ public final class BulkServer implements AutoCloseable {
       if (!in.awaitPeerDisconnect(Duration.ofSeconds(10)) && verbose) {
         log.println("server: the client did not disconnect in 10 s; disconnecting");
       }
-      return new Result(hello, slots, bytes, expected, ourCrc, fin.crc(), check, seconds,
+      return new ServerResult(hello, slots, bytes, expected, ourCrc, fin.crc(), check, seconds,
           allocatedBefore < 0 ? -1 : allocated);
     } finally {
       try {
@@ -274,7 +287,7 @@ public final class BulkServer implements AutoCloseable {
     }
   }
 
-  private static java.util.List<String> append(ChecksumVerifier.Result r, String problem) {
+  private static java.util.List<String> append(ChecksumVerifier.ChecksumReport r, String problem) {
     java.util.List<String> l = new java.util.ArrayList<>(r.problems());
     l.add(problem);
     return java.util.List.copyOf(l);

@@ -35,7 +35,7 @@ import picocli.CommandLine.Option;
 public final class BulkTransfer implements Callable<Integer> {
 
   @Mixin TransferOptions transfer;
-  @Mixin CommonOptions common;
+  @Mixin BulkOptions common;
 
   private final PrintStream out;
 
@@ -50,8 +50,15 @@ public final class BulkTransfer implements Callable<Integer> {
 
   /** Runs the command line and returns the exit code (the tests call this). */
   public static int execute(String[] args, PrintStream out, PrintStream err) {
-    return SampleCommandLine.execute(args, out, err, BulkTransfer::describe,
-        new BulkTransfer(out), new Demo(out), new Server(out), new Client(out));
+    return SampleCommandLine.execute(
+        args,
+        out,
+        err,
+        BulkTransfer::describe,
+        new BulkTransfer(out),
+        new Demo(out),
+        new BulkServerCommand(out),
+        new BulkClientCommand(out));
   }
 
   static String describe(Throwable e) {
@@ -98,7 +105,7 @@ public final class BulkTransfer implements Callable<Integer> {
         description = "Test hook: flip the byte at this offset after checksumming it.")
     long corruptAt;
 
-    BulkClient.Settings settings(long sourceLimit) {
+    BulkClient.ClientSettings settings(long sourceLimit) {
       BulkClient.validate(size, chunk, depth);
       long chunk = Math.min(this.chunk, size); // a request never carries more than there is
       if (chunk > Integer.MAX_VALUE) {
@@ -108,13 +115,13 @@ public final class BulkTransfer implements Callable<Integer> {
       if (timeoutSeconds <= 0) {
         throw new BadOption("--timeout must be positive, was " + timeoutSeconds);
       }
-      return new BulkClient.Settings(size, (int) chunk, depth, mode, seed, sourceLimit,
+      return new BulkClient.ClientSettings(size, (int) chunk, depth, mode, seed, sourceLimit,
           Duration.ofSeconds(timeoutSeconds), 200, corruptAt);
     }
   }
 
   /** How to run: shared by every command. */
-  static final class CommonOptions implements SampleCommandLine.Verbose {
+  static final class BulkOptions implements SampleCommandLine.Verbose {
     @Option(names = {"-v", "--verbose"},
         description = "Say more: connection details, the provider's live resources at the end.")
     boolean verbose;
@@ -122,7 +129,7 @@ public final class BulkTransfer implements Callable<Integer> {
     @Option(names = "--progress", paramLabel = "KIND", defaultValue = "auto",
         description = "auto (a bar on a terminal, else a line per quarter), bar, plain or none"
             + " (default: ${DEFAULT-VALUE}).")
-    Progress.Kind progress;
+    Progress.Display progress;
 
     @Mixin SharedOptions.ProviderChoice provider;
 
@@ -146,7 +153,7 @@ public final class BulkTransfer implements Callable<Integer> {
       description = "Server and client in this JVM on 127.0.0.1 (the default).")
   static final class Demo implements Callable<Integer> {
     @Mixin TransferOptions transfer;
-    @Mixin CommonOptions common;
+    @Mixin BulkOptions common;
     private final PrintStream out;
 
     Demo(PrintStream out) {
@@ -161,17 +168,17 @@ public final class BulkTransfer implements Callable<Integer> {
 
   @Command(name = "server", mixinStandardHelpOptions = true,
       description = "Waits for one client, receives its data, checks it and exits.")
-  static final class Server implements Callable<Integer> {
+  static final class BulkServerCommand implements Callable<Integer> {
     @Mixin SharedOptions.Listen listen;
 
     @Option(names = "--timeout", paramLabel = "SECONDS", defaultValue = "30",
         description = "Give up after this long without data (default: ${DEFAULT-VALUE}).")
     int timeoutSeconds;
 
-    @Mixin CommonOptions common;
+    @Mixin BulkOptions common;
     private final PrintStream out;
 
-    Server(PrintStream out) {
+    BulkServerCommand(PrintStream out) {
       this.out = out;
     }
 
@@ -181,10 +188,16 @@ public final class BulkTransfer implements Callable<Integer> {
       if (timeoutSeconds <= 0) throw new BadOption("--timeout must be positive");
       try (RdmaProvider provider = common.loadProvider()) {
         ResourceCounts before = provider.liveResources();
-        BulkServer.Result r;
+        BulkServer.ServerResult r;
         requireCm(provider);
-        try (BulkServer server = BulkServer.listen(provider, listen.address(), new BulkServer.Options(
-            common.ringLimit, Duration.ofSeconds(timeoutSeconds), 200), out, common.verbose)) {
+        try (BulkServer server =
+            BulkServer.listen(
+                provider,
+                listen.address(),
+                new BulkServer.ServerOptions(
+                    common.ringLimit, Duration.ofSeconds(timeoutSeconds), 200),
+                out,
+                common.verbose)) {
           out.println("server: listening on " + format(server.localAddress()) + " ("
               + provider.name() + " provider)");
           r = server.serveOne(acceptTimeout, common.progress);
@@ -204,24 +217,24 @@ public final class BulkTransfer implements Callable<Integer> {
 
   @Command(name = "client", mixinStandardHelpOptions = true,
       description = "Connects to a server and sends it the data.")
-  static final class Client implements Callable<Integer> {
-    @Mixin SharedOptions.Connect connect;
+  static final class BulkClientCommand implements Callable<Integer> {
+    @Mixin SharedOptions.ConnectTarget connect;
 
     @Mixin TransferOptions transfer;
-    @Mixin CommonOptions common;
+    @Mixin BulkOptions common;
     private final PrintStream out;
 
-    Client(PrintStream out) {
+    BulkClientCommand(PrintStream out) {
       this.out = out;
     }
 
     @Override
     public Integer call() {
-      BulkClient.Settings settings = transfer.settings(common.ringLimit);
+      BulkClient.ClientSettings settings = transfer.settings(common.ringLimit);
       try (RdmaProvider provider = common.loadProvider()) {
         requireCm(provider);
         ResourceCounts before = provider.liveResources();
-        BulkClient.Result r = new BulkClient(provider, settings, out, common.verbose)
+        BulkClient.ClientResult r = new BulkClient(provider, settings, out, common.verbose)
             .run(connect.address(), common.progress);
         printSummary(r, settings, provider.name(), out);
         reportResources(provider, before, common.verbose, out);
@@ -231,10 +244,11 @@ public final class BulkTransfer implements Callable<Integer> {
   }
 
   /** The outcome of a demo run, for tests. */
-  record DemoOutcome(BulkClient.Result client, BulkServer.Result server, ResourceCounts leaked) {}
+  record DemoOutcome(
+      BulkClient.ClientResult client, BulkServer.ServerResult server, ResourceCounts leaked) {}
 
-  static int runDemo(TransferOptions transfer, CommonOptions common, PrintStream out) {
-    BulkClient.Settings settings = transfer.settings(common.ringLimit);
+  static int runDemo(TransferOptions transfer, BulkOptions common, PrintStream out) {
+    BulkClient.ClientSettings settings = transfer.settings(common.ringLimit);
     try (RdmaProvider provider = common.loadProvider()) {
       DemoOutcome o = demo(provider, settings, common, out);
       printSummary(o.client(), settings, provider.name(), out);
@@ -249,35 +263,38 @@ public final class BulkTransfer implements Callable<Integer> {
   }
 
   /** Server on a thread, client here, both on {@code provider}; everything closed at the end. */
-  static DemoOutcome demo(RdmaProvider provider, BulkClient.Settings settings,
-      CommonOptions common, PrintStream out) {
+  static DemoOutcome demo(
+      RdmaProvider provider,
+      BulkClient.ClientSettings settings,
+      BulkOptions common,
+      PrintStream out) {
     return demo(provider, settings, common, out,
         provider.supports(RdmaProvider.Feature.CONNECTION_MANAGER));
   }
 
   /** The demo through the connection manager ({@code cm}) or with QPs connected by hand. */
-  static DemoOutcome demo(RdmaProvider provider, BulkClient.Settings settings,
-      CommonOptions common, PrintStream out, boolean cm) {
+  static DemoOutcome demo(RdmaProvider provider, BulkClient.ClientSettings settings,
+      BulkOptions common, PrintStream out, boolean cm) {
     ResourceCounts before = provider.liveResources();
-    BulkServer.Options serverOptions =
-        new BulkServer.Options(common.ringLimit, settings.timeout(), settings.spins());
-    BulkClient.Result client;
-    BulkServer.Result server;
+    BulkServer.ServerOptions serverOptions =
+        new BulkServer.ServerOptions(common.ringLimit, settings.timeout(), settings.spins());
+    BulkClient.ClientResult client;
+    BulkServer.ServerResult server;
     HandLink hand = cm ? null : new HandLink(provider);
     BulkLink.Listener listener = cm
-        ? CmLink.listen(provider, new InetSocketAddress("127.0.0.1", 0), out, common.verbose)
+        ? CmBulkLink.listen(provider, new InetSocketAddress("127.0.0.1", 0), out, common.verbose)
         : hand;
-    BulkLink.Connector connector = cm ? CmLink.connector(provider) : hand;
+    BulkLink.Dialer connector = cm ? CmBulkLink.connector(provider) : hand;
     try (BulkServer srv = new BulkServer(listener, serverOptions, out, common.verbose)) {
       if (common.verbose) {
         out.println("demo: " + provider.name() + " provider, " + (cm
             ? "connection manager, server on " + format(srv.localAddress())
             : "no connection manager: QPs connected by hand"));
       }
-      CompletableFuture<BulkServer.Result> serverRun = new CompletableFuture<>();
+      CompletableFuture<BulkServer.ServerResult> serverRun = new CompletableFuture<>();
       Thread t = new Thread(() -> {
         try {
-          serverRun.complete(srv.serveOne(Duration.ofSeconds(30), Progress.Kind.NONE));
+          serverRun.complete(srv.serveOne(Duration.ofSeconds(30), Progress.Display.NONE));
         } catch (Throwable e) {
           serverRun.completeExceptionally(e);
         }
@@ -321,8 +338,8 @@ public final class BulkTransfer implements Callable<Integer> {
     }
   }
 
-  static void printSummary(BulkClient.Result r, BulkClient.Settings s, String provider,
-      PrintStream out) {
+  static void printSummary(
+      BulkClient.ClientResult r, BulkClient.ClientSettings s, String provider, PrintStream out) {
     out.printf(Locale.ROOT, "transferred  %d bytes (%s) in %.3f s (%s, %s chunks, %d in flight,"
             + " %s provider)%n", r.bytes(), ByteSize.format(r.bytes()), r.seconds(),
         s.mode().name().toLowerCase(Locale.ROOT), ByteSize.format(s.chunkSize()), r.window(),

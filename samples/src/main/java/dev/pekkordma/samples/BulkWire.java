@@ -9,8 +9,8 @@ import java.nio.charset.StandardCharsets;
  * The bulk-transfer protocol's messages, big-endian.
  *
  * <ul>
- *   <li>{@link Hello} in the connect request's private data (at most 56 bytes): what the client
- *       will send.
+ *   <li>{@link TransferPlan} in the connect request's private data (at most 56 bytes): what
+ *       the client will send.
  *   <li>{@link RingInfo} in the accept's private data (at most 196 bytes): where the server's
  *       ring is and how many slots it has; the client starts with that many credits.
  *   <li>A reject's private data: a reason the client prints.
@@ -50,7 +50,8 @@ public final class BulkWire {
   }
 
   /** The client's announcement. */
-  public record Hello(TransferMode mode, long totalBytes, int chunkSize, int depth, long seed) {
+  public record TransferPlan(TransferMode mode, long totalBytes, int chunkSize, int depth,
+      long seed) {
     static final int LENGTH = 32;
 
     public byte[] encode() {
@@ -60,7 +61,7 @@ public final class BulkWire {
       return b.array();
     }
 
-    public static Hello decode(byte[] data) {
+    public static TransferPlan decode(byte[] data) {
       ByteBuffer b = read(data, LENGTH, "connect request private data");
       byte version = b.get();
       if (version != VERSION) {
@@ -72,8 +73,8 @@ public final class BulkWire {
         throw new ProtocolException("unknown transfer mode " + mode);
       }
       b.getShort();
-      Hello h = new Hello(TransferMode.values()[mode], b.getLong(), b.getInt(), b.getInt(),
-          b.getLong());
+      TransferPlan h = new TransferPlan(TransferMode.values()[mode], b.getLong(), b.getInt(),
+          b.getInt(), b.getLong());
       if (h.totalBytes <= 0 || h.chunkSize <= 0 || h.depth <= 0) {
         throw new ProtocolException("nonsense request: " + h);
       }

@@ -8,13 +8,13 @@ public final class ChecksumVerifier {
   private ChecksumVerifier() {}
 
   /** The outcome: {@code ok}, or the list of what differs. */
-  public record Result(boolean ok, List<String> problems) {
+  public record ChecksumReport(boolean ok, List<String> problems) {
     public String describe() {
       return ok ? "checksum OK" : "MISMATCH: " + String.join("; ", problems);
     }
   }
 
-  public static Result verify(long sentBytes, long sentChunks, int sentCrc,
+  public static ChecksumReport verify(long sentBytes, long sentChunks, int sentCrc,
       long receivedBytes, long receivedChunks, int receivedCrc) {
     List<String> problems = new ArrayList<>();
     if (sentBytes != receivedBytes) {
@@ -27,7 +27,7 @@ public final class ChecksumVerifier {
       problems.add("CRC32C of the bytes sent " + hex(sentCrc) + " != of the bytes received "
           + hex(receivedCrc));
     }
-    return new Result(problems.isEmpty(), List.copyOf(problems));
+    return new ChecksumReport(problems.isEmpty(), List.copyOf(problems));
   }
 
   public static String hex(int crc) {

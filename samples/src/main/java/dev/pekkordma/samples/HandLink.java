@@ -25,7 +25,7 @@ import java.util.function.BooleanSupplier;
  * QP number, and the hello and ring info are handed over in memory. Server and client of the
  * demo share one instance.
  */
-final class HandLink implements BulkLink.Listener, BulkLink.Connector {
+final class HandLink implements BulkLink.Listener, BulkLink.Dialer {
   private static final int PORT = 1;
   private static final int QP_ACCESS = Access.LOCAL_WRITE | Access.REMOTE_WRITE;
   private static final Duration ANSWER_TIMEOUT = Duration.ofSeconds(10);
@@ -38,7 +38,7 @@ final class HandLink implements BulkLink.Listener, BulkLink.Connector {
   }
 
   /** What the client hands the server: its hello and its QP's address. */
-  private record Offer(BulkWire.Hello hello, Gid gid, int qpNum, int psn,
+  private record Offer(BulkWire.TransferPlan hello, Gid gid, int qpNum, int psn,
       CompletableFuture<Answer> answer,
       CompletableFuture<Void> clientGone, CompletableFuture<Void> serverGone) {}
 
@@ -56,7 +56,7 @@ final class HandLink implements BulkLink.Listener, BulkLink.Connector {
     try {
       while (!stop.getAsBoolean() && System.nanoTime() < deadline) {
         Offer o = offers.poll(100, TimeUnit.MILLISECONDS);
-        if (o != null) return new Incoming(o);
+        if (o != null) return new HandIncoming(o);
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -66,7 +66,7 @@ final class HandLink implements BulkLink.Listener, BulkLink.Connector {
 
   @Override
   public BulkLink.Outgoing open(InetSocketAddress server) {
-    return new Outgoing();
+    return new HandOutgoing();
   }
 
   @Override
@@ -85,7 +85,7 @@ final class HandLink implements BulkLink.Listener, BulkLink.Connector {
     }
   }
 
-  private abstract class Side implements BulkLink.Connection {
+  private abstract class HandSide implements BulkLink.Connection {
     final DeviceContext context = provider.open(provider.devices().get(0));
     /** This side's first PSN: random, so that a stray packet cannot pass for the next one. */
     final int psn = java.util.concurrent.ThreadLocalRandom.current().nextInt(1 << 24);
@@ -148,15 +148,15 @@ final class HandLink implements BulkLink.Listener, BulkLink.Connector {
     }
   }
 
-  private final class Incoming extends Side implements BulkLink.Incoming {
+  private final class HandIncoming extends HandSide implements BulkLink.Incoming {
     private final Offer offer;
 
-    Incoming(Offer offer) {
+    HandIncoming(Offer offer) {
       this.offer = offer;
     }
 
     @Override
-    public BulkWire.Hello hello() {
+    public BulkWire.TransferPlan hello() {
       return offer.hello();
     }
 
@@ -197,11 +197,11 @@ final class HandLink implements BulkLink.Listener, BulkLink.Connector {
     }
   }
 
-  private final class Outgoing extends Side implements BulkLink.Outgoing {
+  private final class HandOutgoing extends HandSide implements BulkLink.Outgoing {
     private Offer offer;
 
     @Override
-    public BulkWire.RingInfo connect(BulkWire.Hello hello) {
+    public BulkWire.RingInfo connect(BulkWire.TransferPlan hello) {
       offer = new Offer(hello, gid(), qp.qpNum(), psn, new CompletableFuture<>(),
           new CompletableFuture<>(), new CompletableFuture<>());
       offers.add(offer);

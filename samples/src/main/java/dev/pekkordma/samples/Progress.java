@@ -19,11 +19,11 @@ public interface Progress extends AutoCloseable {
   void close();
 
   /** Which display {@code --progress} asked for. */
-  enum Kind {
+  enum Display {
     AUTO, BAR, PLAIN, NONE;
 
-    public static Kind parse(String s) {
-      for (Kind k : values()) if (k.name().equalsIgnoreCase(s)) return k;
+    public static Display parse(String s) {
+      for (Display k : values()) if (k.name().equalsIgnoreCase(s)) return k;
       throw new IllegalArgumentException("'" + s + "' is not a progress display; use auto, bar,"
           + " plain or none");
     }
@@ -41,9 +41,9 @@ public interface Progress extends AutoCloseable {
    * A bar when there is a terminal (or {@code BAR} was asked for), else a plain line at each
    * quarter (or nothing for {@code NONE}).
    */
-  static Progress create(Kind kind, String task, long total, PrintStream out) {
-    Kind k = kind;
-    if (k == Kind.AUTO) k = System.console() != null ? Kind.BAR : Kind.PLAIN;
+  static Progress create(Display kind, String task, long total, PrintStream out) {
+    Display k = kind;
+    if (k == Display.AUTO) k = System.console() != null ? Display.BAR : Display.PLAIN;
     switch (k) {
       case BAR: return new Bar(task, total);
       case PLAIN: return new Plain(task, total, out);

@@ -52,7 +52,7 @@ public final class SharedOptions {
   }
 
   /** A client's {@code --connect}. */
-  public static final class Connect {
+  public static final class ConnectTarget {
     @Option(names = "--connect", paramLabel = "HOST:PORT", defaultValue = DEFAULT_ADDRESS,
         converter = SampleCommandLine.HostPort.class,
         description = "The server's address (default: ${DEFAULT-VALUE}).")

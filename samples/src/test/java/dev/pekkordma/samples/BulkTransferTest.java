@@ -34,20 +34,20 @@ class BulkTransferTest {
     return RdmaProviders.load(c);
   }
 
-  private static BulkClient.Settings settings(long size, int chunk, int depth, TransferMode mode,
-      long corruptAt) {
-    return new BulkClient.Settings(size, chunk, depth, mode, 99, 256L << 20,
+  private static BulkClient.ClientSettings settings(
+      long size, int chunk, int depth, TransferMode mode, long corruptAt) {
+    return new BulkClient.ClientSettings(size, chunk, depth, mode, 99, 256L << 20,
         Duration.ofSeconds(20), 200, corruptAt);
   }
 
-  private static BulkTransfer.CommonOptions common() {
-    BulkTransfer.CommonOptions c = new BulkTransfer.CommonOptions();
-    c.progress = Progress.Kind.NONE;
+  private static BulkTransfer.BulkOptions common() {
+    BulkTransfer.BulkOptions c = new BulkTransfer.BulkOptions();
+    c.progress = Progress.Display.NONE;
     c.ringLimit = 256L << 20;
     return c;
   }
 
-  private BulkTransfer.DemoOutcome demo(RdmaProvider provider, BulkClient.Settings s) {
+  private BulkTransfer.DemoOutcome demo(RdmaProvider provider, BulkClient.ClientSettings s) {
     return BulkTransfer.demo(provider, s, common(), out);
   }
 

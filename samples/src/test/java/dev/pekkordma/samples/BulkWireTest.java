@@ -13,18 +13,19 @@ import org.junit.jupiter.api.Test;
 class BulkWireTest {
   @Test
   void helloFitsAConnectRequestAndRoundTrips() {
-    BulkWire.Hello h = new BulkWire.Hello(TransferMode.SEND, 3L << 30, 1 << 20, 16, -5);
+    BulkWire.TransferPlan h =
+        new BulkWire.TransferPlan(TransferMode.SEND, 3L << 30, 1 << 20, 16, -5);
     byte[] data = h.encode();
     assertTrue(data.length <= ConnectionParameters.MAX_CONNECT_PRIVATE_DATA);
     // librdmacm may pad private data with zeros
-    assertEquals(h, BulkWire.Hello.decode(Arrays.copyOf(data, 56)));
+    assertEquals(h, BulkWire.TransferPlan.decode(Arrays.copyOf(data, 56)));
     assertEquals(3072, h.chunks());
     assertEquals(1 << 20, h.chunkLength(3071));
   }
 
   @Test
   void lastChunkIsShort() {
-    BulkWire.Hello h = new BulkWire.Hello(TransferMode.WRITE, 10_000, 4096, 4, 1);
+    BulkWire.TransferPlan h = new BulkWire.TransferPlan(TransferMode.WRITE, 10_000, 4096, 4, 1);
     assertEquals(3, h.chunks());
     assertEquals(4096, h.chunkLength(1));
     assertEquals(10_000 - 8192, h.chunkLength(2));
@@ -41,7 +42,7 @@ class BulkWireTest {
   @Test
   void garbageIsRefusedWithAReason() {
     BulkWire.ProtocolException e = assertThrows(BulkWire.ProtocolException.class,
-        () -> BulkWire.Hello.decode(new byte[56]));
+        () -> BulkWire.TransferPlan.decode(new byte[56]));
     assertTrue(e.getMessage().contains("magic"), e.getMessage());
     assertThrows(BulkWire.ProtocolException.class, () -> BulkWire.RingInfo.decode(new byte[3]));
   }

@@ -13,14 +13,14 @@ import org.junit.jupiter.api.Test;
 class ChecksumVerifierTest {
   @Test
   void acceptsMatchingCounts() {
-    ChecksumVerifier.Result r = ChecksumVerifier.verify(100, 2, 0xcafe, 100, 2, 0xcafe);
+    ChecksumVerifier.ChecksumReport r = ChecksumVerifier.verify(100, 2, 0xcafe, 100, 2, 0xcafe);
     assertTrue(r.ok());
     assertEquals("checksum OK", r.describe());
   }
 
   @Test
   void rejectsAWrongChecksum() {
-    ChecksumVerifier.Result r = ChecksumVerifier.verify(100, 2, 0xcafe, 100, 2, 0xbeef);
+    ChecksumVerifier.ChecksumReport r = ChecksumVerifier.verify(100, 2, 0xcafe, 100, 2, 0xbeef);
     assertFalse(r.ok());
     assertTrue(r.describe().contains("MISMATCH"), r.describe());
     assertTrue(r.describe().contains("0000cafe") && r.describe().contains("0000beef"),

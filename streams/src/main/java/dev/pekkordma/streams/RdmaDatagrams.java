@@ -1,7 +1,7 @@
 package dev.pekkordma.streams;
 
+import dev.pekkordma.runtime.internal.datagram.DatagramSettings;
 import dev.pekkordma.streams.impl.StreamsRuntime;
-import dev.pekkordma.streams.impl.datagram.DatagramSettings;
 import dev.pekkordma.streams.impl.datagram.DatagramStage;
 import java.net.InetSocketAddress;
 import java.util.concurrent.CompletionStage;
@@ -32,7 +32,7 @@ public final class RdmaDatagrams {
 
   RdmaDatagrams(StreamsRuntime rt) {
     this.rt = rt;
-    this.settings = DatagramSettings.from(rt.system.settings().config());
+    this.settings = DatagramSettings.from(rt.system.settings().config(), DatagramSettings.STREAMS);
   }
 
   /**

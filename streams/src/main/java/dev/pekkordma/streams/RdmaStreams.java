@@ -2,8 +2,10 @@ package dev.pekkordma.streams;
 
 import dev.pekkordma.runtime.PortMetrics;
 import dev.pekkordma.streams.impl.BindStage;
+import dev.pekkordma.streams.impl.Closing;
 import dev.pekkordma.streams.impl.CompletionSources;
 import dev.pekkordma.streams.impl.ConnectionStage;
+import dev.pekkordma.streams.impl.Framing;
 import dev.pekkordma.streams.impl.StreamsRuntime;
 import dev.pekkordma.verbs.CompletionQueue;
 import dev.pekkordma.verbs.ResourceCounts;
@@ -67,7 +69,7 @@ public final class RdmaStreams implements Extension {
   }
 
   public static RdmaStreams get(ActorSystem<?> system) {
-    return Id.INSTANCE.apply(system);
+    return RdmaStreamsId.INSTANCE.apply(system);
   }
 
   public static RdmaStreams get(ClassicActorSystemProvider system) {
@@ -139,7 +141,7 @@ public final class RdmaStreams implements Extension {
   public Source<IncomingConnection, CompletionStage<ServerBinding>> bind(String host, int port,
       RdmaStreamSettings settings, boolean halfClose) {
     return Source.fromGraph(new BindStage(rt, new InetSocketAddress(host, port), settings,
-        halfClose, true));
+        Closing.halfClose(halfClose), Framing.MESSAGES));
   }
 
   /**
@@ -194,7 +196,8 @@ public final class RdmaStreams implements Extension {
       InetSocketAddress remote, InetSocketAddress localAddress, RdmaStreamSettings settings,
       boolean halfClose) {
     return ConnectionStage.<ByteString>flow(ConnectionStage.outgoing(rt, remote, localAddress,
-        settings, halfClose, true)).mapMaterializedValue(m -> m.connected());
+        settings, Closing.halfClose(halfClose), Framing.MESSAGES))
+        .mapMaterializedValue(m -> m.connected());
   }
 
   /**
@@ -207,7 +210,8 @@ public final class RdmaStreams implements Extension {
       outgoingConnectionWithResult(InetSocketAddress remote, RdmaStreamSettings settings,
           boolean halfClose) {
     return ConnectionStage.<ByteString>flow(ConnectionStage.outgoing(rt, remote, settings,
-        halfClose, true)).mapMaterializedValue(m -> Pair.create(m.connected(), m.closed()));
+        Closing.halfClose(halfClose), Framing.MESSAGES))
+        .mapMaterializedValue(m -> Pair.create(m.connected(), m.closed()));
   }
 
   // ---------------------------------------------------------------- bulk
@@ -224,7 +228,8 @@ public final class RdmaStreams implements Extension {
   public Sink<ByteString, CompletionStage<TransferResult>> bulkSink(InetSocketAddress remote,
       RdmaStreamSettings settings) {
     return ConnectionStage.<ByteString>flow(ConnectionStage.outgoing(rt, remote,
-        settings.withOversize(RdmaStreamSettings.Oversize.SPLIT), true, false))
+        settings.withOversize(RdmaStreamSettings.Oversize.SPLIT), Closing.HALF_CLOSE,
+        Framing.BULK))
         .toMat(Sink.ignore(), Keep.left()).mapMaterializedValue(m -> m.closed());
   }
 
@@ -235,8 +240,9 @@ public final class RdmaStreams implements Extension {
    */
   public Sink<BulkChunk, CompletionStage<TransferResult>> bulkChunkSink(InetSocketAddress remote,
       RdmaStreamSettings settings) {
-    return ConnectionStage.<BulkChunk>flow(ConnectionStage.outgoing(rt, remote, settings, true,
-        false)).toMat(Sink.ignore(), Keep.left()).mapMaterializedValue(m -> m.closed());
+    return ConnectionStage.<BulkChunk>flow(ConnectionStage.outgoing(rt, remote, settings,
+        Closing.HALF_CLOSE, Framing.BULK)).toMat(Sink.ignore(), Keep.left())
+        .mapMaterializedValue(m -> m.closed());
   }
 
   /**
@@ -251,7 +257,8 @@ public final class RdmaStreams implements Extension {
   public Source<ByteString, CompletionStage<ServerBinding>> bulkSource(String host, int port,
       RdmaStreamSettings settings) {
     return Source.<ByteString>empty().viaMat(ConnectionStage.<ByteString>flow(
-        ConnectionStage.listenOnce(rt, new InetSocketAddress(host, port), settings, true, false)),
+        ConnectionStage.listenOnce(rt, new InetSocketAddress(host, port), settings,
+            Closing.HALF_CLOSE, Framing.BULK)),
         Keep.right()).mapMaterializedValue(m -> m.binding());
   }
 
@@ -289,10 +296,10 @@ public final class RdmaStreams implements Extension {
     return CompletionSources.create(rt, cq, bufferSize);
   }
 
-  public static final class Id extends ExtensionId<RdmaStreams> {
-    static final Id INSTANCE = new Id();
+  public static final class RdmaStreamsId extends ExtensionId<RdmaStreams> {
+    static final RdmaStreamsId INSTANCE = new RdmaStreamsId();
 
-    private Id() {}
+    private RdmaStreamsId() {}
 
     @Override
     public RdmaStreams createExtension(ActorSystem<?> system) {

@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.ConfigFactory;
 import dev.pekkordma.streams.impl.BindStage;
+import dev.pekkordma.streams.impl.Closing;
+import dev.pekkordma.streams.impl.Framing;
 import dev.pekkordma.streams.impl.StreamsRuntime;
 import dev.pekkordma.verbs.RdmaProvider;
 import dev.pekkordma.verbs.RdmaProviders;
@@ -37,8 +39,8 @@ class BindStageOffersTest {
       StreamsRuntime rt = new StreamsRuntime(system);
       new RdmaStreams(rt);
       ResourceCounts start = rt.provider.liveResources();
-      BindStage stage = new BindStage(rt, new InetSocketAddress(HOST, 0), rt.settings, false,
-          true);
+      BindStage stage = new BindStage(rt, new InetSocketAddress(HOST, 0), rt.settings,
+          Closing.FULL, Framing.MESSAGES);
       AtomicInteger handled = new AtomicInteger();
       CompletionStage<ServerBinding> bound = Source.fromGraph(stage).to(Sink.foreach(c -> {
         c.handleWith(Flow.of(ByteString.class), system);

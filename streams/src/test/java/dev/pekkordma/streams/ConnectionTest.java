@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.ConfigException;
+import dev.pekkordma.runtime.internal.datagram.DatagramSettings;
 import dev.pekkordma.verbs.ResourceCounts;
 import java.net.InetSocketAddress;
 import java.time.Duration;
@@ -235,5 +236,14 @@ class ConnectionTest {
         StreamsTestKit.config("pekko-rdma.streams.max-message-size = 3GiB")));
     assertTrue(c.getMessage().contains("pekko-rdma.streams.max-message-size"), c.getMessage());
     assertEquals(64 << 20, rdma.settings().maxMessageSize());
+    // the datagram stages' settings keep their path; their defaults are shared with the actors'
+    c = assertThrows(ConfigException.class, () -> DatagramSettings.from(
+        StreamsTestKit.config("pekko-rdma.streams.datagram.peer-ttl = 0s").resolve(),
+        DatagramSettings.STREAMS));
+    assertTrue(c.getMessage().contains("pekko-rdma.streams.datagram.peer-ttl"), c.getMessage());
+    DatagramSettings d = DatagramSettings.from(StreamsTestKit.config(
+        "pekko-rdma.streams.datagram.send-buffers = 5").resolve(), DatagramSettings.STREAMS);
+    assertEquals(5, d.sendBuffers());
+    assertEquals(64, d.maxPeers());
   }
 }

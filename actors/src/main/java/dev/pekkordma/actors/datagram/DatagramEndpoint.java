@@ -2,6 +2,7 @@ package dev.pekkordma.actors.datagram;
 
 import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.runtime.RdmaRuntime;
+import dev.pekkordma.runtime.internal.datagram.DatagramSettings;
 import java.net.InetSocketAddress;
 import java.util.LinkedHashSet;
 import java.util.Set;
@@ -40,14 +41,14 @@ public final class DatagramEndpoint {
   public record Send(InetSocketAddress to, ByteString data, ActorRef<SendResult> replyTo)
       implements Command {}
 
-  /** Send {@code data} to {@code to}, the sender of a {@link Received}: no resolving. */
+  /** Send {@code data} to {@code to}, the sender of a {@link ReceivedDatagram}: no resolving. */
   public record Reply(Peer to, ByteString data, ActorRef<SendResult> replyTo)
       implements Command {}
 
   /** Every datagram that arrives goes to each subscriber, until it unsubscribes or stops. */
-  public record Subscribe(ActorRef<Received> subscriber) implements Command {}
+  public record Subscribe(ActorRef<ReceivedDatagram> subscriber) implements Command {}
 
-  public record Unsubscribe(ActorRef<Received> subscriber) implements Command {}
+  public record Unsubscribe(ActorRef<ReceivedDatagram> subscriber) implements Command {}
 
   /** Stop: everything is freed. */
   public enum Unbind implements Command { INSTANCE }
@@ -72,7 +73,7 @@ public final class DatagramEndpoint {
 
   record ResolveTimedOut(dev.pekkordma.cm.CmId id) implements Command {}
 
-  record SubscriberGone(ActorRef<Received> subscriber) implements Command {}
+  record SubscriberGone(ActorRef<ReceivedDatagram> subscriber) implements Command {}
 
   enum HandlerGone implements Command { INSTANCE }
 
@@ -105,13 +106,13 @@ public final class DatagramEndpoint {
   }
 
   /** What outlives a restart: the subscribers, and the address (with the port it got). */
-  static final class Lineage {
+  static final class EndpointLineage {
     final ActorRef<Event> handler;
-    final Set<ActorRef<Received>> subscribers = new LinkedHashSet<>();
+    final Set<ActorRef<ReceivedDatagram>> subscribers = new LinkedHashSet<>();
     InetSocketAddress address;
     boolean bound;
 
-    Lineage(ActorRef<Event> handler, InetSocketAddress address) {
+    EndpointLineage(ActorRef<Event> handler, InetSocketAddress address) {
       this.handler = handler;
       this.address = address;
     }
@@ -120,11 +121,11 @@ public final class DatagramEndpoint {
   /** The endpoint's behavior, for the CM actor to spawn. */
   public static Behavior<Command> create(RdmaRuntime runtime, DatagramSettings settings,
       int backlog, InetSocketAddress address, ActorRef<Event> handler) {
-    Lineage lineage = new Lineage(handler, address);
+    EndpointLineage lineage = new EndpointLineage(handler, address);
     return Behaviors.supervise(Behaviors.<Command>setup(ctx -> EndpointLogic.start(ctx, runtime,
             settings, backlog, lineage)))
         .onFailure(FatalException.class, SupervisorStrategy.restartWithBackoff(
-            settings.restartBackoff.min(), settings.restartBackoff.max(),
-            settings.restartBackoff.randomFactor()));
+            settings.restartBackoff().min(), settings.restartBackoff().max(),
+            settings.restartBackoff().randomFactor()));
   }
 }

@@ -12,11 +12,13 @@ import dev.pekkordma.runtime.RdmaRuntime;
 import dev.pekkordma.runtime.internal.CmDispatcher;
 import dev.pekkordma.runtime.internal.CompletionHandler;
 import dev.pekkordma.runtime.internal.datagram.AddressHandles;
-import dev.pekkordma.runtime.internal.datagram.Hello;
+import dev.pekkordma.runtime.internal.datagram.DatagramSettings;
+import dev.pekkordma.runtime.internal.datagram.SidrHello;
 import dev.pekkordma.runtime.internal.datagram.PeerKey;
 import dev.pekkordma.runtime.internal.datagram.Resolutions;
 import dev.pekkordma.runtime.internal.datagram.SidrAnswers;
 import dev.pekkordma.runtime.internal.datagram.UdResources;
+import dev.pekkordma.runtime.internal.datagram.UdTarget;
 import dev.pekkordma.verbs.AddressVector;
 import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.ProtectionDomain;
@@ -34,13 +36,11 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
 /** One incarnation of a {@link DatagramEndpoint}: what it opened, and its messages. */
 final class EndpointLogic {
-  private static final String PENDING_SETTING = DatagramSettings.PATH + ".max-pending-sends";
-  private static final String TIMEOUT_SETTING = DatagramSettings.PATH + ".resolve-timeout";
 
   private final ActorContext<Command> ctx;
   private final RdmaRuntime runtime;
   private final DatagramSettings settings;
-  private final Lineage lineage;
+  private final EndpointLineage lineage;
   private final Object incarnation = new Object();
   private CmDispatcher cm;
   private CmId listener;
@@ -50,14 +50,14 @@ final class EndpointLogic {
   private ReceivePath receives;
   private PeerBook peers;
   private SidrAnswers answers;
-  private Resolutions<SendPath.Pending> resolutions;
+  private Resolutions<SendPath.PendingSend> resolutions;
   private byte[] hello;
   private int port;
   private int sgidIndex;
   private String why = "unbound";
 
   private EndpointLogic(ActorContext<Command> ctx, RdmaRuntime runtime,
-      DatagramSettings settings, Lineage lineage) {
+      DatagramSettings settings, EndpointLineage lineage) {
     this.ctx = ctx;
     this.runtime = runtime;
     this.settings = settings;
@@ -65,7 +65,7 @@ final class EndpointLogic {
   }
 
   static Behavior<Command> start(ActorContext<Command> ctx, RdmaRuntime runtime,
-      DatagramSettings settings, int backlog, Lineage lineage) {
+      DatagramSettings settings, int backlog, EndpointLineage lineage) {
     return new EndpointLogic(ctx, runtime, settings, lineage).bind(backlog);
   }
 
@@ -87,18 +87,18 @@ final class EndpointLogic {
       InetSocketAddress bound = listener.localAddress();
       CompletionHandler handler = UdBatch.to(b -> self.tell(new Completions(incarnation, b)),
           r -> self.tell(new CqFailed(incarnation, r)));
-      res = UdResources.open(runtime, device, port, settings.receiveBuffers,
-          settings.sendBuffers, true, "the datagram endpoint at " + SocketAddresses.format(bound),
-          DatagramSettings.BUFFERS_SETTING, (hub, n) -> hub.createPolledCq(n, handler),
+      res = UdResources.open(runtime, device, port, settings.receiveBuffers(),
+          settings.sendBuffers(), true, "the datagram endpoint at " + SocketAddresses.format(bound),
+          settings.buffersSetting(), (hub, n) -> hub.createPolledCq(n, handler),
           this::verbsQp, qp -> qp::close);
-      handles = new AddressHandles(res.pd(), settings.maxPeers);
+      handles = new AddressHandles(res.pd(), settings.maxPeers());
       sends = new SendPath(res, handles);
-      peers = new PeerBook(settings.maxPeers, settings.peerTtl);
+      peers = new PeerBook(settings.maxPeers(), settings.peerTtl());
       receives = new ReceivePath(res, peers::peer);
       receives.postAll();
-      answers = new SidrAnswers(cm, settings.maxPeers);
-      hello = new Hello(res.qp().qpNum(), bound.getPort()).encode();
-      resolutions = new Resolutions<>(cm, events::tell, stopped, settings.resolveTimeout);
+      answers = new SidrAnswers(cm, settings.maxPeers());
+      hello = new SidrHello(res.qp().qpNum(), bound.getPort()).encode();
+      resolutions = new Resolutions<>(cm, events::tell, stopped, settings.resolveTimeout());
       resolutions.from(new InetSocketAddress(bound.getAddress(), 0), hello);
       listener.listen(backlog);
       lineage.address = bound;
@@ -155,7 +155,7 @@ final class EndpointLogic {
         .onMessage(CqFailed.class, c -> c.incarnation() != incarnation ? Behaviors.same()
             : fatal("its CQ failed: " + c.reason()))
         .onMessage(ResolveTimedOut.class, t -> {
-          var o = resolutions.timedOut(t.id(), TIMEOUT_SETTING);
+          var o = resolutions.timedOut(t.id(), settings.setting("resolve-timeout"));
           if (o != null) resolved(o);
           return Behaviors.same();
         })
@@ -185,7 +185,8 @@ final class EndpointLogic {
   // ------------------------------------------------------------ sending
 
   private Behavior<Command> send(Send s) {
-    SendPath.Pending p = new SendPath.Pending(peers.route(s.to()), s.data(), s.replyTo(), s.to());
+    SendPath.PendingSend p =
+        new SendPath.PendingSend(peers.route(s.to()), s.data(), s.replyTo(), s.to());
     if (!admit(p, "to " + SocketAddresses.format(s.to()))) return Behaviors.same();
     if (p.target() != null) {
       sends.add(p);
@@ -199,7 +200,7 @@ final class EndpointLogic {
       return Behaviors.same();
     }
     if (started != null) {
-      ctx.scheduleOnce(settings.resolveTimeout, ctx.getSelf(), new ResolveTimedOut(started));
+      ctx.scheduleOnce(settings.resolveTimeout(), ctx.getSelf(), new ResolveTimedOut(started));
     }
     return Behaviors.same();
   }
@@ -211,7 +212,7 @@ final class EndpointLogic {
       return Behaviors.same();
     }
     AddressVector av = AddressVector.global(r.to().gid(), sgidIndex, port);
-    SendPath.Pending p = new SendPath.Pending(new SendPath.Target(av, r.to().qpn(),
+    SendPath.PendingSend p = new SendPath.PendingSend(new UdTarget(av, r.to().qpn(),
         UdParameters.UDP_QKEY), r.data(), r.replyTo(), r.to().address());
     if (!admit(p, "to " + r.to())) return Behaviors.same();
     sends.add(p);
@@ -219,15 +220,15 @@ final class EndpointLogic {
   }
 
   /** Refuses, answering, what is over the path MTU or beyond max-pending-sends. */
-  private boolean admit(SendPath.Pending p, String to) {
+  private boolean admit(SendPath.PendingSend p, String to) {
     String over = Checks.overMtu(p.data().size(), res.mtu);
     if (over != null) {
       answer(p.replyTo(), p.to(), over + " (" + to + ")");
       return false;
     }
-    if (sends.waiting() + resolutions.waiting() >= settings.maxPendingSends) {
-      answer(p.replyTo(), p.to(), "a datagram " + to + " finds " + settings.maxPendingSends
-          + " sends waiting already (" + PENDING_SETTING + ")");
+    if (sends.waiting() + resolutions.waiting() >= settings.maxPendingSends()) {
+      answer(p.replyTo(), p.to(), "a datagram " + to + " finds " + settings.maxPendingSends()
+          + " sends waiting already (" + settings.setting("max-pending-sends") + ")");
       return false;
     }
     return true;
@@ -246,21 +247,21 @@ final class EndpointLogic {
     return Behaviors.same();
   }
 
-  private void resolved(Resolutions.Outcome<SendPath.Pending> o) {
+  private void resolved(Resolutions.Resolved<SendPath.PendingSend> o) {
     if (o.failure() != null) {
       String why = PeerBook.cannotResolve(o.to(), o.failure());
-      for (SendPath.Pending p : o.waiting()) SendPath.answer(p, why);
+      for (SendPath.PendingSend p : o.waiting()) SendPath.answer(p, why);
       return;
     }
     UdParameters ud = o.ud();
     AddressVector av = ud.addressVector();
     sgidIndex = av.sgidIndex();
-    SendPath.Target t = new SendPath.Target(av, ud.qpNum(), ud.qkey());
+    UdTarget t = new UdTarget(av, ud.qpNum(), ud.qkey());
     peers.route(o.to(), t);
-    Hello h = Hello.parse(ud.privateData());
+    SidrHello h = SidrHello.parse(ud.privateData());
     if (h != null) peers.knownAt(av.dgid(), h.qpn(), o.to());
-    for (SendPath.Pending p : o.waiting()) {
-      sends.add(new SendPath.Pending(t, p.data(), p.replyTo(), p.to()));
+    for (SendPath.PendingSend p : o.waiting()) {
+      sends.add(new SendPath.PendingSend(t, p.data(), p.replyTo(), p.to()));
     }
     drain();
   }
@@ -302,7 +303,7 @@ final class EndpointLogic {
       return;
     }
     PeerKey key = null;
-    Hello h = Hello.parse(ud != null && ud.privateData() != null ? ud.privateData()
+    SidrHello h = SidrHello.parse(ud != null && ud.privateData() != null ? ud.privateData()
         : e.privateData());
     if (ud != null && ud.addressVector() != null) {
       AddressVector av = ud.addressVector();
@@ -313,7 +314,7 @@ final class EndpointLogic {
         InetSocketAddress at = new InetSocketAddress(remote.getAddress(), h.port());
         peers.knownAt(av.dgid(), h.qpn(), at);
         // it listens there, from that QP: answering by address needs no resolving
-        peers.route(at, new SendPath.Target(av, h.qpn(), UdParameters.UDP_QKEY));
+        peers.route(at, new UdTarget(av, h.qpn(), UdParameters.UDP_QKEY));
       }
     }
     answers.accepted(id, key);
@@ -321,8 +322,8 @@ final class EndpointLogic {
 
   // ------------------------------------------------------------ completions
 
-  private void deliver(Received r) {
-    for (ActorRef<Received> s : lineage.subscribers) s.tell(r);
+  private void deliver(ReceivedDatagram r) {
+    for (ActorRef<ReceivedDatagram> s : lineage.subscribers) s.tell(r);
   }
 
   private Behavior<Command> completions(Completions c) {
@@ -346,7 +347,7 @@ final class EndpointLogic {
     String reason = "the datagram endpoint at " + SocketAddresses.format(lineage.address)
         + " stopped";
     if (resolutions != null) {
-      for (SendPath.Pending p : resolutions.closeAll()) SendPath.answer(p, reason);
+      for (SendPath.PendingSend p : resolutions.closeAll()) SendPath.answer(p, reason);
     }
     if (sends != null) sends.failAll(reason);
     if (answers != null) answers.closeAll();

@@ -11,7 +11,9 @@ import dev.pekkordma.runtime.RdmaRuntime;
 import dev.pekkordma.runtime.internal.CmDispatcher;
 import dev.pekkordma.runtime.internal.CompletionHandler;
 import dev.pekkordma.runtime.internal.datagram.AddressHandles;
+import dev.pekkordma.runtime.internal.datagram.DatagramSettings;
 import dev.pekkordma.runtime.internal.datagram.UdResources;
+import dev.pekkordma.runtime.internal.datagram.UdTarget;
 import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.spi.Checks;
 import java.util.ArrayList;
@@ -27,7 +29,7 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 final class GroupLogic {
   private final ActorContext<Command> ctx;
   private final DatagramSettings settings;
-  private final Lineage lineage;
+  private final MembershipLineage lineage;
   private final Object incarnation = new Object();
   private CmDispatcher cm;
   private CmId id;
@@ -35,19 +37,20 @@ final class GroupLogic {
   private AddressHandles handles;
   private SendPath sends;
   private ReceivePath receives;
-  private SendPath.Target group;
-  private final List<SendPath.Pending> early = new ArrayList<>();
+  private UdTarget group;
+  private final List<SendPath.PendingSend> early = new ArrayList<>();
   private boolean joined;
   private String why = "left";
 
-  private GroupLogic(ActorContext<Command> ctx, DatagramSettings settings, Lineage lineage) {
+  private GroupLogic(ActorContext<Command> ctx, DatagramSettings settings,
+      MembershipLineage lineage) {
     this.ctx = ctx;
     this.settings = settings;
     this.lineage = lineage;
   }
 
   static Behavior<Command> start(ActorContext<Command> ctx, RdmaRuntime runtime,
-      DatagramSettings settings, Lineage lineage) {
+      DatagramSettings settings, MembershipLineage lineage) {
     return new GroupLogic(ctx, settings, lineage).join(runtime);
   }
 
@@ -67,9 +70,9 @@ final class GroupLogic {
       CmId qpOwner = id;
       CompletionHandler handler = UdBatch.to(b -> self.tell(new Completions(incarnation, b)),
           r -> self.tell(new CqFailed(incarnation, r)));
-      res = UdResources.open(runtime, device, id.portNum(), settings.receiveBuffers,
-          settings.sendBuffers, false, "the multicast group " + SocketAddresses.format(lineage.group),
-          DatagramSettings.BUFFERS_SETTING, (hub, n) -> hub.createPolledCq(n, handler),
+      res = UdResources.open(runtime, device, id.portNum(), settings.receiveBuffers(),
+          settings.sendBuffers(), false, "the multicast group " + SocketAddresses.format(lineage.group),
+          settings.buffersSetting(), (hub, n) -> hub.createPolledCq(n, handler),
           qpOwner::createQp, qp -> qpOwner::destroyQp);
       handles = new AddressHandles(res.pd(), 1);
       sends = new SendPath(res, handles);
@@ -80,7 +83,7 @@ final class GroupLogic {
       return failed(e.getMessage());
     }
     ctx.watchWith(lineage.handler, HandlerGone.INSTANCE);
-    ctx.scheduleOnce(settings.resolveTimeout, self, new JoinTimedOut(incarnation));
+    ctx.scheduleOnce(settings.resolveTimeout(), self, new JoinTimedOut(incarnation));
     return running();
   }
 
@@ -104,8 +107,8 @@ final class GroupLogic {
             : fatal("its CQ failed: " + c.reason()))
         .onMessage(JoinTimedOut.class, t -> t.incarnation() != incarnation || joined
             ? Behaviors.same()
-            : failed("no MULTICAST_JOIN within " + settings.resolveTimeout.toMillis() + " ms ("
-                + DatagramSettings.PATH + ".resolve-timeout)"))
+            : failed("no MULTICAST_JOIN within " + settings.resolveTimeout().toMillis() + " ms ("
+                + settings.setting("resolve-timeout") + ")"))
         .onSignal(PostStop.class, s -> {
           freeAll();
           lineage.handler.tell(new Left(lineage.group, why));
@@ -130,13 +133,13 @@ final class GroupLogic {
 
   private Behavior<Command> send(Send s) {
     String to = "to the group " + SocketAddresses.format(lineage.group);
-    SendPath.Pending p = new SendPath.Pending(group, s.data(), s.replyTo(), lineage.group);
+    SendPath.PendingSend p = new SendPath.PendingSend(group, s.data(), s.replyTo(), lineage.group);
     String over = Checks.overMtu(s.data().size(), res.mtu);
     if (over != null) {
       SendPath.answer(p, over + " (" + to + ")");
-    } else if (sends.waiting() + early.size() >= settings.maxPendingSends) {
-      SendPath.answer(p, "a datagram " + to + " finds " + settings.maxPendingSends
-          + " sends waiting already (" + DatagramSettings.PATH + ".max-pending-sends)");
+    } else if (sends.waiting() + early.size() >= settings.maxPendingSends()) {
+      SendPath.answer(p, "a datagram " + to + " finds " + settings.maxPendingSends()
+          + " sends waiting already (" + settings.setting("max-pending-sends") + ")");
     } else if (!joined) {
       early.add(p);
     } else {
@@ -162,13 +165,13 @@ final class GroupLogic {
       if (ud == null || ud.addressVector() == null) {
         return failed("MULTICAST_JOIN carried no address vector");
       }
-      group = new SendPath.Target(ud.addressVector(), ud.qpNum(), ud.qkey());
+      group = new UdTarget(ud.addressVector(), ud.qpNum(), ud.qkey());
       joined = true;
       lineage.joined = true;
       lineage.handler.tell(new Joined(ctx.getSelf(), lineage.group, ud.addressVector().dgid(),
           res.mtu));
-      for (SendPath.Pending p : early) {
-        sends.add(new SendPath.Pending(group, p.data(), p.replyTo(), p.to()));
+      for (SendPath.PendingSend p : early) {
+        sends.add(new SendPath.PendingSend(group, p.data(), p.replyTo(), p.to()));
       }
       early.clear();
       return drain();
@@ -198,7 +201,7 @@ final class GroupLogic {
   /** Leaves the group (if joined), then frees everything in order. */
   private void freeAll() {
     String reason = "the multicast member of " + SocketAddresses.format(lineage.group) + " stopped";
-    for (SendPath.Pending p : early) SendPath.answer(p, reason);
+    for (SendPath.PendingSend p : early) SendPath.answer(p, reason);
     early.clear();
     if (sends != null) sends.failAll(reason);
     if (joined) {

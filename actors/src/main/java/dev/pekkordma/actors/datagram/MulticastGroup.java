@@ -2,6 +2,7 @@ package dev.pekkordma.actors.datagram;
 
 import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.runtime.RdmaRuntime;
+import dev.pekkordma.runtime.internal.datagram.DatagramSettings;
 import dev.pekkordma.verbs.Gid;
 import java.net.InetSocketAddress;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -57,16 +58,19 @@ public final class MulticastGroup {
   /** A fatal error: everything was freed, and it joins again after the backoff. */
   public record Restarting(InetSocketAddress group, String reason) implements Event {}
 
-  /** What outlives a restart. */
-  static final class Lineage {
+  /**
+   * What outlives a restart of the member: the group, its handler and subscriber, and whether it
+   * joined.
+   */
+  static final class MembershipLineage {
     final InetSocketAddress group;
     final InetSocketAddress local;
     final ActorRef<Event> handler;
-    final ActorRef<Received> subscriber;
+    final ActorRef<ReceivedDatagram> subscriber;
     boolean joined;
 
-    Lineage(InetSocketAddress group, InetSocketAddress local, ActorRef<Event> handler,
-        ActorRef<Received> subscriber) {
+    MembershipLineage(InetSocketAddress group, InetSocketAddress local, ActorRef<Event> handler,
+        ActorRef<ReceivedDatagram> subscriber) {
       this.group = group;
       this.local = local;
       this.handler = handler;
@@ -77,12 +81,12 @@ public final class MulticastGroup {
   /** The member's behavior, for the CM actor to spawn. */
   public static Behavior<Command> create(RdmaRuntime runtime, DatagramSettings settings,
       InetSocketAddress group, InetSocketAddress local, ActorRef<Event> handler,
-      ActorRef<Received> subscriber) {
-    Lineage lineage = new Lineage(group, local, handler, subscriber);
+      ActorRef<ReceivedDatagram> subscriber) {
+    MembershipLineage lineage = new MembershipLineage(group, local, handler, subscriber);
     return Behaviors.supervise(Behaviors.<Command>setup(ctx -> GroupLogic.start(ctx, runtime, settings,
             lineage)))
         .onFailure(DatagramEndpoint.FatalException.class,
-            SupervisorStrategy.restartWithBackoff(settings.restartBackoff.min(),
-                settings.restartBackoff.max(), settings.restartBackoff.randomFactor()));
+            SupervisorStrategy.restartWithBackoff(settings.restartBackoff().min(),
+                settings.restartBackoff().max(), settings.restartBackoff().randomFactor()));
   }
 }

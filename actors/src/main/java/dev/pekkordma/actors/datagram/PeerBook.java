@@ -3,6 +3,7 @@ package dev.pekkordma.actors.datagram;
 import dev.pekkordma.cm.SocketAddresses;
 import dev.pekkordma.runtime.internal.datagram.PeerKey;
 import dev.pekkordma.runtime.internal.datagram.PeerRoutes;
+import dev.pekkordma.runtime.internal.datagram.UdTarget;
 import dev.pekkordma.verbs.Gid;
 import java.net.InetSocketAddress;
 import java.time.Duration;
@@ -16,7 +17,7 @@ import java.util.Map;
  * exchanges.
  */
 final class PeerBook {
-  private final PeerRoutes<SendPath.Target> routes;
+  private final PeerRoutes<UdTarget> routes;
   private final Map<PeerKey, InetSocketAddress> addresses;
 
   PeerBook(int max, Duration ttl) {
@@ -33,11 +34,11 @@ final class PeerBook {
     };
   }
 
-  SendPath.Target route(InetSocketAddress to) {
+  UdTarget route(InetSocketAddress to) {
     return routes.get(to);
   }
 
-  void route(InetSocketAddress to, SendPath.Target target) {
+  void route(InetSocketAddress to, UdTarget target) {
     routes.put(to, target);
   }
 

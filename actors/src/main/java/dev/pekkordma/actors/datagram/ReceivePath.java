@@ -39,7 +39,7 @@ final class ReceivePath {
    * The datagram in {@code slot}, or null if it does not fit; the slot is queued for posting
    * again either way ({@link UdResources#flushReceives} posts it).
    */
-  Received take(int slot, int byteLength, int flags, int sourceQp) {
+  ReceivedDatagram take(int slot, int byteLength, int flags, int sourceQp) {
     try {
       int length;
       try {
@@ -56,7 +56,7 @@ final class ReceivePath {
         return null;
       }
       if (gid[0] != 0 || gid[1] != 0) from = DatagramFormat.gid(gid[0], gid[1]);
-      return new Received(peers.apply(from, sourceQp),
+      return new ReceivedDatagram(peers.apply(from, sourceQp),
           res.copyOut(slot, DatagramFormat.GRH_BYTES, length));
     } finally {
       res.addReceive(slot);

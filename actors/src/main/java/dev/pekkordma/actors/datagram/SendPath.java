@@ -2,7 +2,7 @@ package dev.pekkordma.actors.datagram;
 
 import dev.pekkordma.runtime.internal.datagram.AddressHandles;
 import dev.pekkordma.runtime.internal.datagram.UdResources;
-import dev.pekkordma.verbs.AddressVector;
+import dev.pekkordma.runtime.internal.datagram.UdTarget;
 import dev.pekkordma.verbs.WcStatus;
 import java.net.InetSocketAddress;
 import java.util.ArrayDeque;
@@ -15,28 +15,25 @@ import org.apache.pekko.util.ByteString;
  * posted in one call. A slot comes back with its send's completion, which answers the sender.
  */
 final class SendPath {
-  /** Where a datagram goes: the address vector, the remote QP and its Q_Key. */
-  record Target(AddressVector av, int qpn, int qkey) {}
-
   /** A send waiting for a slot; {@code to} names it in answers (null for a reply). */
-  record Pending(Target target, ByteString data, ActorRef<SendResult> replyTo,
+  record PendingSend(UdTarget target, ByteString data, ActorRef<SendResult> replyTo,
       InetSocketAddress to) {}
 
   private final UdResources res;
   private final AddressHandles handles;
-  private final ArrayDeque<Pending> ready = new ArrayDeque<>();
+  private final ArrayDeque<PendingSend> ready = new ArrayDeque<>();
   private final int[] free;
   private int freeCount;
-  private final AddressHandles.Entry[] slotHandle;
-  private final Pending[] slotSend;
+  private final AddressHandles.CountedHandle[] slotHandle;
+  private final PendingSend[] slotSend;
 
   SendPath(UdResources res, AddressHandles handles) {
     this.res = res;
     this.handles = handles;
     free = new int[res.sends];
     for (int i = res.sends - 1; i >= 0; i--) free[freeCount++] = i;
-    slotHandle = new AddressHandles.Entry[res.sends];
-    slotSend = new Pending[res.sends];
+    slotHandle = new AddressHandles.CountedHandle[res.sends];
+    slotSend = new PendingSend[res.sends];
   }
 
   /** Sends waiting for a slot. */
@@ -49,7 +46,7 @@ final class SendPath {
     return res.sends - freeCount;
   }
 
-  void add(Pending p) {
+  void add(PendingSend p) {
     ready.add(p);
   }
 
@@ -57,8 +54,8 @@ final class SendPath {
   void drain() {
     int posted = 0;
     while (freeCount > 0 && !ready.isEmpty()) {
-      Pending p = ready.poll();
-      AddressHandles.Entry h;
+      PendingSend p = ready.poll();
+      AddressHandles.CountedHandle h;
       try {
         h = handles.acquire(p.target().av().dgid(), p.target().av(), 0, 0);
       } catch (RuntimeException e) {
@@ -76,7 +73,7 @@ final class SendPath {
 
   /** A send's completion; false if it failed (the QP has gone to the error state then). */
   boolean completed(int slot, int status) {
-    Pending p = slotSend[slot];
+    PendingSend p = slotSend[slot];
     if (p == null) return true;
     handles.release(slotHandle[slot]);
     slotHandle[slot] = null;
@@ -96,10 +93,10 @@ final class SendPath {
       if (slotSend[i] != null) answer(slotSend[i], reason);
       slotSend[i] = null;
     }
-    for (Pending p; (p = ready.poll()) != null; ) answer(p, reason);
+    for (PendingSend p; (p = ready.poll()) != null; ) answer(p, reason);
   }
 
-  static void answer(Pending p, String reason) {
+  static void answer(PendingSend p, String reason) {
     if (p.replyTo() != null) {
       p.replyTo().tell(new SendResult.SendFailed(p.to(), reason));
     }

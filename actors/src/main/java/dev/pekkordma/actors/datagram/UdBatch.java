@@ -41,7 +41,7 @@ final class UdBatch {
    * {@code deliver}. Returns why the endpoint must start again (a send or receive that completed
    * with an error; the last such), or null.
    */
-  String sortInto(SendPath sends, ReceivePath receives, Consumer<Received> deliver) {
+  String sortInto(SendPath sends, ReceivePath receives, Consumer<ReceivedDatagram> deliver) {
     String failed = null;
     for (int i = 0; i < size; i++) {
       long wrId = wrIds[i];
@@ -52,7 +52,7 @@ final class UdBatch {
       } else if (status[i] != 0) {
         failed = "a receive completed with " + WcStatus.of(status[i]);
       } else {
-        Received r = receives.take((int) wrId, byteLengths[i], flags[i], sourceQps[i]);
+        ReceivedDatagram r = receives.take((int) wrId, byteLengths[i], flags[i], sourceQps[i]);
         if (r != null) deliver.accept(r);
       }
     }

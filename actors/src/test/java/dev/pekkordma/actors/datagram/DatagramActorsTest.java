@@ -85,8 +85,8 @@ class DatagramActorsTest {
     return b;
   }
 
-  private static TestProbe<Received> subscribe(DatagramEndpoint.Bound b) {
-    TestProbe<Received> in = kit.createTestProbe();
+  private static TestProbe<ReceivedDatagram> subscribe(DatagramEndpoint.Bound b) {
+    TestProbe<ReceivedDatagram> in = kit.createTestProbe();
     b.endpoint().tell(new DatagramEndpoint.Subscribe(in.getRef()));
     return in;
   }
@@ -101,20 +101,20 @@ class DatagramActorsTest {
     TestProbe<DatagramEndpoint.Event> hb = kit.createTestProbe();
     DatagramEndpoint.Bound a = bind(ha);
     DatagramEndpoint.Bound b = bind(hb);
-    TestProbe<Received> atA = subscribe(a);
-    TestProbe<Received> atB = subscribe(b);
+    TestProbe<ReceivedDatagram> atA = subscribe(a);
+    TestProbe<ReceivedDatagram> atB = subscribe(b);
     TestProbe<SendResult> results = kit.createTestProbe();
 
     a.endpoint().tell(new DatagramEndpoint.Send(b.address(), text("ping"), results.getRef()));
     assertInstanceOf(SendResult.Sent.class, results.receiveMessage(WAIT));
-    Received ping = atB.receiveMessage(WAIT);
+    ReceivedDatagram ping = atB.receiveMessage(WAIT);
     assertEquals("ping", ping.data().utf8String());
     assertEquals(a.qpn(), ping.from().qpn(), "the sender's QP: " + ping.from());
     assertEquals(a.address(), ping.from().address(), "the sender said where it listens");
 
     b.endpoint().tell(new DatagramEndpoint.Reply(ping.from(), text("pong"), results.getRef()));
     assertInstanceOf(SendResult.Sent.class, results.receiveMessage(WAIT));
-    Received pong = atA.receiveMessage(WAIT);
+    ReceivedDatagram pong = atA.receiveMessage(WAIT);
     assertEquals("pong", pong.data().utf8String());
     assertEquals(b.qpn(), pong.from().qpn());
     assertEquals(b.address(), pong.from().address(), "a peer this side resolved");
@@ -133,7 +133,7 @@ class DatagramActorsTest {
     TestProbe<DatagramEndpoint.Event> hb = kit.createTestProbe();
     DatagramEndpoint.Bound a = bind(ha);
     DatagramEndpoint.Bound b = bind(hb);
-    TestProbe<Received> atB = subscribe(b);
+    TestProbe<ReceivedDatagram> atB = subscribe(b);
     a.endpoint().tell(new DatagramEndpoint.Send(b.address(), text("one"), null));
     assertEquals("one", atB.receiveMessage(WAIT).data().utf8String());
 
@@ -142,7 +142,7 @@ class DatagramActorsTest {
     hb.expectMessageClass(DatagramEndpoint.Unbound.class, WAIT);
     DatagramEndpoint.Bound again = rebind(b.address());
     assertNotEquals(b.qpn(), again.qpn(), "a new QP");
-    TestProbe<Received> atAgain = subscribe(again);
+    TestProbe<ReceivedDatagram> atAgain = subscribe(again);
     Thread.sleep(400); // past peer-ttl: A's route to it has aged
 
     TestProbe<SendResult> results = kit.createTestProbe();
@@ -173,11 +173,11 @@ class DatagramActorsTest {
     InetSocketAddress group = newGroup();
     InetSocketAddress local = new InetSocketAddress(CM_HOST, 0);
     List<MulticastGroup.Joined> members = new ArrayList<>();
-    List<TestProbe<Received>> inboxes = new ArrayList<>();
+    List<TestProbe<ReceivedDatagram>> inboxes = new ArrayList<>();
     List<TestProbe<MulticastGroup.Event>> handlers = new ArrayList<>();
     for (int i = 0; i < 4; i++) {
       TestProbe<MulticastGroup.Event> h = kit.createTestProbe();
-      TestProbe<Received> in = kit.createTestProbe();
+      TestProbe<ReceivedDatagram> in = kit.createTestProbe();
       rdma.cm().tell(new CmActor.JoinMulticast(group, local, h.getRef(), in.getRef()));
       members.add(h.expectMessageClass(MulticastGroup.Joined.class, WAIT));
       inboxes.add(in);
@@ -188,7 +188,7 @@ class DatagramActorsTest {
     sender.member().tell(new MulticastGroup.Send(text("to all"), results.getRef()));
     assertInstanceOf(SendResult.Sent.class, results.receiveMessage(WAIT));
     for (int i = 0; i < 3; i++) {
-      Received r = inboxes.get(i).receiveMessage(WAIT);
+      ReceivedDatagram r = inboxes.get(i).receiveMessage(WAIT);
       assertEquals("to all", r.data().utf8String(), "member " + i);
     }
 
@@ -213,7 +213,7 @@ class DatagramActorsTest {
     TestProbe<DatagramEndpoint.Event> hb = kit.createTestProbe();
     DatagramEndpoint.Bound a = bind(ha);
     DatagramEndpoint.Bound b = bind(hb);
-    TestProbe<Received> atB = subscribe(b);
+    TestProbe<ReceivedDatagram> atB = subscribe(b);
     a.endpoint().tell(new DatagramEndpoint.Send(b.address(), text("x"), null));
     atB.receiveMessage(WAIT);
     ResourceCounts busy = provider.liveResources();
@@ -266,7 +266,7 @@ class DatagramActorsTest {
         + a.maxDatagram() + " bytes"), f.reason());
     assertTrue(f.reason().contains(b.address().getPort() + ""), "names the peer: " + f.reason());
     // a full-sized one goes
-    TestProbe<Received> atB = subscribe(b);
+    TestProbe<ReceivedDatagram> atB = subscribe(b);
     a.endpoint().tell(new DatagramEndpoint.Send(b.address(),
         ByteString.fromArray(new byte[a.maxDatagram()]), results.getRef()));
     assertInstanceOf(SendResult.Sent.class, results.receiveMessage(WAIT));
@@ -279,7 +279,7 @@ class DatagramActorsTest {
     TestProbe<DatagramEndpoint.Event> hb = kit.createTestProbe();
     DatagramEndpoint.Bound a = bind(ha);
     DatagramEndpoint.Bound b = bind(hb);
-    TestProbe<Received> atB = subscribe(b);
+    TestProbe<ReceivedDatagram> atB = subscribe(b);
     TestProbe<SendResult> results = kit.createTestProbe();
     // 4 send slots, 16 receives at B: 12 at once wait for slots, none is dropped by us
     for (int i = 0; i < 12; i++) {
@@ -308,7 +308,7 @@ class DatagramActorsTest {
     TestProbe<DatagramEndpoint.Event> hb = kit.createTestProbe();
     DatagramEndpoint.Bound a = bind(ha);
     DatagramEndpoint.Bound b = bind(hb);
-    TestProbe<Received> atA = subscribe(a);
+    TestProbe<ReceivedDatagram> atA = subscribe(a);
     TestProbe<dev.pekkordma.verbs.QueuePair> qp = kit.createTestProbe();
     a.endpoint().tell(new DatagramEndpoint.Inspect(qp.getRef()));
     faults.qpFatal(qp.receiveMessage(WAIT));
@@ -323,7 +323,7 @@ class DatagramActorsTest {
     assertNotEquals(a.qpn(), again.qpn(), "a new QP");
     // A resolves B again; its SIDR request tells B where A's new QP is, so B's answer by
     // address reaches A's subscriber, kept across the restart
-    TestProbe<Received> atB = subscribe(b);
+    TestProbe<ReceivedDatagram> atB = subscribe(b);
     a.endpoint().tell(new DatagramEndpoint.Send(b.address(), text("back"), null));
     assertEquals("back", atB.receiveMessage(WAIT).data().utf8String());
     b.endpoint().tell(new DatagramEndpoint.Send(again.address(), text("after"), null));

@@ -47,7 +47,7 @@ final class CmConversation implements CmLink.Conversation {
       throw new RdmaException(verb, RdmaException.EAGAIN, "cannot connect to "
           + CmSocket.describe(to) + ": " + r.refusal());
     }
-    CmLinks.Joined joined;
+    CmLinks.JoinedLink joined;
     try {
       joined = r.outgoing.join(local, to, this);
     } catch (RuntimeException e) {

@@ -23,9 +23,9 @@ final class CmGroups {
   /** The IPv6 hop limit of a RoCEv2 group's address vector (IPV6_DEFAULT_HOPLIMIT). */
   static final int HOP_LIMIT = 64;
 
-  private record Joined(InetSocketAddress group, Gid mgid, QueuePair attachedTo) {}
+  private record JoinedGroup(InetSocketAddress group, Gid mgid, QueuePair attachedTo) {}
 
-  private final Map<InetAddress, Joined> joined = new LinkedHashMap<>();
+  private final Map<InetAddress, JoinedGroup> joined = new LinkedHashMap<>();
 
   /**
    * Checks {@code group} for {@code verb}: EINVAL naming it unless it is an IPv4 multicast
@@ -61,7 +61,7 @@ final class CmGroups {
     }
     Gid mgid = Gid.ipv4Mapped(a);
     if (qp != null) support.attachMulticast(qp, mgid);
-    joined.put(a, new Joined(group, mgid, qp));
+    joined.put(a, new JoinedGroup(group, mgid, qp));
     return new UdParameters(new byte[0], new AddressVector(0, 0, 1, true, mgid, 0, HOP_LIMIT, 0,
         0), UdParameters.MULTICAST_QPN, UdParameters.UDP_QKEY);
   }
@@ -71,7 +71,7 @@ final class CmGroups {
     if (group == null || group.getAddress() == null) {
       throw new RdmaException(verb, RdmaException.EINVAL, "group " + group + " is not an address");
     }
-    Joined j = joined.remove(group.getAddress());
+    JoinedGroup j = joined.remove(group.getAddress());
     if (j == null) {
       throw new RdmaException(verb, RdmaException.EADDRNOTAVAIL, "the id has not joined group "
           + group.getAddress().getHostAddress() + (joined.isEmpty() ? ""
@@ -83,7 +83,7 @@ final class CmGroups {
   /** The groups the QP is attached to through this id (destroying it waits for their leave). */
   List<String> attached() {
     List<String> names = new ArrayList<>();
-    for (Joined j : joined.values()) {
+    for (JoinedGroup j : joined.values()) {
       if (j.attachedTo() != null) names.add(j.group().getAddress().getHostAddress());
     }
     return names;
@@ -91,11 +91,11 @@ final class CmGroups {
 
   /** The id is destroyed: every group is left (librdmacm's rdma_destroy_id does so). */
   void leaveAll(SoftCmSupport support) {
-    for (Joined j : joined.values()) detach(j, support);
+    for (JoinedGroup j : joined.values()) detach(j, support);
     joined.clear();
   }
 
-  private static void detach(Joined j, SoftCmSupport support) {
+  private static void detach(JoinedGroup j, SoftCmSupport support) {
     if (j.attachedTo() == null) return;
     try {
       support.detachMulticast(j.attachedTo(), j.mgid());

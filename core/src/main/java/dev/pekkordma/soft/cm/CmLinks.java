@@ -15,7 +15,7 @@ final class CmLinks {
   private record Key(InetAddress local, InetSocketAddress remote) {}
 
   /** A conversation's link, and whether the link is up already (else it calls linkUp). */
-  record Joined(CmLink link, boolean up) {}
+  record JoinedLink(CmLink link, boolean up) {}
 
   private final CmResources resources;
   private final Map<Key, CmLink> links = new HashMap<>(); // guarded by this
@@ -29,7 +29,7 @@ final class CmLinks {
    * Joins {@code c} to the link from {@code local} to {@code remote}, opening one if there is
    * none; fails with EAGAIN naming the setting when no thread is left for a new link.
    */
-  synchronized Joined join(InetAddress local, InetSocketAddress remote, CmLink.Conversation c) {
+  synchronized JoinedLink join(InetAddress local, InetSocketAddress remote, CmLink.Conversation c) {
     Key key = new Key(local, remote);
     CmLink link = links.get(key);
     if (link == null || !link.usable()) {
@@ -53,7 +53,7 @@ final class CmLinks {
       up.put(link, upNow);
     }
     link.join(c);
-    return new Joined(link, up.get(link));
+    return new JoinedLink(link, up.get(link));
   }
 
   /**

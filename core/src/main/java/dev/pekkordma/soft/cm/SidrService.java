@@ -26,7 +26,7 @@ final class SidrService {
   private static final Logger log = LoggerFactory.getLogger(SidrService.class);
 
   /** An id's side: called on the service's thread, no lock of the service held. */
-  interface Endpoint {
+  interface SidrSide {
     void received(SidrMessage m, InetSocketAddress from);
 
     /** The peer's host said no socket has the port (ICMP port unreachable). */
@@ -47,7 +47,7 @@ final class SidrService {
    * socket blocking again as it ends; the service's thread then blocked in a read, and the id's
    * close waited for it for ever.
    */
-  void watch(DatagramChannel ch, Endpoint e) throws IOException {
+  void watch(DatagramChannel ch, SidrSide e) throws IOException {
     Selector s = selector();
     ch.configureBlocking(false);
     changes.add(() -> {
@@ -126,7 +126,7 @@ final class SidrService {
   private void serve(SelectionKey k, ByteBuffer buffer) {
     if (!k.isValid() || !k.isReadable()) return;
     DatagramChannel ch = (DatagramChannel) k.channel();
-    Endpoint e = (Endpoint) k.attachment();
+    SidrSide e = (SidrSide) k.attachment();
     for (int i = 0; i < 64; i++) { // a few at a time, so a flood on one socket starves no other
       buffer.clear();
       InetSocketAddress from;

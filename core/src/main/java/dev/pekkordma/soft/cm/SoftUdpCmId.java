@@ -58,23 +58,23 @@ final class SoftUdpCmId extends AbstractSoftCmId {
   /** A request's id: its listener, the socket its reply goes out of, and the reply. */
   private SoftUdpCmId listener;
   private Attempt attempt;
-  private Shared replyVia;
+  private SharedSocket replyVia;
   private byte[] reply;
   /** The socket of a listener, shared with its requests' ids until the last is gone. */
-  private Shared shared;
+  private SharedSocket shared;
 
   private record Attempt(InetSocketAddress from, int requestId) {}
 
   /** A socket some ids share: closed when the last lets go. */
-  private static final class Shared {
+  private static final class SharedSocket {
     final DatagramChannel channel;
     private int users = 1;
 
-    Shared(DatagramChannel channel) {
+    SharedSocket(DatagramChannel channel) {
       this.channel = channel;
     }
 
-    synchronized Shared take() {
+    synchronized SharedSocket take() {
       users++;
       return this;
     }
@@ -119,7 +119,7 @@ final class SoftUdpCmId extends AbstractSoftCmId {
    */
   private void watch(String verb, DatagramChannel s) {
     try {
-      resources.sidr.watch(s, new SidrService.Endpoint() {
+      resources.sidr.watch(s, new SidrService.SidrSide() {
         @Override
         public void received(SidrMessage m, InetSocketAddress from) {
           heard(m, from);
@@ -177,7 +177,7 @@ final class SoftUdpCmId extends AbstractSoftCmId {
       throw new RdmaException(verb, RdmaException.EINVAL, "backlog = " + backlog + " is negative");
     }
     expect(verb, "ADDR_BOUND (bind first)", CmState.ADDR_BOUND);
-    shared = new Shared(socket);
+    shared = new SharedSocket(socket);
     socket = null; // the shared socket holds the port now
     requests = new HashMap<>();
     setState(CmState.LISTEN);

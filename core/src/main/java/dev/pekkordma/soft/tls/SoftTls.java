@@ -183,7 +183,8 @@ public final class SoftTls {
       } catch (CertificateException e) {
         String who = chain != null && chain.length > 0
             ? chain[0].getSubjectX500Principal().getName() : "an empty chain";
-        throw new Untrusted("'" + who + "' is not trusted here (" + e.getMessage() + ")", e);
+        throw new UntrustedCertificate(
+            "'" + who + "' is not trusted here (" + e.getMessage() + ")", e);
       }
     }
 
@@ -229,8 +230,8 @@ public final class SoftTls {
     }
   }
 
-  private static final class Untrusted extends CertificateException {
-    Untrusted(String message, Throwable cause) {
+  private static final class UntrustedCertificate extends CertificateException {
+    UntrustedCertificate(String message, Throwable cause) {
       super(message, cause);
     }
   }
@@ -456,7 +457,7 @@ public final class SoftTls {
   /** A failed handshake's cause in words a log reader can act on. */
   private static String reason(IOException e) {
     for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof Untrusted) return "the peer's certificate " + t.getMessage();
+      if (t instanceof UntrustedCertificate) return "the peer's certificate " + t.getMessage();
     }
     String m = String.valueOf(e.getMessage());
     if (m.contains("Unsupported or unrecognized SSL message")) {

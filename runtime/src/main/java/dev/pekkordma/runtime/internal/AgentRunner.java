@@ -67,7 +67,7 @@ public final class AgentRunner {
         : "pekko-rdma-" + what);
     this.idle = idle;
     this.agents = List.of(agents);
-    this.waitOn = this.agents.size() == 1 ? this.agents.get(0) : new Shared(this.agents);
+    this.waitOn = this.agents.size() == 1 ? this.agents.get(0) : new SharedThread(this.agents);
     this.handle = spawner.spawn(handle(), name, Props.empty());
   }
 
@@ -182,7 +182,7 @@ public final class AgentRunner {
   }
 
   /** Several agents on one thread: none may block the others, so waiting is a short park. */
-  private record Shared(List<Agent> agents) implements Agent {
+  private record SharedThread(List<Agent> agents) implements Agent {
     @Override
     public int doWork() {
       return 0;

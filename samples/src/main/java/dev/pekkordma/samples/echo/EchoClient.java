@@ -20,35 +20,35 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  */
 public final class EchoClient {
   /** How it went: {@code failure} is null when every message came back. */
-  public record Result(int echoed, long nanos, String failure) {}
+  public record EchoResult(int echoed, long nanos, String failure) {}
 
-  sealed interface Msg {}
+  sealed interface Command {}
 
-  record FromConnection(ConnectionActor.Event event) implements Msg {}
+  record FromConnection(ConnectionActor.Event event) implements Command {}
 
-  record FromQp(QpActor.WorkResult result) implements Msg {}
+  record FromQp(QpActor.WorkResult result) implements Command {}
 
   /** A request failed and the connection has not said why within a grace period. */
-  record Unexplained(String failure) implements Msg {}
+  record Unexplained(String failure) implements Command {}
 
   /** How long a failed request waits for its connection's account of the failure. */
   private static final java.time.Duration EXPLAIN = java.time.Duration.ofSeconds(1);
 
   private EchoClient() {}
 
-  public static Behavior<Msg> create(InetSocketAddress server, int messages,
-      ActorRef<Result> replyTo) {
+  public static Behavior<Command> create(InetSocketAddress server, int messages,
+      ActorRef<EchoResult> replyTo) {
     return Behaviors.setup(ctx -> {
       RdmaExtension.get(ctx.getSystem()).cm().tell(new CmActor.Connect(server,
           "echo please".getBytes(), QpSpec.rc(),
           ctx.messageAdapter(ConnectionActor.Event.class, FromConnection::new)));
-      return Behaviors.receive(Msg.class)
+      return Behaviors.receive(Command.class)
           .onMessage(FromConnection.class, m -> {
             if (m.event() instanceof ConnectionActor.Connected c) {
               return new State(ctx, c, messages, replyTo).start();
             }
             if (m.event() instanceof ConnectionActor.Reconnecting) return Behaviors.same();
-            replyTo.tell(new Result(0, 0, "not connected: " + m.event()));
+            replyTo.tell(new EchoResult(0, 0, "not connected: " + m.event()));
             return Behaviors.stopped();
           })
           .build();
@@ -56,18 +56,18 @@ public final class EchoClient {
   }
 
   private static final class State {
-    private final ActorContext<Msg> ctx;
+    private final ActorContext<Command> ctx;
     private final ConnectionActor.Connected connection;
     private final ActorRef<QpActor.Command> qp;
     private final BufferPool pool;
     private final int messages;
-    private final ActorRef<Result> replyTo;
+    private final ActorRef<EchoResult> replyTo;
     private final ActorRef<QpActor.WorkResult> results;
     private final long start = System.nanoTime();
     private int echoed;
 
-    State(ActorContext<Msg> ctx, ConnectionActor.Connected connection, int messages,
-        ActorRef<Result> replyTo) {
+    State(ActorContext<Command> ctx, ConnectionActor.Connected connection, int messages,
+        ActorRef<EchoResult> replyTo) {
       this.ctx = ctx;
       this.connection = connection;
       this.qp = connection.qp();
@@ -77,17 +77,17 @@ public final class EchoClient {
       this.results = ctx.messageAdapter(QpActor.WorkResult.class, FromQp::new);
     }
 
-    Behavior<Msg> start() {
+    Behavior<Command> start() {
       if (messages == 0) return finish(null);
       sendNext();
-      return Behaviors.receive(Msg.class)
+      return Behaviors.receive(Command.class)
           .onMessage(FromQp.class, m -> result(m.result()))
           .onMessage(FromConnection.class, m -> {
             if (m.event() instanceof ConnectionActor.Disconnected) {
-              replyTo.tell(new Result(echoed, System.nanoTime() - start,
+              replyTo.tell(new EchoResult(echoed, System.nanoTime() - start,
                   echoed == messages ? null : "disconnected after " + echoed));
             } else {
-              replyTo.tell(new Result(echoed, System.nanoTime() - start, m.event().toString()));
+              replyTo.tell(new EchoResult(echoed, System.nanoTime() - start, m.event().toString()));
             }
             return Behaviors.stopped();
           })
@@ -103,7 +103,7 @@ public final class EchoClient {
           new QpActor.Send(-1 - echoed, out, text.length)), results));
     }
 
-    private Behavior<Msg> result(QpActor.WorkResult r) {
+    private Behavior<Command> result(QpActor.WorkResult r) {
       if (r instanceof QpActor.PostRejected rej) return finish("post rejected: " + rej.why());
       for (QpActor.Completion c : ((QpActor.Completed) r).completions()) {
         if (!c.ok()) return explained("work request " + c.id() + ": " + c.status());
@@ -127,9 +127,9 @@ public final class EchoClient {
      * A failed request: the connection usually says why (the peer, what it failed to do) in a
      * moment, as ConnectionLost; that account is the result, else {@code failure} is.
      */
-    private Behavior<Msg> explained(String failure) {
+    private Behavior<Command> explained(String failure) {
       ctx.scheduleOnce(EXPLAIN, ctx.getSelf(), new Unexplained(failure));
-      return Behaviors.receive(Msg.class)
+      return Behaviors.receive(Command.class)
           .onMessage(FromConnection.class, m -> {
             String why = m.event() instanceof ConnectionActor.ConnectionLost lost
                 ? failure + ": " + lost.reason() : failure + " (" + m.event() + ")";
@@ -140,9 +140,9 @@ public final class EchoClient {
           .build();
     }
 
-    private Behavior<Msg> finish(String failure) {
+    private Behavior<Command> finish(String failure) {
       connection.connection().tell(ConnectionActor.Disconnect.INSTANCE);
-      replyTo.tell(new Result(echoed, System.nanoTime() - start, failure));
+      replyTo.tell(new EchoResult(echoed, System.nanoTime() - start, failure));
       return Behaviors.stopped();
     }
 

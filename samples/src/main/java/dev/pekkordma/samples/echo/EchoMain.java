@@ -51,12 +51,12 @@ public final class EchoMain implements Callable<Integer> {
   public Integer call() {
     if (messages < 1) throw new BadOption("--messages must be at least 1, was " + messages);
     Providers.check(provider);
-    CompletableFuture<EchoClient.Result> result = new CompletableFuture<>();
+    CompletableFuture<EchoClient.EchoResult> result = new CompletableFuture<>();
     ActorSystem<InetSocketAddress> system = ActorSystem.create(guardian(messages, result), "echo",
         ConfigFactory.parseString("pekko-rdma.provider = " + provider)
             .withFallback(ConfigFactory.load()));
     system.getWhenTerminated().toCompletableFuture().join();
-    EchoClient.Result r = result.getNow(null);
+    EchoClient.EchoResult r = result.getNow(null);
     if (r == null) {
       out.println("the echo server stopped before the client ran (see the log for why)");
       return 1;
@@ -71,15 +71,15 @@ public final class EchoMain implements Callable<Integer> {
   }
 
   static Behavior<InetSocketAddress> guardian(int messages,
-      CompletableFuture<EchoClient.Result> result) {
+      CompletableFuture<EchoClient.EchoResult> result) {
     return Behaviors.setup(ctx -> {
       ctx.watch(ctx.spawn(
           EchoServer.create(new InetSocketAddress("127.0.0.1", 0), ctx.getSelf()), "server"));
       return Behaviors.receive(InetSocketAddress.class)
           .onAnyMessage(address -> {
-            ctx.spawn(Behaviors.<EchoClient.Result>setup(c -> {
+            ctx.spawn(Behaviors.<EchoClient.EchoResult>setup(c -> {
               c.spawn(EchoClient.create(address, messages, c.getSelf()), "client");
-              return Behaviors.receive(EchoClient.Result.class)
+              return Behaviors.receive(EchoClient.EchoResult.class)
                   .onAnyMessage(r -> {
                     result.complete(r);
                     ctx.getSystem().terminate();

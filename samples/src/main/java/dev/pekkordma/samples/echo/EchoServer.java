@@ -54,25 +54,25 @@ public final class EchoServer {
 
   /** One connection: keeps receives posted and sends each message back. */
   static final class Session {
-    sealed interface Msg {}
+    sealed interface Command {}
 
-    record FromConnection(ConnectionActor.Event event) implements Msg {}
+    record FromConnection(ConnectionActor.Event event) implements Command {}
 
-    record FromQp(QpActor.WorkResult result) implements Msg {}
+    record FromQp(QpActor.WorkResult result) implements Command {}
 
     /** Accepts the request, with the session as the connection's handler. */
-    static Behavior<Msg> create(ActorRef<ConnectionActor.Command> connection) {
+    static Behavior<Command> create(ActorRef<ConnectionActor.Command> connection) {
       return Behaviors.setup(ctx -> {
         connection.tell(new ConnectionActor.Accept("echo".getBytes(),
             ctx.messageAdapter(ConnectionActor.Event.class, FromConnection::new)));
-        return Behaviors.receive(Msg.class)
+        return Behaviors.receive(Command.class)
             .onMessage(FromConnection.class, m -> m.event() instanceof ConnectionActor.Connected c
                 ? new Session(ctx, c).running() : Behaviors.stopped())
             .build();
       });
     }
 
-    private final ActorContext<Msg> ctx;
+    private final ActorContext<Command> ctx;
     private final ActorRef<QpActor.Command> qp;
     private final BufferPool pool;
     private final ActorRef<QpActor.WorkResult> results;
@@ -80,7 +80,7 @@ public final class EchoServer {
     /** Receives posted and not yet completed (nor flushed). */
     private int receivesPosted;
 
-    private Session(ActorContext<Msg> ctx, ConnectionActor.Connected c) {
+    private Session(ActorContext<Command> ctx, ConnectionActor.Connected c) {
       this.ctx = ctx;
       this.qp = c.qp();
       this.pool = c.pool();
@@ -96,8 +96,8 @@ public final class EchoServer {
       return new QpActor.Receive(nextId++, pool.lease());
     }
 
-    private Behavior<Msg> running() {
-      return Behaviors.receive(Msg.class)
+    private Behavior<Command> running() {
+      return Behaviors.receive(Command.class)
           .onMessage(FromQp.class, m -> {
             if (m.result() instanceof QpActor.Completed done) echo(done);
             return Behaviors.same();
@@ -110,9 +110,9 @@ public final class EchoServer {
      * The connection ended: the QP flushes the receives still posted, to this session, which
      * stops once it has them all (so that none reaches it stopped, as a dead letter).
      */
-    private Behavior<Msg> ended() {
+    private Behavior<Command> ended() {
       if (receivesPosted == 0) return Behaviors.stopped();
-      return Behaviors.receive(Msg.class)
+      return Behaviors.receive(Command.class)
           .onMessage(FromQp.class, m -> {
             if (m.result() instanceof QpActor.Completed done) countReceives(done);
             return receivesPosted == 0 ? Behaviors.stopped() : Behaviors.same();

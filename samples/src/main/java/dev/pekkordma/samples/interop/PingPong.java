@@ -54,7 +54,7 @@ final class PingPong {
   static final int PAGE = 4096;
 
   /** What rc_pingpong's options set. {@code gidIndex} -1 means no GID (route by LID). */
-  record Settings(String device, int ibPort, int gidIndex, int size, Mtu mtu, int rxDepth,
+  record PingPongSettings(String device, int ibPort, int gidIndex, int size, Mtu mtu, int rxDepth,
       int iters, int sl, boolean check, boolean events, Duration timeout) {}
 
   /**
@@ -62,8 +62,14 @@ final class PingPong {
    * sends (empty without --chk); {@code loopAllocatedBytes} what the ping-pong loop allocated on
    * the heap (-1 where the JVM does not count).
    */
-  record Result(PingPongDest local, PingPongDest remote, int iters, long bytes, double micros,
-      int[] invalidPages, long loopAllocatedBytes) {
+  record PingPongResult(
+      PingPongDest local,
+      PingPongDest remote,
+      int iters,
+      long bytes,
+      double micros,
+      int[] invalidPages,
+      long loopAllocatedBytes) {
     boolean dataOk() {
       return invalidPages.length == 0;
     }
@@ -72,7 +78,8 @@ final class PingPong {
   private PingPong() {}
 
   /** Waits on {@code listener} for one client, plays the server's part and returns. */
-  static Result serve(RdmaProvider provider, Settings s, ServerSocket listener, PrintStream out) {
+  static PingPongResult serve(
+      RdmaProvider provider, PingPongSettings s, ServerSocket listener, PrintStream out) {
     try (Side side = new Side(provider, s)) {
       out.println("  local address:  " + side.local.describe());
       out.flush();
@@ -111,7 +118,7 @@ final class PingPong {
    * Connects to the server's TCP port (trying again for {@code retryFor} while nobody listens),
    * plays the client's part and returns.
    */
-  static Result connect(RdmaProvider provider, Settings s, InetSocketAddress server,
+  static PingPongResult connect(RdmaProvider provider, PingPongSettings s, InetSocketAddress server,
       Duration retryFor, PrintStream out) {
     try (Side side = new Side(provider, s)) {
       out.println("  local address:  " + side.local.describe());
@@ -173,7 +180,7 @@ final class PingPong {
   /** One side's verbs resources, set up as pp_init_ctx does, and its ping-pong loop. */
   private static final class Side implements AutoCloseable {
     private final Resources res = new Resources();
-    private final Settings s;
+    private final PingPongSettings s;
     private final DeviceContext ctx;
     private final OffHeapBuffer buf;
     private final MemoryRegion mr;
@@ -184,7 +191,7 @@ final class PingPong {
     private final int sendFlags;
     final PingPongDest local;
 
-    Side(RdmaProvider provider, Settings s) {
+    Side(RdmaProvider provider, PingPongSettings s) {
       this.s = s;
       try {
         ctx = res.add(provider.open(device(provider, s.device())));
@@ -268,7 +275,7 @@ final class PingPong {
     }
 
     /** The loop of rc_pingpong's main and parse_single_wc. */
-    Result run(boolean client, PingPongDest remote) {
+    PingPongResult run(boolean client, PingPongDest remote) {
       int iters = s.iters();
       int routs = s.rxDepth();
       int pending = RECV_WRID;
@@ -317,7 +324,7 @@ final class PingPong {
       double micros = (System.nanoTime() - start) / 1000.0;
       long allocated = allocatedBefore < 0 ? -1 : Allocations.currentThread() - allocatedBefore;
       int[] invalid = s.check() ? invalidPages() : new int[0];
-      return new Result(local, remote, iters, (long) s.size() * iters * 2, micros, invalid,
+      return new PingPongResult(local, remote, iters, (long) s.size() * iters * 2, micros, invalid,
           allocated);
     }
 
@@ -363,7 +370,7 @@ final class PingPong {
   }
 
   /** rc_pingpong's two summary lines. */
-  static void printSummary(Result r, PrintStream out) {
+  static void printSummary(PingPongResult r, PrintStream out) {
     out.printf(Locale.ROOT, "%d bytes in %.2f seconds = %.2f Mbit/sec%n", r.bytes(),
         r.micros() / 1e6, r.bytes() * 8.0 / r.micros());
     out.printf(Locale.ROOT, "%d iters in %.2f seconds = %.2f usec/iter%n", r.iters(),

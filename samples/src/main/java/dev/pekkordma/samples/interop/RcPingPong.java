@@ -128,7 +128,7 @@ public final class RcPingPong implements Callable<Integer>, SampleCommandLine.Ve
     return verbose;
   }
 
-  PingPong.Settings settings() {
+  PingPong.PingPongSettings settings() {
     if (port < 0 || port > 65535) throw new BadOption("-p/--port must be in [0, 65535], was " + port);
     if (ibPort < 1 || ibPort > 255) throw new BadOption("-i/--ib-port must be in [1, 255], was " + ibPort);
     if (size < 1) throw new BadOption("-s/--size must be positive, was " + size);
@@ -146,13 +146,23 @@ public final class RcPingPong implements Callable<Integer>, SampleCommandLine.Ve
     if (timeoutSeconds <= 0) throw new BadOption("--timeout must be positive, was " + timeoutSeconds);
     if (retrySeconds < 0) throw new BadOption("--retry-connect must not be negative, was " + retrySeconds);
     provider.check();
-    return new PingPong.Settings(device, ibPort, gidIndex, size, m, rxDepth, iters, sl, check,
-        events, Duration.ofSeconds(timeoutSeconds));
+    return new PingPong.PingPongSettings(
+        device,
+        ibPort,
+        gidIndex,
+        size,
+        m,
+        rxDepth,
+        iters,
+        sl,
+        check,
+        events,
+        Duration.ofSeconds(timeoutSeconds));
   }
 
   @Override
   public Integer call() {
-    PingPong.Settings s = settings();
+    PingPong.PingPongSettings s = settings();
     InetSocketAddress server = null;
     if (host != null) {
       server = new InetSocketAddress(host, port);
@@ -160,7 +170,7 @@ public final class RcPingPong implements Callable<Integer>, SampleCommandLine.Ve
     }
     try (RdmaProvider p = provider.load()) {
       ResourceCounts before = p.liveResources();
-      PingPong.Result r;
+      PingPong.PingPongResult r;
       if (server == null) {
         try (ServerSocket listener = new ServerSocket(port)) {
           r = PingPong.serve(p, s, listener, out);

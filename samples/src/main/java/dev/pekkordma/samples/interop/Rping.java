@@ -104,7 +104,7 @@ public final class Rping implements Callable<Integer>, SampleCommandLine.Verbose
     return stats;
   }
 
-  RpingSession.Settings settings() {
+  RpingSession.RpingSettings settings() {
     if (server == client) throw new BadOption("give one of -s (server) and -c (client)");
     if (client && address == null) throw new BadOption("the client needs -a: the server's address");
     if (server && source != null) throw new BadOption("-I is the client's source address");
@@ -116,13 +116,13 @@ public final class Rping implements Callable<Integer>, SampleCommandLine.Verbose
     if (count < 0) throw new BadOption("Invalid count " + count);
     if (timeoutSeconds <= 0) throw new BadOption("--timeout must be positive, was " + timeoutSeconds);
     provider.check();
-    return new RpingSession.Settings(size, count, verbose, validate,
+    return new RpingSession.RpingSettings(size, count, verbose, validate,
         Duration.ofSeconds(timeoutSeconds));
   }
 
   @Override
   public Integer call() {
-    RpingSession.Settings s = settings();
+    RpingSession.RpingSettings s = settings();
     InetAddress a = address == null ? null : SampleCommandLine.resolve(address, "-a");
     InetSocketAddress from = source == null ? null
         : new InetSocketAddress(SampleCommandLine.resolve(source, "-I"), 0);
@@ -131,10 +131,10 @@ public final class Rping implements Callable<Integer>, SampleCommandLine.Verbose
         throw new PingPongFailure("the " + p.name() + " provider has no connection manager");
       }
       ResourceCounts before = p.liveResources();
-      RpingSession.Result r;
+      RpingSession.RpingResult r;
       if (server) {
         InetSocketAddress bind = a == null ? new InetSocketAddress(port) : new InetSocketAddress(a, port);
-        try (RpingSession.Server srv = RpingSession.Server.listen(p, bind)) {
+        try (RpingSession.RpingServer srv = RpingSession.RpingServer.listen(p, bind)) {
           out.println("server: listening on " + srv.localAddress() + " (" + p.name() + " provider)");
           out.flush();
           r = srv.serveOne(s, s.timeout(), out);

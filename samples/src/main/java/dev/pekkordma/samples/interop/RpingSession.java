@@ -52,16 +52,20 @@ final class RpingSession {
    * {@code validate} on the client compares what came back with what went out (rping's -V), on
    * the server checks each ping is rping's pattern for its number.
    */
-  record Settings(int size, int count, boolean verbose, boolean validate, Duration timeout) {}
+  record RpingSettings(int size, int count, boolean verbose, boolean validate, Duration timeout) {}
 
   /** Pings done and how long they took; {@code loopAllocatedBytes} -1 where not counted. */
-  record Result(int pings, double micros, long loopAllocatedBytes) {}
+  record RpingResult(int pings, double micros, long loopAllocatedBytes) {}
 
   private RpingSession() {}
 
   /** The client: connects from {@code source} (null: any) to {@code server} and pings. */
-  static Result client(RdmaProvider provider, InetSocketAddress server, InetSocketAddress source,
-      Settings s, PrintStream out) {
+  static RpingResult client(
+      RdmaProvider provider,
+      InetSocketAddress server,
+      InetSocketAddress source,
+      RpingSettings s,
+      PrintStream out) {
     CmEventChannel channel = provider.createCmEventChannel();
     try (Resources res = new Resources()) {
       res.onClose(channel);
@@ -72,7 +76,7 @@ final class RpingSession {
       id.resolveRoute(RESOLVE_TIMEOUT);
       CmEvents.expect(channel, CmEventType.ROUTE_RESOLVED, s.timeout(),
           "resolving the route to " + server);
-      Connection c = new Connection(channel, id, s, true, res);
+      RpingConnection c = new RpingConnection(channel, id, s, true, res);
       id.connect(rpingParameters());
       CmEvent ev = CmEvents.next(channel, s.timeout(), () -> false);
       if (ev == null || ev.type() != CmEventType.ESTABLISHED) {
@@ -91,23 +95,23 @@ final class RpingSession {
   }
 
   /** A listening server; {@link #serveOne} takes one client at a time, as rping without -P. */
-  static final class Server implements AutoCloseable {
+  static final class RpingServer implements AutoCloseable {
     private final CmEventChannel channel;
     private final CmId listenId;
 
-    private Server(CmEventChannel channel, CmId listenId) {
+    private RpingServer(CmEventChannel channel, CmId listenId) {
       this.channel = channel;
       this.listenId = listenId;
     }
 
-    static Server listen(RdmaProvider provider, InetSocketAddress bind) {
+    static RpingServer listen(RdmaProvider provider, InetSocketAddress bind) {
       CmEventChannel channel = provider.createCmEventChannel();
       CmId id = null;
       try {
         id = channel.createId("rping-server");
         id.bind(bind);
         id.listen(3);
-        return new Server(channel, id);
+        return new RpingServer(channel, id);
       } catch (RuntimeException e) {
         try {
           if (id != null) id.close();
@@ -124,7 +128,7 @@ final class RpingSession {
     }
 
     /** Waits for a client, answers its pings until it disconnects and returns. */
-    Result serveOne(Settings s, Duration acceptTimeout, PrintStream out) {
+    RpingResult serveOne(RpingSettings s, Duration acceptTimeout, PrintStream out) {
       CmEvent ev = CmEvents.next(channel, acceptTimeout, () -> false);
       if (ev == null) {
         throw new PingPongFailure("no client within " + acceptTimeout.toSeconds() + " s");
@@ -136,11 +140,11 @@ final class RpingSession {
       CmId id = ev.id();
       try (Resources res = new Resources()) {
         res.onClose(id);
-        Connection c = new Connection(channel, id, s, false, res);
+        RpingConnection c = new RpingConnection(channel, id, s, false, res);
         id.accept(rpingParameters());
         CmEvents.expect(channel, CmEventType.ESTABLISHED, s.timeout(), "accepting a client");
         c.connected = true;
-        Result r = c.runServer(out);
+        RpingResult r = c.runServer(out);
         if (s.count() > 0 && r.pings() != s.count()) {
           throw new PingPongFailure("the client made " + r.pings() + " pings, not the "
               + s.count() + " of -C");
@@ -160,10 +164,10 @@ final class RpingSession {
   }
 
   /** One side's resources (as rping_setup_qp and rping_setup_buffers) and its loop. */
-  private static final class Connection {
+  private static final class RpingConnection {
     private final CmEventChannel channel;
     private final CmId id;
-    private final Settings s;
+    private final RpingSettings s;
     private final CompletionPoller poller;
     private final QueuePair qp;
     private final OffHeapBuffer recvBuf;
@@ -179,7 +183,8 @@ final class RpingSession {
     boolean connected;
     private boolean flushed;
 
-    Connection(CmEventChannel channel, CmId id, Settings s, boolean client, Resources res) {
+    RpingConnection(
+        CmEventChannel channel, CmId id, RpingSettings s, boolean client, Resources res) {
       this.channel = channel;
       this.id = id;
       this.s = s;
@@ -287,7 +292,7 @@ final class RpingSession {
       }
     }
 
-    Result runServer(PrintStream out) {
+    RpingResult runServer(PrintStream out) {
       int pings = 0;
       long allocatedBefore = Allocations.currentThread();
       long start = System.nanoTime();
@@ -337,7 +342,7 @@ final class RpingSession {
       return new PingPongFailure("the client disconnected in the middle of ping " + ping);
     }
 
-    Result runClient(PrintStream out) {
+    RpingResult runClient(PrintStream out) {
       int size = s.size();
       long allocatedBefore = Allocations.currentThread();
       long start = System.nanoTime();
@@ -376,10 +381,10 @@ final class RpingSession {
       return -1;
     }
 
-    private static Result result(int pings, long start, long allocatedBefore) {
+    private static RpingResult result(int pings, long start, long allocatedBefore) {
       double micros = (System.nanoTime() - start) / 1000.0;
       long allocated = allocatedBefore < 0 ? -1 : Allocations.currentThread() - allocatedBefore;
-      return new Result(pings, micros, allocated);
+      return new RpingResult(pings, micros, allocated);
     }
 
     /** rping_disconnect when we end first; then our own DISCONNECTED, so the id closes clean. */
@@ -395,7 +400,7 @@ final class RpingSession {
     }
   }
 
-  static void printSummary(String side, Result r, Settings s, PrintStream out) {
+  static void printSummary(String side, RpingResult r, RpingSettings s, PrintStream out) {
     out.printf(Locale.ROOT, "%s: %d pings of %d bytes in %.2f seconds = %.2f usec/ping%s%n", side,
         r.pings(), s.size(), r.micros() / 1e6, r.pings() == 0 ? 0.0 : r.micros() / r.pings(),
         s.validate() ? ", data validated" : "");

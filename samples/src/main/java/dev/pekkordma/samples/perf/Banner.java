@@ -14,7 +14,7 @@ final class Banner {
   private Banner() {}
 
   /** {@code local}: the measuring side, its QPs connected, its peer's QP numbers known. */
-  static void print(PrintStream out, RdmaProvider provider, String device, PerfRun.Settings s,
+  static void print(PrintStream out, RdmaProvider provider, String device, PerfRun.PerfSettings s,
       PortAttributes port, Gid gid, String connection, PerfSide local) {
     PerfSpec spec = s.spec();
     PerfTest t = spec.test();

@@ -30,7 +30,7 @@ final class BwLoop {
 
   private final PerfSide side;
   private final PerfSpec spec;
-  private final Idle idle;
+  private final IdleWatch idle;
   private final PeerLink link;
   private final boolean sends;
   private final boolean receives;
@@ -73,11 +73,31 @@ final class BwLoop {
   private BwResult peer;
 
   /**
-   * {@code sends}: this side makes the test's requests; {@code receives}: the peer's sends land
-   * here; {@code link}: how to reach the peer between runs (null when no one listens: a
-   * one-sided test's passive peer).
+   * The client's loop: it makes the test's requests, and receives the server's sends in a
+   * bidirectional SEND test. {@code link}: how to reach the peer between runs (null when no one
+   * listens: a one-sided test's passive peer).
    */
-  BwLoop(PerfSide side, Idle idle, PeerLink link, boolean sends, boolean receives) {
+  static BwLoop initiator(PerfSide side, IdleWatch idle, PeerLink link) {
+    PerfSpec spec = side.spec;
+    boolean sendTest = spec.test().verb() == PerfTest.Verb.SEND;
+    return new BwLoop(side, idle, link, true, sendTest && spec.bidirectional());
+  }
+
+  /**
+   * The server's loop: the client's sends land here in a SEND test, and it makes requests as
+   * the client does in a bidirectional one.
+   */
+  static BwLoop responder(PerfSide side, IdleWatch idle, PeerLink link) {
+    PerfSpec spec = side.spec;
+    return new BwLoop(side, idle, link, spec.bidirectional(),
+        spec.test().verb() == PerfTest.Verb.SEND);
+  }
+
+  /**
+   * {@code sends}: this side makes the test's requests; {@code receives}: the peer's sends land
+   * here. Made by {@link #initiator} and {@link #responder}, which say which.
+   */
+  private BwLoop(PerfSide side, IdleWatch idle, PeerLink link, boolean sends, boolean receives) {
     this.side = side;
     this.spec = side.spec;
     this.idle = idle;
@@ -154,7 +174,8 @@ final class BwLoop {
         long room = tx - (posted[k] - done[k]);
         long left = perQp - posted[k];
         if (room > 0 && left > 0) {
-          post(k, size, (int) Math.min(room, left), perQp, false, record);
+          post(k, size, (int) Math.min(room, left), perQp, LastRequest.AS_MODERATED,
+              record);
         }
       }
       if (poll(record) == 0) idle.idle("completions");
@@ -190,14 +211,14 @@ final class BwLoop {
       if (now < end) {
         for (int k = 0; k < q; k++) {
           long room = tx - (posted[k] - done[k]);
-          if (room > 0) post(k, size, (int) room, -1, false, false);
+          if (room > 0) post(k, size, (int) room, -1, LastRequest.AS_MODERATED, false);
         }
       } else {
         boolean open = false;
         for (int k = 0; k < q; k++) {
           if (signaledUpTo[k] == posted[k]) continue;
           open = true;
-          if (posted[k] - done[k] < tx) post(k, size, 1, -1, true, false);
+          if (posted[k] - done[k] < tx) post(k, size, 1, -1, LastRequest.SIGNALED, false);
         }
         if (!open && totalDone == totalPosted) break;
       }
@@ -205,11 +226,16 @@ final class BwLoop {
     }
   }
 
+  /** Whether a timed run's last request of a post is signaled whatever CQ moderation says. */
+  private enum LastRequest { AS_MODERATED, SIGNALED }
+
   /**
    * Posts {@code count} requests on QP {@code k}, signaled per CQ moderation of {@code perQp}
-   * (negative: a timed run's, with no last request) and the last one if {@code signalLast}.
+   * (negative: a timed run's, with no last request) and the last one as {@code lastRequest}
+   * says; with {@code record}, their post times.
    */
-  private void post(int k, int size, int count, int perQp, boolean signalLast, boolean record) {
+  private void post(int k, int size, int count, int perQp, LastRequest lastRequest,
+      boolean record) {
     int inline = spec.inline(size) ? SendRequests.INLINE : 0;
     boolean rdma = op != WrOpcode.SEND;
     long remote = rdma ? side.remote.address() : 0;
@@ -219,7 +245,7 @@ final class BwLoop {
     batch.clear();
     for (long j = first; j < last; j++) {
       boolean signaled = perQp >= 0 ? BwResult.signaled(j, cqMod, perQp)
-          : (j + 1) % cqMod == 0 || signalLast && j == last - 1;
+          : (j + 1) % cqMod == 0 || lastRequest == LastRequest.SIGNALED && j == last - 1;
       batch.add(((long) k << SEQ_BITS) | j, op, signaled ? SendRequests.SIGNALED | inline : inline)
           .sge(side.source, size, side.lkey);
       if (rdma) {

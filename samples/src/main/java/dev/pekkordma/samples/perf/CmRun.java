@@ -30,7 +30,7 @@ import java.util.function.Consumer;
  * A server and a client connected through rdma_cm, one CM id and RC QP per {@code --qp}, as
  * perftest's -R: the first connect request carries the client's buffer and the test, the
  * others their QP's index. The sides talk between bandwidth runs through the first QP ({@link
- * PeerLink.Wire}).
+ * PeerLink.WireLink}).
  */
 final class CmRun {
   private static final Duration RESOLVE_TIMEOUT = Duration.ofSeconds(2);
@@ -51,7 +51,7 @@ final class CmRun {
     }
   }
 
-  static PerfRun.Outcome client(RdmaProvider provider, PerfRun.Settings s,
+  static PerfRun.Outcome client(RdmaProvider provider, PerfRun.PerfSettings s,
       InetSocketAddress server, InetSocketAddress source, PrintStream out) {
     ResourceCounts before = provider.liveResources();
     PerfSpec spec = s.spec();
@@ -95,8 +95,8 @@ final class CmRun {
           Banner.print(out, provider, ctx.device().name(), s, portAttrs, null,
               "rdma_cm: client " + ids[0].localAddress() + " to server " + ids[0].remoteAddress(),
               side);
-          initiator = new Initiator(side, new Idle(s.timeout().toNanos(),
-              new DisconnectWatch(channel)), new PeerLink.Wire(side));
+          initiator = new Initiator(side, new IdleWatch(s.timeout().toNanos(),
+              new DisconnectWatch(channel)), new PeerLink.WireLink(side));
           results.header(spec);
           initiator.run(results);
           results.footer();
@@ -255,8 +255,8 @@ final class CmRun {
       }
       out.println("server: " + spec.test().label() + " for " + peer + ": " + spec);
       DisconnectWatch watch = new DisconnectWatch(channel);
-      PerfResponder r = new PerfResponder(side, new Idle(timeout.toNanos(), watch),
-          new PeerLink.Wire(side));
+      PerfResponder r = new PerfResponder(side, new IdleWatch(timeout.toNanos(), watch),
+          new PeerLink.WireLink(side));
       r.run();
       if (!watch.await(spec.qps(), timeout)) {
         throw new PerfFailure("the client did not disconnect within " + timeout.toSeconds() + " s");

@@ -31,12 +31,12 @@ final class Initiator extends Loops {
   private long requests;
 
   /** {@code link}: how to reach the peer between bandwidth runs. */
-  Initiator(PerfSide side, Idle idle, PeerLink link) {
+  Initiator(PerfSide side, IdleWatch idle, PeerLink link) {
     super(side, idle);
     boolean bandwidth = spec.test().bandwidth();
     posted = new long[bandwidth ? 0 : Math.max(spec.iterations(), spec.maxWarmup())];
-    bw = !bandwidth ? null : new BwLoop(side, idle, spec.responderWorks() ? link : null, true,
-        spec.test().verb() == PerfTest.Verb.SEND && spec.bidirectional());
+    bw = !bandwidth ? null
+        : BwLoop.initiator(side, idle, spec.responderWorks() ? link : null);
   }
 
   /** Heap bytes the measured loops allocated (-1 where the JVM does not count). */

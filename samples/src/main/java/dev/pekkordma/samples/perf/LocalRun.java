@@ -34,7 +34,7 @@ final class LocalRun {
 
   private LocalRun() {}
 
-  static PerfRun.Outcome run(RdmaProvider provider, PerfRun.Settings asked, PrintStream out) {
+  static PerfRun.Outcome run(RdmaProvider provider, PerfRun.PerfSettings asked, PrintStream out) {
     ResourceCounts before = provider.liveResources();
     requireTransport(provider, asked.spec().connection());
     RdmaDevice device = PerfRun.pickDevice(provider, asked.device());
@@ -47,7 +47,7 @@ final class LocalRun {
       PortAttributes portAttrs = checkPort(clientCtx, asked.port());
       Gid gid = checkGid(clientCtx, asked.port(), asked.gidIndex(), portAttrs);
       spec = fitToMtu(asked.spec(), portAttrs, device.name(), asked.port(), out);
-      PerfRun.Settings s = asked.with(spec);
+      PerfRun.PerfSettings s = asked.with(spec);
       try (PerfSide server = new PerfSide(serverCtx, s.port(), spec);
           PerfSide client = new PerfSide(clientCtx, s.port(), spec)) {
         for (int k = 0; k < spec.qps(); k++) {
@@ -84,7 +84,7 @@ final class LocalRun {
         Thread serverThread = new Thread(() -> {
           try {
             PerfResponder r = new PerfResponder(server,
-                new Idle(s.timeout().toNanos(), () -> clientFailure.get() != null), link[1]);
+                new IdleWatch(s.timeout().toNanos(), () -> clientFailure.get() != null), link[1]);
             r.run();
             serverAllocated[0] = r.loopAllocatedBytes();
             serverAllocated[1] = r.requests();
@@ -95,7 +95,7 @@ final class LocalRun {
         serverThread.setDaemon(true);
         serverThread.start();
         initiator = new Initiator(client,
-            new Idle(s.timeout().toNanos(), () -> serverFailure.get() != null), link[0]);
+            new IdleWatch(s.timeout().toNanos(), () -> serverFailure.get() != null), link[0]);
         try {
           results.header(spec);
           initiator.run(results);
@@ -172,7 +172,7 @@ final class LocalRun {
 
   /** RESET to RTS by hand, with what each transport takes (ibv_modify_qp(3)). */
   private static void connect(PerfSide side, QueuePair qp, Gid peerGid, int peerQpn,
-      int peerPsn, int psn, PerfRun.Settings s, PortAttributes port) {
+      int peerPsn, int psn, PerfRun.PerfSettings s, PortAttributes port) {
     switch (side.type) {
       case UD -> {
         qp.modify(QpAttributes.toInitUd(s.port(), PerfSide.QKEY));

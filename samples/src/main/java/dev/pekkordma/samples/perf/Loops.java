@@ -21,7 +21,7 @@ import java.lang.invoke.VarHandle;
 abstract class Loops {
   final PerfSide side;
   final PerfSpec spec;
-  final Idle idle;
+  final IdleWatch idle;
   final QueuePair qp;
   final CompletionQueue cq;
   final WorkCompletions wcs;
@@ -40,7 +40,7 @@ abstract class Loops {
   /** Write-latency messages exchanged so far, both ways counted once. */
   private long exchanges;
 
-  Loops(PerfSide side, Idle idle) {
+  Loops(PerfSide side, IdleWatch idle) {
     this.side = side;
     this.spec = side.spec;
     this.idle = idle;

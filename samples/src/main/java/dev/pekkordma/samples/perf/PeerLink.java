@@ -14,8 +14,9 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * slot's four numbers and the run's number; a side waits for the peer's before it goes on, so a
  * slot is never written again before it was read.
  *
- * <p>In one JVM the two ends share memory ({@link #pair}); through the CM ({@link Wire}, RC only)
- * a message is an RDMA WRITE into the peer's control area, its stamp last, as write_lat's byte.
+ * <p>In one JVM the two ends share memory ({@link #pair}); through the CM ({@link WireLink}, RC
+ * only) a message is an RDMA WRITE into the peer's control area, its stamp last, as write_lat's
+ * byte.
  */
 abstract class PeerLink {
   /** "I sent {@code v0} messages in this run." */
@@ -80,14 +81,14 @@ abstract class PeerLink {
    * it writes from. Every side lays its buffer out alike ({@link PerfSide#controlOffset}), so
    * the peer's area is known from its buffer's address.
    */
-  static final class Wire extends PeerLink {
+  static final class WireLink extends PeerLink {
     static final int RECORD = 40;
     static final int AREA = 4 * RECORD;
     private final PerfSide side;
     private final long in;
     private final long out;
 
-    Wire(PerfSide side) {
+    WireLink(PerfSide side) {
       this.side = side;
       this.in = side.mr.address() + PerfSide.controlOffset(side.spec);
       this.out = in + 2L * RECORD;

@@ -17,7 +17,7 @@ final class PerfResponder extends Loops {
 
   private final PeerLink link;
 
-  PerfResponder(PerfSide side, Idle idle, PeerLink link) {
+  PerfResponder(PerfSide side, IdleWatch idle, PeerLink link) {
     super(side, idle);
     this.link = link;
   }
@@ -59,8 +59,7 @@ final class PerfResponder extends Loops {
       // hundreds of receives posted ahead: no need to spin against the provider for them
       idle.parkWhenIdle(PARK_NANOS);
     }
-    BwLoop bw = new BwLoop(side, idle, link, spec.bidirectional(),
-        spec.test().verb() == PerfTest.Verb.SEND);
+    BwLoop bw = BwLoop.responder(side, idle, link);
     long allocated = 0;
     int[] sizes = spec.sizes();
     for (int i = 0; i < sizes.length; i++) {

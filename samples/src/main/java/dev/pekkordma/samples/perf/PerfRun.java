@@ -26,14 +26,14 @@ public final class PerfRun {
    * How and where to run. {@code device} null: the first device. {@code gbits}: bandwidth in
    * Gb/s (perftest's --report_gbits), else MB/s.
    */
-  public record Settings(PerfSpec spec, String device, int port, int gidIndex, Duration timeout,
+  public record PerfSettings(PerfSpec spec, String device, int port, int gidIndex, Duration timeout,
       boolean gbits) {
-    public Settings(PerfSpec spec, String device, int port, int gidIndex, Duration timeout) {
+    public PerfSettings(PerfSpec spec, String device, int port, int gidIndex, Duration timeout) {
       this(spec, device, port, gidIndex, timeout, false);
     }
 
-    Settings with(PerfSpec s) {
-      return new Settings(s, device, port, gidIndex, timeout, gbits);
+    PerfSettings with(PerfSpec s) {
+      return new PerfSettings(s, device, port, gidIndex, timeout, gbits);
     }
   }
 
@@ -51,12 +51,12 @@ public final class PerfRun {
       long requests, ResourceCounts leaked) {}
 
   /** Both sides in this JVM: the answering side on a thread of its own. */
-  public static Outcome inProcess(RdmaProvider provider, Settings s, PrintStream out) {
+  public static Outcome inProcess(RdmaProvider provider, PerfSettings s, PrintStream out) {
     return LocalRun.run(provider, s, out);
   }
 
   /** The client: connects to {@code server} through the CM, measures, prints, disconnects. */
-  public static Outcome client(RdmaProvider provider, Settings s, InetSocketAddress server,
+  public static Outcome client(RdmaProvider provider, PerfSettings s, InetSocketAddress server,
       InetSocketAddress source, PrintStream out) {
     return CmRun.client(provider, s, server, source, out);
   }

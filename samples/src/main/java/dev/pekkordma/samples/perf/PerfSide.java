@@ -124,7 +124,7 @@ final class PerfSide implements AutoCloseable {
   }
 
   static long bufferLength(PerfSpec spec) {
-    return controlOffset(spec) + PeerLink.Wire.AREA;
+    return controlOffset(spec) + PeerLink.WireLink.AREA;
   }
 
   QpInitAttributes qpAttributes() {

@@ -46,7 +46,7 @@ public final class RdmaPerf implements Callable<Integer> {
 
   @Mixin PerfOptions test;
   @Mixin DeviceOptions device;
-  @Mixin CommonOptions common;
+  @Mixin SharedPerfOptions common;
 
   private final PrintStream out;
 
@@ -61,7 +61,7 @@ public final class RdmaPerf implements Callable<Integer> {
   /** Runs the command line and returns the exit code. */
   public static int execute(String[] args, PrintStream out, PrintStream err) {
     return SampleCommandLine.execute(args, out, err, RdmaPerf::describe,
-        new RdmaPerf(out), new Local(out), new Server(out), new Client(out));
+        new RdmaPerf(out), new Local(out), new PerfServerCommand(out), new PerfClientCommand(out));
   }
 
   static String describe(Throwable e) {
@@ -97,7 +97,7 @@ public final class RdmaPerf implements Callable<Integer> {
   }
 
   /** How to run: every command's. */
-  static final class CommonOptions implements SampleCommandLine.Verbose {
+  static final class SharedPerfOptions implements SampleCommandLine.Verbose {
     @Option(names = {"-v", "--verbose"},
         description = "Say more: heap bytes the data path allocated, resources left open.")
     boolean verbose;
@@ -134,7 +134,7 @@ public final class RdmaPerf implements Callable<Integer> {
   static final class Local implements Callable<Integer> {
     @Mixin PerfOptions test;
     @Mixin DeviceOptions device;
-    @Mixin CommonOptions common;
+    @Mixin SharedPerfOptions common;
     private final PrintStream out;
 
     Local(PrintStream out) {
@@ -149,13 +149,13 @@ public final class RdmaPerf implements Callable<Integer> {
 
   @Command(name = "server", mixinStandardHelpOptions = true,
       description = "Waits for one client through rdma_cm, answers its test and exits.")
-  static final class Server implements Callable<Integer> {
+  static final class PerfServerCommand implements Callable<Integer> {
     @Mixin SharedOptions.Listen listen;
 
-    @Mixin CommonOptions common;
+    @Mixin SharedPerfOptions common;
     private final PrintStream out;
 
-    Server(PrintStream out) {
+    PerfServerCommand(PrintStream out) {
       this.out = out;
     }
 
@@ -181,18 +181,18 @@ public final class RdmaPerf implements Callable<Integer> {
 
   @Command(name = "client", mixinStandardHelpOptions = true,
       description = "Connects to a server through rdma_cm, runs the test and prints the results.")
-  static final class Client implements Callable<Integer> {
-    @Mixin SharedOptions.Connect connect;
+  static final class PerfClientCommand implements Callable<Integer> {
+    @Mixin SharedOptions.ConnectTarget connect;
 
     @Option(names = "--source", paramLabel = "HOST",
         description = "Local address to connect from (e.g. 192.0.2.2 in the Soft-RoCE lab).")
     String source;
 
     @Mixin PerfOptions test;
-    @Mixin CommonOptions common;
+    @Mixin SharedPerfOptions common;
     private final PrintStream out;
 
-    Client(PrintStream out) {
+    PerfClientCommand(PrintStream out) {
       this.out = out;
     }
 
@@ -210,9 +210,13 @@ public final class RdmaPerf implements Callable<Integer> {
       Duration timeout = common.timeout();
       try (RdmaProvider provider = common.loadProvider()) {
         requireCm(provider);
-        PerfRun.Outcome o = PerfRun.client(provider,
-            new PerfRun.Settings(spec, null, 1, 0, timeout, test.reportGbits), connect.address(),
-            from, out);
+        PerfRun.Outcome o =
+            PerfRun.client(
+                provider,
+                new PerfRun.PerfSettings(spec, null, 1, 0, timeout, test.reportGbits),
+                connect.address(),
+                from,
+                out);
         test.writeJson(provider.name(), o);
         if (common.verbose) {
           printAllocations("client", o.clientLoopAllocatedBytes(), o.requests(), out);
@@ -223,13 +227,13 @@ public final class RdmaPerf implements Callable<Integer> {
     }
   }
 
-  static int runLocal(PerfOptions test, DeviceOptions device, CommonOptions common,
+  static int runLocal(PerfOptions test, DeviceOptions device, SharedPerfOptions common,
       PrintStream out) {
     PerfSpec spec = test.spec();
     device.check();
     Duration timeout = common.timeout();
     try (RdmaProvider provider = common.loadProvider()) {
-      PerfRun.Outcome o = PerfRun.inProcess(provider, new PerfRun.Settings(spec, device.name,
+      PerfRun.Outcome o = PerfRun.inProcess(provider, new PerfRun.PerfSettings(spec, device.name,
           device.port, device.gidIndex, timeout, test.reportGbits), out);
       test.writeJson(provider.name(), o);
       if (common.verbose) {

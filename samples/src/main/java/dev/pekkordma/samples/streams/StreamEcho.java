@@ -51,7 +51,7 @@ public final class StreamEcho implements Callable<Integer> {
 
   public static int run(String[] args, PrintStream out, PrintStream err) {
     return SampleCommandLine.execute(args, out, err, SampleCommandLine::withClassName,
-        new StreamEcho(out), new Server(out), new Client(out));
+        new StreamEcho(out), new EchoServerCommand(out), new EchoClientCommand(out));
   }
 
   @Override
@@ -76,7 +76,7 @@ public final class StreamEcho implements Callable<Integer> {
   @Command(name = "server", mixinStandardHelpOptions = true,
       description = "Echoes what every client sends, until --clients have come and gone (or"
           + " forever).")
-  static final class Server implements Callable<Integer> {
+  static final class EchoServerCommand implements Callable<Integer> {
     @Option(names = "--bind", paramLabel = "HOST:PORT",
         defaultValue = SharedOptions.DEFAULT_ADDRESS,
         converter = SampleCommandLine.HostPort.class,
@@ -93,7 +93,7 @@ public final class StreamEcho implements Callable<Integer> {
 
     private final PrintStream out;
 
-    Server(PrintStream out) {
+    EchoServerCommand(PrintStream out) {
       this.out = out;
     }
 
@@ -120,8 +120,8 @@ public final class StreamEcho implements Callable<Integer> {
 
   @Command(name = "client", mixinStandardHelpOptions = true,
       description = "Sends messages to a server, checks each echo, and prints the rate.")
-  static final class Client implements Callable<Integer> {
-    @Mixin SharedOptions.Connect connect;
+  static final class EchoClientCommand implements Callable<Integer> {
+    @Mixin SharedOptions.ConnectTarget connect;
 
     @Option(names = {"-n", "--messages"}, defaultValue = "100000",
         description = "Messages to send (default: ${DEFAULT-VALUE}).")
@@ -137,7 +137,7 @@ public final class StreamEcho implements Callable<Integer> {
 
     private final PrintStream out;
 
-    Client(PrintStream out) {
+    EchoClientCommand(PrintStream out) {
       this.out = out;
     }
 

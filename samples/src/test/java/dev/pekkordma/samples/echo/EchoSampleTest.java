@@ -35,12 +35,12 @@ class EchoSampleTest {
     ActorRef<?> server = kit.spawn(
         EchoServer.create(new InetSocketAddress(TestRdma.CM_HOST, 0), bound.getRef()));
     InetSocketAddress address = bound.receiveMessage(WAIT);
-    TestProbe<EchoClient.Result> results = kit.createTestProbe();
+    TestProbe<EchoClient.EchoResult> results = kit.createTestProbe();
     kit.spawn(EchoClient.create(address, 300 / SCALE, results.getRef()));
     kit.spawn(EchoClient.create(address, 200 / SCALE, results.getRef()));
     int total = 0;
     for (int i = 0; i < 2; i++) {
-      EchoClient.Result r = results.receiveMessage(WAIT);
+      EchoClient.EchoResult r = results.receiveMessage(WAIT);
       assertNull(r.failure(), r.failure());
       total += r.echoed();
     }
@@ -62,10 +62,10 @@ class EchoSampleTest {
         new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
       port = s.getLocalPort();
     }
-    TestProbe<EchoClient.Result> results = kit.createTestProbe();
+    TestProbe<EchoClient.EchoResult> results = kit.createTestProbe();
     kit.spawn(EchoClient.create(new InetSocketAddress(TestRdma.CM_HOST, port), 1, results.getRef()));
     // WAIT: on native in the VM the first connect of a JVM also loads the native libraries
-    EchoClient.Result r = results.receiveMessage(WAIT);
+    EchoClient.EchoResult r = results.receiveMessage(WAIT);
     assertNotNull(r.failure());
     assertTrue(r.failure().contains("ConnectFailed"), r.failure());
   }

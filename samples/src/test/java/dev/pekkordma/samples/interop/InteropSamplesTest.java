@@ -39,9 +39,9 @@ class InteropSamplesTest {
         .withFallback(ConfigFactory.load()));
   }
 
-  private static PingPong.Settings pp(int size, int iters, boolean check, boolean events) {
-    return new PingPong.Settings(null, 1, 0, size, Mtu.MTU_1024, 100, iters, 0, check, events,
-        Duration.ofSeconds(30));
+  private static PingPong.PingPongSettings pp(int size, int iters, boolean check, boolean events) {
+    return new PingPong.PingPongSettings(
+        null, 1, 0, size, Mtu.MTU_1024, 100, iters, 0, check, events, Duration.ofSeconds(30));
   }
 
   private static <T> CompletableFuture<T> onThread(String name, Supplier<T> body) {
@@ -58,14 +58,14 @@ class InteropSamplesTest {
     return f;
   }
 
-  private record PingPongRun(PingPong.Result server, PingPong.Result client) {}
+  private record PingPongRun(PingPong.PingPongResult server, PingPong.PingPongResult client) {}
 
-  private PingPongRun pingPong(RdmaProvider provider, PingPong.Settings server,
-      PingPong.Settings client) throws Exception {
+  private PingPongRun pingPong(RdmaProvider provider, PingPong.PingPongSettings server,
+      PingPong.PingPongSettings client) throws Exception {
     try (ServerSocket listener = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-      CompletableFuture<PingPong.Result> s =
+      CompletableFuture<PingPong.PingPongResult> s =
           onThread("pp-server", () -> PingPong.serve(provider, server, listener, serverOut));
-      PingPong.Result c = PingPong.connect(provider, client,
+      PingPong.PingPongResult c = PingPong.connect(provider, client,
           new InetSocketAddress(InetAddress.getLoopbackAddress(), listener.getLocalPort()),
           Duration.ofSeconds(5), clientOut);
       return new PingPongRun(s.get(60, TimeUnit.SECONDS), c);
@@ -76,9 +76,9 @@ class InteropSamplesTest {
   void pingPongServerAndClientExchangeEveryMessageAndCheckTheData() throws Exception {
     try (RdmaProvider provider = soft()) {
       ResourceCounts before = provider.liveResources();
-      PingPong.Settings s = pp(3 * PingPong.PAGE + 100, 300, true, true);
+      PingPong.PingPongSettings s = pp(3 * PingPong.PAGE + 100, 300, true, true);
       PingPongRun r = pingPong(provider, s, s);
-      for (PingPong.Result x : new PingPong.Result[] {r.server(), r.client()}) {
+      for (PingPong.PingPongResult x : new PingPong.PingPongResult[] {r.server(), r.client()}) {
         assertEquals(300, x.iters());
         assertEquals(2L * 300 * s.size(), x.bytes());
         assertArrayEquals(new int[0], x.invalidPages());
@@ -102,7 +102,8 @@ class InteropSamplesTest {
       assertArrayEquals(new int[] {0, 1}, r.server().invalidPages());
       assertEquals(NONE, provider.liveResources().minus(before));
     }
-    PingPong.Result fake = new PingPong.Result(null, null, 5, 10, 1.0, new int[] {0, 1}, -1);
+    PingPong.PingPongResult fake =
+        new PingPong.PingPongResult(null, null, 5, 10, 1.0, new int[] {0, 1}, -1);
     ByteArrayOutputStream b = new ByteArrayOutputStream();
     PingPong.printSummary(fake, new PrintStream(b, true, StandardCharsets.UTF_8));
     assertTrue(b.toString(StandardCharsets.UTF_8).contains("invalid data in page 1"));
@@ -111,9 +112,9 @@ class InteropSamplesTest {
   @Test
   void pollingPingPongLoopAllocatesNothingPerIteration() throws Exception {
     try (RdmaProvider provider = soft()) {
-      PingPong.Settings s = pp(64, 3000, false, false);
+      PingPong.PingPongSettings s = pp(64, 3000, false, false);
       PingPongRun r = pingPong(provider, s, s);
-      for (PingPong.Result x : new PingPong.Result[] {r.server(), r.client()}) {
+      for (PingPong.PingPongResult x : new PingPong.PingPongResult[] {r.server(), r.client()}) {
         assertTrue(x.loopAllocatedBytes() >= 0, "this JVM does not count allocations");
         // anything allocated per iteration is at least one 16-byte object each time
         assertTrue(x.loopAllocatedBytes() < 16L * x.iters(), "the loop allocated "
@@ -122,19 +123,19 @@ class InteropSamplesTest {
     }
   }
 
-  private static RpingSession.Settings rp(int size, int count) {
-    return new RpingSession.Settings(size, count, true, true, Duration.ofSeconds(30));
+  private static RpingSession.RpingSettings rp(int size, int count) {
+    return new RpingSession.RpingSettings(size, count, true, true, Duration.ofSeconds(30));
   }
 
   @Test
   void rpingServerReadsAndWritesBackEveryPingOfTheClient() throws Exception {
     try (RdmaProvider provider = soft()) {
       ResourceCounts before = provider.liveResources();
-      RpingSession.Result server;
-      RpingSession.Result client;
-      try (RpingSession.Server srv = RpingSession.Server.listen(provider,
+      RpingSession.RpingResult server;
+      RpingSession.RpingResult client;
+      try (RpingSession.RpingServer srv = RpingSession.RpingServer.listen(provider,
           new InetSocketAddress("127.0.0.1", 0))) {
-        CompletableFuture<RpingSession.Result> s = onThread("rping-server",
+        CompletableFuture<RpingSession.RpingResult> s = onThread("rping-server",
             () -> srv.serveOne(rp(100, 7), Duration.ofSeconds(30), serverOut));
         client = RpingSession.client(provider, srv.localAddress(), null, rp(100, 7), clientOut);
         server = s.get(60, TimeUnit.SECONDS);
@@ -157,9 +158,9 @@ class InteropSamplesTest {
   void rpingServerWithACountFailsWhenTheClientPingsFewerTimes() throws Exception {
     try (RdmaProvider provider = soft()) {
       ResourceCounts before = provider.liveResources();
-      try (RpingSession.Server srv = RpingSession.Server.listen(provider,
+      try (RpingSession.RpingServer srv = RpingSession.RpingServer.listen(provider,
           new InetSocketAddress("127.0.0.1", 0))) {
-        CompletableFuture<RpingSession.Result> s = onThread("rping-server",
+        CompletableFuture<RpingSession.RpingResult> s = onThread("rping-server",
             () -> srv.serveOne(rp(64, 3), Duration.ofSeconds(30), serverOut));
         assertEquals(2, RpingSession.client(provider, srv.localAddress(), null, rp(64, 2),
             clientOut).pings());

@@ -150,13 +150,23 @@ class RealToolsInteropTest {
     }
   }
 
-  private static PingPong.Settings pingPongSettings(String device) {
-    return new PingPong.Settings(device, 1, GID_INDEX, SIZE, Mtu.MTU_1024, 500, ITERS, 0, true,
-        false, Duration.ofSeconds(120));
+  private static PingPong.PingPongSettings pingPongSettings(String device) {
+    return new PingPong.PingPongSettings(
+        device,
+        1,
+        GID_INDEX,
+        SIZE,
+        Mtu.MTU_1024,
+        500,
+        ITERS,
+        0,
+        true,
+        false,
+        Duration.ofSeconds(120));
   }
 
-  private static RpingSession.Settings rpingSettings() {
-    return new RpingSession.Settings(64, PINGS, true, true, Duration.ofSeconds(120));
+  private static RpingSession.RpingSettings rpingSettings() {
+    return new RpingSession.RpingSettings(64, PINGS, true, true, Duration.ofSeconds(120));
   }
 
   /** rc_pingpong's summary: both lines, with the bytes and iterations this run did. */
@@ -222,7 +232,7 @@ class RealToolsInteropTest {
       ResourceCounts before = provider.liveResources();
       // its output is a pipe, so stdio holds its lines until it exits: our client keeps trying
       // the TCP port instead of waiting for a line
-      PingPong.Result r = PingPong.connect(provider, pingPongSettings(PEER_DEVICE),
+      PingPong.PingPongResult r = PingPong.connect(provider, pingPongSettings(PEER_DEVICE),
           new InetSocketAddress(InetAddress.getLoopbackAddress(), port), Duration.ofSeconds(60),
           oursOut);
       PingPong.printSummary(r, oursOut);
@@ -244,7 +254,7 @@ class RealToolsInteropTest {
     try (RdmaProvider provider = RdmaProviders.load();
         ServerSocket listener = new ServerSocket(port)) {
       ResourceCounts before = provider.liveResources();
-      CompletableFuture<PingPong.Result> server = new CompletableFuture<>();
+      CompletableFuture<PingPong.PingPongResult> server = new CompletableFuture<>();
       Thread t = new Thread(() -> {
         try {
           server.complete(PingPong.serve(provider, pingPongSettings(DEVICE), listener, oursOut));
@@ -254,7 +264,7 @@ class RealToolsInteropTest {
       }, "pp-server");
       t.setDaemon(true);
       t.start();
-      PingPong.Result r;
+      PingPong.PingPongResult r;
       try (Tool tool = new Tool("ibv_rc_pingpong client", "ibv_rc_pingpong", "-d", PEER_DEVICE, "-g",
           String.valueOf(GID_INDEX), "-p", String.valueOf(port), "-n", String.valueOf(ITERS),
           "-s", String.valueOf(SIZE), "-c", "127.0.0.1")) {
@@ -283,7 +293,7 @@ class RealToolsInteropTest {
       ResourceCounts before = provider.liveResources();
       InetSocketAddress server = new InetSocketAddress(CM_ADDRESS, port);
       InetSocketAddress source = new InetSocketAddress(CM_SOURCE, 0);
-      RpingSession.Result r = null;
+      RpingSession.RpingResult r = null;
       // rping says nothing once it listens: until it does, a connect is rejected
       long deadline = System.nanoTime() + TOOL_TIMEOUT.toNanos();
       while (r == null) {
@@ -316,10 +326,10 @@ class RealToolsInteropTest {
     int port = 18614;
     try (RdmaProvider provider = RdmaProviders.load()) {
       ResourceCounts before = provider.liveResources();
-      RpingSession.Result r;
-      try (RpingSession.Server srv = RpingSession.Server.listen(provider,
+      RpingSession.RpingResult r;
+      try (RpingSession.RpingServer srv = RpingSession.RpingServer.listen(provider,
           new InetSocketAddress(CM_ADDRESS, port))) {
-        CompletableFuture<RpingSession.Result> server = new CompletableFuture<>();
+        CompletableFuture<RpingSession.RpingResult> server = new CompletableFuture<>();
         Thread t = new Thread(() -> {
           try {
             server.complete(srv.serveOne(rpingSettings(), TOOL_TIMEOUT, oursOut));

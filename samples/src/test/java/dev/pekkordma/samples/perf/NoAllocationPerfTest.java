@@ -47,7 +47,7 @@ class NoAllocationPerfTest {
     try (RdmaProvider provider = RdmaProviders.load(ConfigFactory
         .parseString("pekko-rdma.provider = soft").withFallback(ConfigFactory.load()))) {
       PerfRun.Outcome o = PerfRun.inProcess(provider,
-          new PerfRun.Settings(spec, null, 1, 0, Duration.ofSeconds(30)),
+          new PerfRun.PerfSettings(spec, null, 1, 0, Duration.ofSeconds(30)),
           new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8));
       assertTrue(o.clientLoopAllocatedBytes() >= 0, "this JVM does not count allocations");
       if (requests >= 0) assertEquals(requests, o.requests());

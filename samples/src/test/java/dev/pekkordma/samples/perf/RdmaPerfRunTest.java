@@ -54,8 +54,8 @@ class RdmaPerfRunTest {
         s.cqModeration(), s.inlineSize(), qps, duration, 0, bidirectional, c);
   }
 
-  private static PerfRun.Settings settings(PerfSpec spec) {
-    return new PerfRun.Settings(spec, null, 1, 0, Duration.ofSeconds(20));
+  private static PerfRun.PerfSettings settings(PerfSpec spec) {
+    return new PerfRun.PerfSettings(spec, null, 1, 0, Duration.ofSeconds(20));
   }
 
   @ParameterizedTest

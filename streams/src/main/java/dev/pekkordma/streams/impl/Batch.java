@@ -61,9 +61,10 @@ final class Batch {
     buffer = -1;
     if (count == 1) {
       sender.write(address + Wire.BATCH_HEADER, firstLength, lkey, Wire.data(Wire.END, credits),
-          b, false, true);
+          b, Sender.WriteSource.SEND_BUFFER, Sender.Signaling.ALWAYS);
     } else {
-      sender.write(address, bytes, lkey, Wire.data(Wire.BATCH, credits), b, false, true);
+      sender.write(address, bytes, lkey, Wire.data(Wire.BATCH, credits), b,
+          Sender.WriteSource.SEND_BUFFER, Sender.Signaling.ALWAYS);
     }
   }
 

@@ -44,17 +44,17 @@ public final class BindStage
   private final StreamsRuntime rt;
   private final InetSocketAddress address;
   private final RdmaStreamSettings settings;
-  private final boolean halfClose;
-  private final boolean keepBoundaries;
+  private final Closing closing;
+  private final Framing framing;
   private final AtomicInteger unclaimed = new AtomicInteger();
 
   public BindStage(StreamsRuntime rt, InetSocketAddress address, RdmaStreamSettings settings,
-      boolean halfClose, boolean keepBoundaries) {
+      Closing closing, Framing framing) {
     this.rt = rt;
     this.address = address;
     this.settings = settings;
-    this.halfClose = halfClose;
-    this.keepBoundaries = keepBoundaries;
+    this.closing = closing;
+    this.framing = framing;
   }
 
   /** Connections accepted that no flow has taken and no timeout has closed yet. */
@@ -83,7 +83,7 @@ public final class BindStage
     private final CompletableFuture<ServerBinding> binding;
     private final CompletableFuture<Done> unbound = new CompletableFuture<>();
     private final ArrayDeque<EarlyAccept> waiting = new ArrayDeque<>();
-    private final ConnectionPlan plan = ConnectionPlan.of(rt, settings, keepBoundaries, false);
+    private final ConnectionPlan plan = ConnectionPlan.of(rt, settings, framing, false);
     private CmId listener;
     private InetSocketAddress bound;
     private AsyncCallback<Done> unbind;
@@ -157,7 +157,7 @@ public final class BindStage
       ConnectionStage.Passive passive = new ConnectionStage.Passive(accepted, bound, remote,
           settings.path() + ".accept-timeout");
       Flow<ByteString, ByteString, NotUsed> once = ConnectionStage.<ByteString>flow(
-          ConnectionStage.incoming(rt, passive, settings, halfClose, keepBoundaries))
+          ConnectionStage.incoming(rt, passive, settings, closing, framing))
           .mapMaterializedValue(m -> NotUsed.getInstance());
       return TcpHandles.incoming(bound, remote, once);
     }

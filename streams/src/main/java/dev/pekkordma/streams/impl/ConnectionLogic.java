@@ -37,7 +37,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   private static final Logger log = LoggerFactory.getLogger(ConnectionStage.class);
   private static final String CONNECT_TIMER = "connect";
 
-  private enum Phase {
+  private enum StagePhase {
     LISTENING, RESOLVING_HOST, RESOLVING_ADDRESS, RESOLVING_ROUTE, CONNECTING, RUNNING
   }
 
@@ -54,11 +54,11 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   private CmId listener;
   private InetSocketAddress bound; // the listener's address, once bound
   private final CompletableFuture<Done> unbound = new CompletableFuture<>();
-  private Phase phase = Phase.RESOLVING_ADDRESS;
+  private StagePhase phase = StagePhase.RESOLVING_ADDRESS;
   private CmId id;
   private ConnectionResources res; // with the id; opened by setUp
   private EarlyAccept adopted; // what the binding accepted, when it did
-  private StreamsMeter.Connection meter; // once running
+  private StreamsMeter.ConnectionMeter meter; // once running
   private boolean established;
   private boolean disconnected;
   private boolean tornDown;
@@ -81,10 +81,10 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     this.in = stage.in;
     this.out = stage.out;
     this.mat = mat;
-    this.remote = role instanceof ConnectionStage.Role.Outgoing o ? o.remote()
-        : role instanceof ConnectionStage.Role.Incoming i ? i.request().remote() : null;
-    this.plan = ConnectionPlan.of(rt, settings, stage.keepBoundaries, lend);
-    this.protocol = new ConnectionProtocol(plan, stage.halfClose, active(), this::failure,
+    this.remote = role instanceof ConnectionStage.Role.Connecting o ? o.remote()
+        : role instanceof ConnectionStage.Role.Accepting i ? i.request().remote() : null;
+    this.plan = ConnectionPlan.of(rt, settings, stage.framing, lend);
+    this.protocol = new ConnectionProtocol(plan, stage.closing, active(), this::failure,
         new Ports());
     setHandler(in, new AbstractInHandler() {
       @Override
@@ -196,7 +196,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   }
 
   private boolean active() {
-    return role instanceof ConnectionStage.Role.Outgoing;
+    return role instanceof ConnectionStage.Role.Connecting;
   }
 
   private String peerName() {
@@ -228,7 +228,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     burstEnd = createAsyncCallback(x -> protocol.burstOver());
     stop = createAsyncCallback(x -> completeStage());
     if (active() && remote.isUnresolved()) { // as Tcp's: resolved first
-      phase = Phase.RESOLVING_HOST;
+      phase = StagePhase.RESOLVING_HOST;
       scheduleOnce(CONNECT_TIMER, settings.connectTimeout());
       AsyncCallback<Object> resolved = createAsyncCallback(this::onResolved);
       HostResolver.resolve(rt.system, remote).whenComplete((address, failure) ->
@@ -240,7 +240,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
 
   /** The remote host's address (an InetSocketAddress), or why there is none. */
   private void onResolved(Object result) {
-    if (stopped() || phase != Phase.RESOLVING_HOST) return;
+    if (stopped() || phase != StagePhase.RESOLVING_HOST) return;
     if (result instanceof InetSocketAddress address) {
       remote = address;
       start();
@@ -258,15 +258,16 @@ final class ConnectionLogic extends TimerGraphStageLogic {
         listenOnce(once.address());
         return;
       }
-      if (phase != Phase.RESOLVING_HOST) scheduleOnce(CONNECT_TIMER, settings.connectTimeout());
-      phase = Phase.RESOLVING_ADDRESS;
+      if (phase != StagePhase.RESOLVING_HOST)
+        scheduleOnce(CONNECT_TIMER, settings.connectTimeout());
+      phase = StagePhase.RESOLVING_ADDRESS;
       if (active()) {
         id = rt.createId("stream to " + peerName(), cmEvents, cmStopped);
         res = plan.resources(rt, id); // what it opens goes with the id
-        id.resolveAddress(((ConnectionStage.Role.Outgoing) role).local(), remote,
+        id.resolveAddress(((ConnectionStage.Role.Connecting) role).local(), remote,
             settings.connectTimeout());
       } else {
-        ConnectionStage.Passive passive = ((ConnectionStage.Role.Incoming) role).request();
+        ConnectionStage.Passive passive = ((ConnectionStage.Role.Accepting) role).request();
         adopt(passive.accepted(), passive.acceptTimeoutSetting());
       }
     } catch (RuntimeException e) {
@@ -278,13 +279,13 @@ final class ConnectionLogic extends TimerGraphStageLogic {
 
   /** Listens for one client at {@code address}; the binding is the materialized value. */
   private void listenOnce(InetSocketAddress address) {
-    phase = Phase.LISTENING;
+    phase = StagePhase.LISTENING;
     listener = rt.createId("listener " + address, cmEvents, cmStopped);
     listener.bind(address);
     listener.listen(1);
     bound = listener.localAddress();
     AsyncCallback<Done> unbind = createAsyncCallback(d -> {
-      if (phase == Phase.LISTENING) completeStage();
+      if (phase == StagePhase.LISTENING) completeStage();
     });
     mat.binding().complete(TcpHandles.binding(bound, () -> {
       unbind.invoke(Done.getInstance());
@@ -296,7 +297,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     if (tornDown) return;
     try {
       if (e.type() == CmEventType.CONNECT_REQUEST) {
-        if (phase != Phase.LISTENING) {
+        if (phase != StagePhase.LISTENING) {
           rt.cm().destroy(e.id(), true); // one client only
           return;
         }
@@ -314,25 +315,25 @@ final class ConnectionLogic extends TimerGraphStageLogic {
       }
       switch (e.type()) {
         case ADDR_RESOLVED:
-          if (phase != Phase.RESOLVING_ADDRESS) break;
-          phase = Phase.RESOLVING_ROUTE;
+          if (phase != StagePhase.RESOLVING_ADDRESS) break;
+          phase = StagePhase.RESOLVING_ROUTE;
           id.resolveRoute(settings.connectTimeout());
           setUp(); // the address names the device: its QP opens while the route resolves
           return;
         case ROUTE_RESOLVED:
-          if (phase != Phase.RESOLVING_ROUTE) break;
-          phase = Phase.CONNECTING;
+          if (phase != StagePhase.RESOLVING_ROUTE) break;
+          phase = StagePhase.CONNECTING;
           id.connect(ConnectionParameters.withPrivateData(
               res.ring.describe(res.ringFlags).encode()));
           return;
         case ESTABLISHED:
-          if (phase != Phase.CONNECTING) break;
+          if (phase != StagePhase.CONNECTING) break;
           if (active()) protocol.peerRing(Wire.Ring.decode(e.privateData()));
           running();
           return;
         case DISCONNECTED:
           disconnected = true;
-          if (phase == Phase.RUNNING) {
+          if (phase == StagePhase.RUNNING) {
             drainCq(); // completions that came before the end are still in the CQ: first
             protocol.peerDisconnected("the peer disconnected");
           } else {
@@ -345,10 +346,10 @@ final class ConnectionLogic extends TimerGraphStageLogic {
         case TIMEWAIT_EXIT:
           return;
         default:
-          if (phase != Phase.RUNNING) {
+          if (phase != StagePhase.RUNNING) {
             drainCq(); // a QP the peer broke first: its completion says so better than the CM
             if (!stopped()) fail(failure(doing() + CompletionFailure.connecting(e,
-                role instanceof ConnectionStage.Role.Outgoing o ? o.local() : null)));
+                role instanceof ConnectionStage.Role.Connecting o ? o.local() : null)));
           }
       }
     } catch (RuntimeException ex) {
@@ -359,18 +360,18 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   /** No CM event will come again: what waits for one fails; a running connection goes on. */
   private void onCmStopped(RuntimeException why) {
     if (tornDown) return;
-    if (phase == Phase.RUNNING) {
+    if (phase == StagePhase.RUNNING) {
       log.warn("{}: CM events stopped ({}); the connection goes on, but the peer's going will"
           + " show only when a request to it fails", peerName(), why.getMessage());
       return;
     }
-    fail(failure((phase == Phase.LISTENING ? "" : doing()) + "the CM event reader stopped: "
+    fail(failure((phase == StagePhase.LISTENING ? "" : doing()) + "the CM event reader stopped: "
         + why.getMessage()));
   }
 
   /** What a failure was doing: "connecting: ", "accepting: ", or nothing once running. */
   private String doing() {
-    return phase == Phase.RUNNING ? "" : active() ? "connecting: " : "accepting: ";
+    return phase == StagePhase.RUNNING ? "" : active() ? "connecting: " : "accepting: ";
   }
 
   /** The QP and everything it uses, registered once for the connection's life. */
@@ -401,7 +402,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     res = early.resources();
     protocol.open(res, lend ? lendRing() : null, true);
     protocol.peerRing(early.peerRing());
-    phase = Phase.CONNECTING;
+    phase = StagePhase.CONNECTING;
     early.attach(cmEvents::invoke, cmStopped::invoke, () -> wake.invoke(Boolean.TRUE));
   }
 
@@ -412,12 +413,15 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   }
 
   private void running() {
-    phase = Phase.RUNNING;
+    phase = StagePhase.RUNNING;
     established = true;
     cancelTimer(CONNECT_TIMER);
     // the address as the application named it, as Tcp's (resolved or not)
-    mat.connected().complete(TcpHandles.outgoing(
-        role instanceof ConnectionStage.Role.Outgoing o ? o.remote() : remote, id.localAddress()));
+    mat.connected()
+        .complete(
+            TcpHandles.outgoing(
+                role instanceof ConnectionStage.Role.Connecting o ? o.remote() : remote,
+                id.localAddress()));
     meter = rt.meter.opened(active() ? "client" : "server", peer(), id.localAddress(),
         protocol.sent(), protocol.received());
     protocol.established();
@@ -502,6 +506,9 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     unlisten();
     boolean up = established || (adopted != null && adopted.establishedEarly());
     // a request that could not be accepted was rejected and freed where it came
-    if (res != null) res.close(up && !disconnected, false, peerName());
+    if (res != null) {
+      res.close(up && !disconnected ? ConnectionResources.Farewell.DISCONNECT
+          : ConnectionResources.Farewell.NONE, peerName());
+    }
   }
 }

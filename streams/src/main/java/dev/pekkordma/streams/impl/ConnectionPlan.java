@@ -9,32 +9,30 @@ import dev.pekkordma.streams.RdmaStreamSettings;
  * its rings carry. Both a binding that accepts early and the connection's own stage read it.
  */
 record ConnectionPlan(RdmaStreamSettings settings, RingSizing sizing, RingSizing.Plan first,
-    int slotSize, int sqDepth, int rqDepth, int ringFlags, boolean keepBoundaries,
-    boolean coalesce) {
+    int slotSize, int sqDepth, int rqDepth, int ringFlags, Framing framing, boolean coalesce) {
 
   static ConnectionPlan of(StreamsRuntime rt, RdmaStreamSettings settings,
-      boolean keepBoundaries, boolean lend) {
-    return of(rt.ringSizing, rt.coalesceWrites, settings, keepBoundaries, lend);
+      Framing framing, boolean lend) {
+    return of(rt.ringSizing, rt.coalesceWrites, settings, framing, lend);
   }
 
   /**
-   * With the runtime's elastic-ring settings and whether small writes coalesce; {@code
-   * keepBoundaries}: one ByteString in is one out (else a bulk connection's writes); {@code
-   * lend}: the ring is lent in place.
+   * With the runtime's elastic-ring settings and whether small writes coalesce; {@code lend}:
+   * the ring is lent in place.
    */
-  static ConnectionPlan of(RingSizing.Settings ringSizing, boolean coalesce,
-      RdmaStreamSettings settings, boolean keepBoundaries, boolean lend) {
+  static ConnectionPlan of(RingSizing.SizingSettings ringSizing, boolean coalesce,
+      RdmaStreamSettings settings, Framing framing, boolean lend) {
     int slotSize = settings.bufferSize();
-    RingSizing sizing = keepBoundaries && !lend
+    RingSizing sizing = framing == Framing.MESSAGES && !lend
         ? RingSizing.of(ringSizing, settings.receiveBuffers(), slotSize) : null;
     RingSizing.Plan first = sizing != null ? sizing.initial()
         : new RingSizing.Plan(settings.receiveBuffers(), slotSize, true);
     // writes into an old ring and a new one may both wait to be taken
     int rqDepth = settings.receiveBuffers() + (sizing != null ? first.count() : 0) + 8;
     // the receiver splits batches into what was sent
-    int flags = keepBoundaries && !lend ? Wire.TAKES_BATCHES : 0;
+    int flags = framing == Framing.MESSAGES && !lend ? Wire.TAKES_BATCHES : 0;
     return new ConnectionPlan(settings, sizing, first, slotSize, settings.sendQueueDepth(),
-        rqDepth, flags, keepBoundaries, coalesce);
+        rqDepth, flags, framing, coalesce);
   }
 
   boolean takesBatches() {

@@ -88,7 +88,7 @@ final class ConnectionProtocol {
   enum Timer { RESIZE, FLUSHED }
 
   /** What the connection's resources give the machine. */
-  interface Resources {
+  interface ProtocolResources {
     QueuePair qp();
 
     SendRequests sendRequests();
@@ -101,10 +101,10 @@ final class ConnectionProtocol {
     int inlineMax();
 
     /** The ring the connection starts with. */
-    ConnectionResources.ReceiveRing ring();
+    ConnectionResources.RegisteredRing ring();
 
     /** A new ring of ours; the budget may refuse it. */
-    ConnectionResources.ReceiveRing openRing(int count, int size);
+    ConnectionResources.RegisteredRing openRing(int count, int size);
 
     /** A ring replaced and all its writes taken. */
     void closeRing(Receiver.Slots ring);
@@ -124,17 +124,17 @@ final class ConnectionProtocol {
   /** Our telling the peer that we stopped reading. */
   private enum Cancel { NONE, DUE, SENT }
 
-  private enum Link { CONNECTING, UP, GONE }
+  private enum LinkState { CONNECTING, UP, GONE }
 
   private final ConnectionPlan plan;
   private final RdmaStreamSettings settings;
-  private final boolean halfClose;
+  private final Closing closing;
   private final boolean active; // we connected: our end of data before the link is up half-closes
   private final Function<String, RuntimeException> failure; // a reason, naming the peer
   private final Actions actions;
   private final ProtocolValidator rules;
   private final RingSizing sizing; // null: our ring stays as it is
-  private Resources res;
+  private ProtocolResources res;
   private Sender sender;
   private Receiver receiver;
   private ElementWriter writer;
@@ -153,7 +153,7 @@ final class ConnectionProtocol {
   private boolean closeWritingSoon;
   private boolean closeWriting;
   private RuntimeException writeFailure;
-  private Link link = Link.CONNECTING;
+  private LinkState link = LinkState.CONNECTING;
   private boolean stopped; // ended or failed: nothing more happens
 
   private boolean pulled;
@@ -163,17 +163,17 @@ final class ConnectionProtocol {
   private boolean ticking; // the resize timer runs
   private String flushReason;
 
-  ConnectionProtocol(ConnectionPlan plan, boolean halfClose, boolean active,
+  ConnectionProtocol(ConnectionPlan plan, Closing closing, boolean active,
       Function<String, RuntimeException> failure, Actions actions) {
     this.plan = plan;
     this.settings = plan.settings();
-    this.halfClose = halfClose;
+    this.closing = closing;
     this.active = active;
     this.failure = failure;
     this.actions = actions;
     this.sizing = plan.sizing();
     this.rules = new ProtocolValidator(plan.first().count(), plan.first().size(),
-        plan.keepBoundaries() ? settings.maxMessageSize() : Long.MAX_VALUE,
+        plan.framing() == Framing.MESSAGES ? settings.maxMessageSize() : Long.MAX_VALUE,
         settings.path() + ".max-message-size");
     if (plan.takesBatches()) rules.takeBatches();
   }
@@ -185,14 +185,15 @@ final class ConnectionProtocol {
    * ring is lent in place (the buffer source), else null; {@code receivesPosted}: the binding
    * posted them when it accepted.
    */
-  void open(Resources resources, LeasedRing lent, boolean receivesPosted) {
+  void open(ProtocolResources resources, LeasedRing lent, boolean receivesPosted) {
     res = resources;
     SendBuffers buffers = res.sendBuffers();
     sender = new Sender(res.qp(), res.sendRequests(), plan.sqDepth(), settings.signalEvery(),
         buffers);
     writer = new ElementWriter(sender, res.inlineMax(), res.scratch(), plan.slotSize(), buffers,
         plan.coalesce());
-    receiver = new Receiver(res.ring().slots(), plan.rqDepth(), plan.keepBoundaries(),
+    receiver = new Receiver(res.ring().slots(), plan.rqDepth(),
+        plan.framing() == Framing.MESSAGES,
         res::closeRing);
     receiver.maxMessage(settings.maxMessageSize(), settings.path() + ".max-message-size");
     if (lent != null) receiver.lend(lent);
@@ -213,10 +214,10 @@ final class ConnectionProtocol {
   /** The connection is up: data may go. */
   void established() {
     if (stopped) return;
-    link = Link.UP;
+    link = LinkState.UP;
     // without half-close, an end of data before the connection was up closes the connection
     // once it is (Tcp's does not: it half-closes an outgoing one)
-    if (!writing && !halfClose && !active) closeReading();
+    if (!writing && closing == Closing.FULL && !active) closeReading();
     if (!stopped && writing) pull();
     progress();
   }
@@ -242,7 +243,7 @@ final class ConnectionProtocol {
 
   /** Whether the RDMA connection is gone or the machine stopped: no more completions. */
   boolean over() {
-    return stopped || link == Link.GONE;
+    return stopped || link == LinkState.GONE;
   }
 
   // ------------------------------------------------------------ the stage's events
@@ -251,7 +252,7 @@ final class ConnectionProtocol {
   void offered(Object element) {
     pulled = false;
     if (stopped) return;
-    if (link == Link.GONE || peerReading == PeerReading.STOPPED) {
+    if (link == LinkState.GONE || peerReading == PeerReading.STOPPED) {
       String gone = peerReading == PeerReading.STOPPED ? "the peer stopped reading"
           : "the peer closed the connection";
       writeFailed(gone + ": a further " + ElementWriter.describe(element)
@@ -286,12 +287,12 @@ final class ConnectionProtocol {
     if (stopped || !writing) return;
     writing = false;
     closeWriting = closeWritingSoon = false;
-    if (link == Link.GONE) {
+    if (link == LinkState.GONE) {
       endIfDone();
       return;
     }
     // Tcp's close without half-close, or once our reading has ended: we read no more
-    if (link == Link.UP && !halfClose) closeReading();
+    if (link == LinkState.UP && closing == Closing.FULL) closeReading();
     progress();
   }
 
@@ -301,7 +302,7 @@ final class ConnectionProtocol {
     reading = false;
     stopReading();
     // Tcp's close without half-close: our writing ends too, after what our upstream gave
-    if (writing && !halfClose) {
+    if (writing && closing == Closing.FULL) {
       closeWritingSoon = true;
       burstBegan();
     }
@@ -425,7 +426,8 @@ final class ConnectionProtocol {
   /** A data write of {@code kind} and {@code length} bytes landed in our ring. */
   private String dataArrived(int kind, int length) {
     boolean more = kind == Wire.MORE;
-    byte as = more ? Arrivals.MORE : kind == Wire.BATCH ? Arrivals.BATCH : Arrivals.END;
+    byte as = more ? ArrivedWrites.MORE
+        : kind == Wire.BATCH ? ArrivedWrites.BATCH : ArrivedWrites.END;
     if (receiver.arrived(length, as) < 0) return OVERRUN;
     if (sizing != null) {
       Receiver.Slots w = receiver.writerRing();
@@ -439,7 +441,7 @@ final class ConnectionProtocol {
    * RING_ACK is posted. Null, or what is wrong with it.
    */
   private String peerReplacesRing() {
-    long at = receiver.arrived(Wire.Ring.LENGTH, Arrivals.SKIP);
+    long at = receiver.arrived(Wire.Ring.LENGTH, ArrivedWrites.SKIP);
     if (at < 0) return OVERRUN;
     byte[] b = new byte[Wire.Ring.LENGTH];
     NativeMemory.copyToArray(at, b, 0, b.length);
@@ -471,14 +473,14 @@ final class ConnectionProtocol {
   /** Gives downstream what it asked for, freeing each slot as its message is taken. */
   private void deliver() {
     receiver.reclaim(); // released since: no need to wait
-    Arrivals arrivals = receiver.arrivals;
+    ArrivedWrites arrivals = receiver.arrivals;
     while (arrivals.size() > 0) {
       // what goes downstream waits for demand; the peer's end does not (a completion needs no
       // demand, as Tcp's does not), nor does its RING, which carries nothing for downstream (a
       // CANCEL after it does not count it lost)
       byte next = arrivals.nextKind();
-      if (reading && !demanded && next != Arrivals.FIN && next != Arrivals.SKIP) return;
-      if (next == Arrivals.FIN) {
+      if (reading && !demanded && next != ArrivedWrites.FIN && next != ArrivedWrites.SKIP) return;
+      if (next == ArrivedWrites.FIN) {
         // the last element first reaches our downstream's handler (its next demand says so):
         // the FIN_ACK tells the peer that its every byte was taken
         if (reading && withDownstream) return;
@@ -533,7 +535,7 @@ final class ConnectionProtocol {
   }
 
   private void repost() {
-    if (link == Link.GONE || flushReason != null) return;
+    if (link == LinkState.GONE || flushReason != null) return;
     int n = receiver.takeReceivesToPost();
     if (n == 0) return;
     try {
@@ -657,7 +659,7 @@ final class ConnectionProtocol {
    * only while something is large: ten thousand idle connections cost no timer.
    */
   private void resize(boolean tick) {
-    if (over() || link != Link.UP || sizing == null) return;
+    if (over() || link != LinkState.UP || sizing == null) return;
     maybeAnnounce(tick, reading && peerWriting == PeerWriting.OPEN);
     SendBuffers buffers = res.sendBuffers();
     buffers.resize(tick);
@@ -690,7 +692,7 @@ final class ConnectionProtocol {
     if (p == null || (p.large() && !readingOn) || receiver.replacing() || !sender.mayWrite()) {
       return;
     }
-    ConnectionResources.ReceiveRing next;
+    ConnectionResources.RegisteredRing next;
     try {
       next = res.openRing(p.count(), p.size());
     } catch (RegisteredMemoryExhaustedException e) {
@@ -720,7 +722,7 @@ final class ConnectionProtocol {
 
   /** After anything happened: deliver, send, say what is due, and see if we are done. */
   private void progress() {
-    if (stopped || link != Link.UP) return;
+    if (stopped || link != LinkState.UP) return;
     deliver();
     if (stopped) return;
     resize(false);
@@ -731,7 +733,7 @@ final class ConnectionProtocol {
     if (stopped) return;
     if (!sendingDone() || !receivingDone()) return;
     if (sender.outstanding() == 0) {
-      link = Link.GONE;
+      link = LinkState.GONE;
       end();
       return;
     }
@@ -785,14 +787,14 @@ final class ConnectionProtocol {
       fail("the peer closed the connection before acknowledging our last messages");
       return;
     }
-    link = Link.GONE;
+    link = LinkState.GONE;
     actions.close();
     endIfDone();
   }
 
   /** With the link gone, the connection ends once our upstream has. */
   private void endIfDone() {
-    if (link == Link.GONE && !writing) end();
+    if (link == LinkState.GONE && !writing) end();
   }
 
   private void end() {

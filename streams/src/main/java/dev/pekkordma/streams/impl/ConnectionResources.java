@@ -24,7 +24,7 @@ import org.slf4j.LoggerFactory;
  * CM disconnect, the QP, the registrations and the PD (its own, so that no peer's rkey reaches
  * another connection's ring), the memory, the CQ through its hub, the CM id, the hub.
  */
-final class ConnectionResources implements ConnectionProtocol.Resources, AutoCloseable {
+final class ConnectionResources implements ConnectionProtocol.ProtocolResources, AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(ConnectionResources.class);
   static final long RECV_WR_ID = -1L;
   /** An elastic connection's small send area: what an idle connection keeps. */
@@ -49,8 +49,8 @@ final class ConnectionResources implements ConnectionProtocol.Resources, AutoClo
   CompletionHub hub;
   ProtectionDomain pd;
   /** The first receive ring; more may follow (see {@link #openRing}). */
-  ReceiveRing ring;
-  private final List<ReceiveRing> rings = new ArrayList<>();
+  RegisteredRing ring;
+  private final List<RegisteredRing> rings = new ArrayList<>();
   private String peer;
   SendBuffers send;
   OffHeapBuffer scratch;
@@ -130,8 +130,8 @@ final class ConnectionResources implements ConnectionProtocol.Resources, AutoClo
 
   /** A receive ring of {@code count} slots of {@code size}, for the peer to write into. */
   @Override
-  public ReceiveRing openRing(int count, int size) {
-    ReceiveRing r = new ReceiveRing(register((long) count * size,
+  public RegisteredRing openRing(int count, int size) {
+    RegisteredRing r = new RegisteredRing(register((long) count * size,
         Access.LOCAL_WRITE | Access.REMOTE_WRITE, "a receive ring",
         ".receive-buffers or .buffer-size"), count, size);
     rings.add(r);
@@ -141,7 +141,7 @@ final class ConnectionResources implements ConnectionProtocol.Resources, AutoClo
   /** The ring replaced and all its writes taken: deregistered and freed. */
   @Override
   public void closeRing(Receiver.Slots slots) {
-    for (ReceiveRing r : rings) {
+    for (RegisteredRing r : rings) {
       if (r.area.memory() == slots.memory()) {
         rings.remove(r);
         r.area.deregister();
@@ -163,7 +163,7 @@ final class ConnectionResources implements ConnectionProtocol.Resources, AutoClo
   }
 
   /** A receive ring: registered memory the peer writes into, in {@code count} slots. */
-  record ReceiveRing(Registered area, int count, int size) {
+  record RegisteredRing(Registered area, int count, int size) {
     Receiver.Slots slots() {
       return new Receiver.Slots(area.memory(), count, size);
     }
@@ -202,7 +202,7 @@ final class ConnectionResources implements ConnectionProtocol.Resources, AutoClo
   }
 
   @Override
-  public ReceiveRing ring() {
+  public RegisteredRing ring() {
     return ring;
   }
 
@@ -219,14 +219,21 @@ final class ConnectionResources implements ConnectionProtocol.Resources, AutoClo
     qp.postRecv(recvWr);
   }
 
-  /**
-   * Frees everything, once; {@code disconnect} first when the connection was established and
-   * the peer has not disconnected, {@code reject} the id when it was a request nobody accepted.
-   */
-  void close(boolean disconnect, boolean reject, String peer) {
+  /** What the peer is told as the resources close. */
+  enum Farewell {
+    /** An established connection the peer has not disconnected: disconnect first. */
+    DISCONNECT,
+    /** A request nobody accepted: reject it. */
+    REJECT,
+    /** Nothing: the peer knows, or was never answered. */
+    NONE
+  }
+
+  /** Frees everything, once, after telling the peer {@code farewell}. */
+  void close(Farewell farewell, String peer) {
     if (closed) return;
     closed = true;
-    if (disconnect) {
+    if (farewell == Farewell.DISCONNECT) {
       try {
         id.disconnect();
       } catch (RuntimeException e) {
@@ -240,7 +247,7 @@ final class ConnectionResources implements ConnectionProtocol.Resources, AutoClo
         // reported by the id's destruction below if it matters
       }
     }
-    for (ReceiveRing r : rings) r.area.deregister();
+    for (RegisteredRing r : rings) r.area.deregister();
     SendBuffers.Area[] areas = send != null ? send.areas() : new SendBuffers.Area[0];
     for (SendBuffers.Area a : areas) a.area.deregister();
     if (pd != null) {
@@ -250,7 +257,7 @@ final class ConnectionResources implements ConnectionProtocol.Resources, AutoClo
         log.warn("{}: deallocating the connection's PD failed: {}", peer, e.getMessage());
       }
     }
-    for (ReceiveRing r : rings) {
+    for (RegisteredRing r : rings) {
       if (r == ring && lentRing != null) {
         lentRing.close(); // the memory stays until the application has released every buffer
       } else {
@@ -261,7 +268,7 @@ final class ConnectionResources implements ConnectionProtocol.Resources, AutoClo
     for (SendBuffers.Area a : areas) a.area.free();
     if (scratch != null) scratch.close();
     if (cq != null) hub.closeCq(cq);
-    rt.cm().destroy(id, reject);
+    rt.cm().destroy(id, farewell == Farewell.REJECT);
     if (hub != null) rt.hubs.release(hub);
     if (sendWr != null) sendWr.close();
     if (recvWr != null) recvWr.close();
@@ -285,6 +292,6 @@ final class ConnectionResources implements ConnectionProtocol.Resources, AutoClo
 
   @Override
   public void close() {
-    close(false, false, String.valueOf(id));
+    close(Farewell.NONE, String.valueOf(id));
   }
 }

@@ -63,8 +63,8 @@ public final class ConnectionStage
 
   /** The peer as known before connecting: a listener knows only where it listens. */
   private InetSocketAddress peer() {
-    return role instanceof Role.Outgoing o ? o.remote()
-        : role instanceof Role.Incoming i ? i.request().remote()
+    return role instanceof Role.Connecting o ? o.remote()
+        : role instanceof Role.Accepting i ? i.request().remote()
         : ((Role.ListenOnce) role).address();
   }
 
@@ -74,50 +74,50 @@ public final class ConnectionStage
 
   final StreamsRuntime rt;
   final RdmaStreamSettings settings;
-  final boolean halfClose;
-  final boolean keepBoundaries;
+  final Closing closing;
+  final Framing framing;
   final Role role;
   final boolean lend; // emits ReceivedBuffers: the ring's slots in place
 
   /** Who starts the connection, and how. */
   sealed interface Role {
     /** We connect to a server, from {@code local} (null: the route's choice). */
-    record Outgoing(InetSocketAddress remote, InetSocketAddress local) implements Role {}
+    record Connecting(InetSocketAddress remote, InetSocketAddress local) implements Role {}
 
     /** We accept a request a binding took. */
-    record Incoming(Passive request) implements Role {}
+    record Accepting(Passive request) implements Role {}
 
     /** We listen for one client, accept it and stop listening. */
     record ListenOnce(InetSocketAddress address) implements Role {}
   }
 
-  private ConnectionStage(StreamsRuntime rt, RdmaStreamSettings settings, boolean halfClose,
-      boolean keepBoundaries, Role role, boolean lend) {
+  private ConnectionStage(StreamsRuntime rt, RdmaStreamSettings settings, Closing closing,
+      Framing framing, Role role, boolean lend) {
     this.rt = rt;
     this.settings = settings;
-    this.halfClose = halfClose;
-    this.keepBoundaries = keepBoundaries;
+    this.closing = closing;
+    this.framing = framing;
     this.role = role;
     this.lend = lend;
   }
 
   public static ConnectionStage outgoing(StreamsRuntime rt, InetSocketAddress remote,
-      RdmaStreamSettings settings, boolean halfClose, boolean keepBoundaries) {
-    return outgoing(rt, remote, null, settings, halfClose, keepBoundaries);
+      RdmaStreamSettings settings, Closing closing, Framing framing) {
+    return outgoing(rt, remote, null, settings, closing, framing);
   }
 
   /** From {@code local} (its port 0: any), as Tcp's {@code localAddress}; null: any. */
   public static ConnectionStage outgoing(StreamsRuntime rt, InetSocketAddress remote,
-      InetSocketAddress local, RdmaStreamSettings settings, boolean halfClose,
-      boolean keepBoundaries) {
-    return new ConnectionStage(rt, settings, halfClose, keepBoundaries,
-        new Role.Outgoing(remote, local), false);
+      InetSocketAddress local, RdmaStreamSettings settings, Closing closing,
+      Framing framing) {
+    return new ConnectionStage(rt, settings, closing, framing,
+        new Role.Connecting(remote, local), false);
   }
 
   public static ConnectionStage incoming(StreamsRuntime rt, Passive passive,
-      RdmaStreamSettings settings, boolean halfClose, boolean keepBoundaries) {
-    return new ConnectionStage(rt, settings, halfClose, keepBoundaries,
-        new Role.Incoming(passive), false);
+      RdmaStreamSettings settings, Closing closing, Framing framing) {
+    return new ConnectionStage(rt, settings, closing, framing,
+        new Role.Accepting(passive), false);
   }
 
   /**
@@ -126,8 +126,8 @@ public final class ConnectionStage
    * close handshake's "your data reached my application" holds up to the user's own stages.
    */
   public static ConnectionStage listenOnce(StreamsRuntime rt, InetSocketAddress address,
-      RdmaStreamSettings settings, boolean halfClose, boolean keepBoundaries) {
-    return new ConnectionStage(rt, settings, halfClose, keepBoundaries,
+      RdmaStreamSettings settings, Closing closing, Framing framing) {
+    return new ConnectionStage(rt, settings, closing, framing,
         new Role.ListenOnce(address), false);
   }
 
@@ -137,7 +137,7 @@ public final class ConnectionStage
    */
   public static Source<ReceivedBuffer, Mat> bufferSource(StreamsRuntime rt,
       InetSocketAddress address, RdmaStreamSettings settings) {
-    ConnectionStage stage = new ConnectionStage(rt, settings, true, false,
+    ConnectionStage stage = new ConnectionStage(rt, settings, Closing.HALF_CLOSE, Framing.BULK,
         new Role.ListenOnce(address), true);
     @SuppressWarnings({"unchecked", "rawtypes"})
     Flow<Object, ReceivedBuffer, Mat> flow = (Flow) stage.withIdleTimeout(Flow.fromGraph(stage));

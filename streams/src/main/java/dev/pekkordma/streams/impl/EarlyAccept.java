@@ -72,7 +72,7 @@ final class EarlyAccept {
     } catch (RuntimeException e) {
       early.failure = e;
       if (early.res != null) {
-        early.res.close(false, true, peer);
+        early.res.close(ConnectionResources.Farewell.REJECT, peer);
       } else {
         rt.cm().destroy(early.id, true);
       }
@@ -119,7 +119,7 @@ final class EarlyAccept {
   void abandon() {
     if (!claim() || res == null) return;
     // the client's connection is up (or about to be): it hears the disconnect
-    res.close(true, false, SocketAddresses.format(remote));
+    res.close(ConnectionResources.Farewell.DISCONNECT, SocketAddresses.format(remote));
   }
 
   /** Whether the connection was established before a stage heard of it. */

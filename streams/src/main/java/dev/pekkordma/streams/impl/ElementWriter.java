@@ -83,14 +83,15 @@ final class ElementWriter {
     if (payload.length <= inlineMax) {
       long at = scratch.address();
       NativeMemory.copyFromArray(payload, 0, at, payload.length);
-      sender.write(at, payload.length, 0, imm, -1, true);
+      sender.write(at, payload.length, 0, imm, -1, Sender.WriteSource.INLINE);
       return true;
     }
     int buffer = sender.takeBuffer();
     if (buffer < 0) return false;
     long address = buffers.address(buffer);
     NativeMemory.copyFromArray(payload, 0, address, payload.length);
-    sender.write(address, payload.length, buffers.lkey(buffer), imm, buffer, false);
+    sender.write(address, payload.length, buffers.lkey(buffer), imm, buffer,
+        Sender.WriteSource.SEND_BUFFER);
     return true;
   }
 
@@ -190,7 +191,8 @@ final class ElementWriter {
         if (n > 0) NativeMemory.copyFromArray(bytes, offset, address, n);
       }
       sender.write(address, n, lkey, Wire.data(last ? Wire.END : Wire.MORE,
-          credits.getAsInt()), buffer, inline);
+          credits.getAsInt()), buffer,
+          inline ? Sender.WriteSource.INLINE : Sender.WriteSource.SEND_BUFFER);
       sent.addBytes(n);
       offset += n;
       if (last) {

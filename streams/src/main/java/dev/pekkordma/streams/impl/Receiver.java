@@ -24,7 +24,7 @@ final class Receiver {
     }
   }
 
-  final Arrivals arrivals;
+  final ArrivedWrites arrivals;
   private final Consumer<Slots> retired;
   private final boolean keepBoundaries;
   private Slots ring; // where takes read
@@ -56,7 +56,7 @@ final class Receiver {
 
   /** Reads {@code ring}; a ring replaced goes to {@code retired} once its last write is taken. */
   Receiver(Slots ring, int receives, boolean keepBoundaries, Consumer<Slots> retired) {
-    this.arrivals = new Arrivals(receives);
+    this.arrivals = new ArrivedWrites(receives);
     this.ring = ring;
     this.writerRing = ring;
     this.retired = retired;
@@ -65,8 +65,8 @@ final class Receiver {
   }
 
   /**
-   * A write ({@link Arrivals#END}, {@link Arrivals#MORE}, or the peer's RING as
-   * {@link Arrivals#SKIP}) came into the peer's current ring: the address of its slot, or -1
+   * A write ({@link ArrivedWrites#END}, {@link ArrivedWrites#MORE}, or the peer's RING as
+   * {@link ArrivedWrites#SKIP}) came into the peer's current ring: the address of its slot, or -1
    * when the peer wrote more than it had credits for.
    */
   long arrived(int length, byte kind) {
@@ -76,7 +76,7 @@ final class Receiver {
 
   /** The peer's FIN came. False: the peer sent more than it had credits for. */
   boolean finArrived() {
-    return arrivals.add(0, Arrivals.FIN, writerGen);
+    return arrivals.add(0, ArrivedWrites.FIN, writerGen);
   }
 
   /** A ByteString in a BATCH is at most {@code bytes} long ({@code setting}). */
@@ -197,7 +197,7 @@ final class Receiver {
     retireIfDone();
     byte kind = arrivals.nextKind();
     int length = arrivals.nextLength();
-    if (kind == Arrivals.BATCH && !discarding) {
+    if (kind == ArrivedWrites.BATCH && !discarding) {
       Object element = takeFromBatch(ring.address(consumed % ring.count()), length);
       if (batchAt < length) return element;
       batchAt = 0; // its last: the write is taken, as any other
@@ -213,7 +213,7 @@ final class Receiver {
     consumed++;
     taken++;
     try {
-      if (kind == Arrivals.SKIP) { // the peer's RING: its slot, nothing for downstream
+      if (kind == ArrivedWrites.SKIP) { // the peer's RING: its slot, nothing for downstream
         if (lent != null) {
           lendOrSkip(0, kind);
         } else if (crediting) {
@@ -221,7 +221,7 @@ final class Receiver {
         }
         return null;
       }
-      if (kind == Arrivals.BATCH) { // discarding: the rest of it goes at once
+      if (kind == ArrivedWrites.BATCH) { // discarding: the rest of it goes at once
         batchAt = 0;
         received.addBytes(length);
         if (crediting) creditsOwed++;
@@ -272,7 +272,7 @@ final class Receiver {
     if (length > 0) NativeMemory.copyToArray(ring.address(slot), bytes, 0, length);
     // pieces are copied into the builder's one growing array: a message of many small writes
     // holds no object per write
-    if (kind == Arrivals.MORE && keepBoundaries) {
+    if (kind == ArrivedWrites.MORE && keepBoundaries) {
       if (pieces == null) pieces = new ByteStringBuilder();
       pieces.putBytes(bytes);
       pieceWrites++;
@@ -296,12 +296,12 @@ final class Receiver {
       throw new IllegalStateException("protocol error: the peer wrote into ring slot "
           + lent.nextSlot() + " before it was released and credited");
     }
-    if (discarding || kind == Arrivals.SKIP) {
+    if (discarding || kind == ArrivedWrites.SKIP) {
       lent.skip();
       creditsOwed += lent.reclaim();
       return null;
     }
     received.addMessages(1);
-    return lent.lend(length, kind == Arrivals.END);
+    return lent.lend(length, kind == ArrivedWrites.END);
   }
 }

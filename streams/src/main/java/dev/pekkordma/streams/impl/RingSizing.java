@@ -15,10 +15,10 @@ import java.time.Duration;
  */
 final class RingSizing {
   /** {@code pekko-rdma.streams.elastic-ring}. */
-  record Settings(boolean enabled, int idleCount, int idleSize, Duration shrinkAfter) {
+  record SizingSettings(boolean enabled, int idleCount, int idleSize, Duration shrinkAfter) {
     static final String PATH = "pekko-rdma.streams.elastic-ring";
 
-    static Settings from(Config c) {
+    static SizingSettings from(Config c) {
       String p = PATH + ".";
       boolean on = c.getBoolean(p + "enabled");
       int count = c.getInt(p + "idle-receive-buffers");
@@ -35,7 +35,7 @@ final class RingSizing {
       if (shrink.isNegative() || shrink.isZero()) {
         throw new IllegalArgumentException(p + "shrink-after must be positive, was " + shrink);
       }
-      return new Settings(on, count, (int) size, shrink);
+      return new SizingSettings(on, count, (int) size, shrink);
     }
   }
 
@@ -61,7 +61,7 @@ final class RingSizing {
    * The sizing of a connection whose large ring is {@code count} slots of {@code size}, or null
    * when its ring does not change (off, or the small ring would be no smaller).
    */
-  static RingSizing of(Settings s, int count, int size) {
+  static RingSizing of(SizingSettings s, int count, int size) {
     int idleCount = Math.min(s.idleCount(), count);
     int idleSize = Math.min(s.idleSize(), size);
     if (!s.enabled() || (long) idleCount * idleSize >= (long) count * size) return null;

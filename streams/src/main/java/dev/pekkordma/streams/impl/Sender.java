@@ -152,24 +152,37 @@ final class Sender {
     buffers.giveBack(buffer);
   }
 
+  /** Where a write's bytes are taken from. */
+  enum WriteSource {
+    /** Copied into the work request (IBV_SEND_INLINE), from scratch memory: no buffer. */
+    INLINE,
+    /** Read by the device from a registered send buffer. */
+    SEND_BUFFER
+  }
+
+  /** Whether a post asks for its completion. */
+  enum Signaling {
+    /** When signal-every, a nearly full send queue or the last free buffer says so. */
+    AS_DUE,
+    /** Always: its wr_id is then {@link #lastWrId}, and {@link #completedUpTo} tells when. */
+    ALWAYS
+  }
+
   /**
    * Posts an RDMA WRITE WITH IMM of {@code length} bytes at {@code address} (a send buffer's,
    * {@code buffer}, or inline from scratch memory with buffer -1) into the peer's next slot,
    * taking a credit. A failed post gives the buffer back and throws.
    */
-  void write(long address, int length, int lkey, int imm, int buffer, boolean inline) {
-    write(address, length, lkey, imm, buffer, inline, false);
+  void write(long address, int length, int lkey, int imm, int buffer, WriteSource source) {
+    write(address, length, lkey, imm, buffer, source, Signaling.AS_DUE);
   }
 
-  /**
-   * {@link #write}, and with {@code signal} asks for its completion, whatever signal-every says:
-   * its wr_id is then {@link #lastWrId}, and {@link #completedUpTo} tells when it is done.
-   */
-  void write(long address, int length, int lkey, int imm, int buffer, boolean inline,
-      boolean signal) {
+  /** {@link #write}, signalled as {@code signaling} says. */
+  void write(long address, int length, int lkey, int imm, int buffer, WriteSource source,
+      Signaling signaling) {
     long slot = ringWrites % peerSlots;
     post(WrOpcode.RDMA_WRITE_WITH_IMM, address, length, lkey, peerRing + slot * peerSlotSize,
-        imm, buffer, inline, signal);
+        imm, buffer, source, signaling);
     writes++;
     if (Wire.kind(imm) != Wire.CONTROL) writesThroughData = writes;
     ringWrites++;
@@ -179,20 +192,21 @@ final class Sender {
 
   /** Posts a control message, signalled. */
   void control(int imm) {
-    post(WrOpcode.SEND_WITH_IMM, 0, 0, 0, 0, imm, -1, false, true);
+    post(WrOpcode.SEND_WITH_IMM, 0, 0, 0, 0, imm, -1, WriteSource.SEND_BUFFER,
+        Signaling.ALWAYS);
   }
 
   private void post(WrOpcode opcode, long address, int length, int lkey, long remoteAddress,
-      int imm, int buffer, boolean inline, boolean forceSignal) {
+      int imm, int buffer, WriteSource source, Signaling signaling) {
     boolean control = opcode == WrOpcode.SEND_WITH_IMM;
-    boolean signal = forceSignal || ++unsignaled >= signalEvery
+    boolean signal = signaling == Signaling.ALWAYS || ++unsignaled >= signalEvery
         || outstanding + 1 >= sqDepth - CONTROL_RESERVE
         || (buffer >= 0 && buffers.noneFree());
     if (signal) unsignaled = 0;
     long wrId = nextWrId;
     wr.clear();
     wr.add(wrId, opcode, (signal ? SendRequests.SIGNALED : 0)
-        | (inline ? SendRequests.INLINE : 0));
+        | (source == WriteSource.INLINE ? SendRequests.INLINE : 0));
     if (length > 0 || !control) wr.sge(address, length, lkey);
     if (opcode == WrOpcode.RDMA_WRITE_WITH_IMM) wr.rdma(remoteAddress, peerRkey);
     wr.immediate(imm);

@@ -15,13 +15,13 @@ import java.util.concurrent.atomic.LongAdder;
 import jdk.jfr.FlightRecorder;
 
 /**
- * The streams' metrics in one actor system: each live connection's {@link Connection} (its
+ * The streams' metrics in one actor system: each live connection's {@link ConnectionMeter} (its
  * {@link Traffic} both ways, counted by its stage), the totals of those that ended, and the JDK
  * Flight Recorder events. Reading them ({@link #snapshot}) takes no lock a connection waits on.
  */
 @InternalApi
 public final class StreamsMeter {
-  private final Set<Connection> live = ConcurrentHashMap.newKeySet();
+  private final Set<ConnectionMeter> live = ConcurrentHashMap.newKeySet();
   private final LongAdder opened = new LongAdder();
   private final LongAdder closed = new LongAdder();
   private final LongAdder failed = new LongAdder();
@@ -42,9 +42,13 @@ public final class StreamsMeter {
   }
 
   /** A connection is up: counted, and seen by the metrics until it ends. */
-  Connection opened(String role, InetSocketAddress remote, InetSocketAddress local, Traffic sent,
+  ConnectionMeter opened(
+      String role,
+      InetSocketAddress remote,
+      InetSocketAddress local,
+      Traffic sent,
       Traffic received) {
-    Connection c = new Connection(role, remote, local, sent, received);
+    ConnectionMeter c = new ConnectionMeter(role, remote, local, sent, received);
     opened.increment();
     live.add(c);
     ConnectionEvents.Opened e = new ConnectionEvents.Opened();
@@ -61,7 +65,7 @@ public final class StreamsMeter {
    * A connection failed: {@code running} its meter, or null when it failed before it was up
    * (resolving, connecting, accepting, binding: {@code phase}).
    */
-  void failed(Connection running, InetSocketAddress remote, String phase, Throwable why) {
+  void failed(ConnectionMeter running, InetSocketAddress remote, String phase, Throwable why) {
     String message = String.valueOf(why.getMessage());
     if (running != null) {
       running.ended(message);
@@ -88,7 +92,7 @@ public final class StreamsMeter {
     long br = bytesReceived.sum();
     long mr = messagesReceived.sum();
     long st = stalls.sum();
-    for (Connection c : live) {
+    for (ConnectionMeter c : live) {
       ConnectionMetrics m = c.metrics();
       now.add(m);
       bs += m.bytesSent();
@@ -116,12 +120,12 @@ public final class StreamsMeter {
   }
 
   /** One live connection's meter, used on its stage's thread; read from any. */
-  final class Connection {
+  final class ConnectionMeter {
     private static final VarHandle STALLS;
 
     static {
       try {
-        STALLS = MethodHandles.lookup().findVarHandle(Connection.class, "creditStalls",
+        STALLS = MethodHandles.lookup().findVarHandle(ConnectionMeter.class, "creditStalls",
             long.class);
       } catch (ReflectiveOperationException e) {
         throw new ExceptionInInitializerError(e);
@@ -139,7 +143,7 @@ public final class StreamsMeter {
     private boolean waiting; // for a credit, since the last send
     private boolean ended;
 
-    Connection(String role, InetSocketAddress remote, InetSocketAddress local, Traffic sent,
+    ConnectionMeter(String role, InetSocketAddress remote, InetSocketAddress local, Traffic sent,
         Traffic received) {
       this.role = role;
       this.remote = remote;

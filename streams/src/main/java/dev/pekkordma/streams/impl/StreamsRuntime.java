@@ -23,7 +23,7 @@ public final class StreamsRuntime {
   public final RdmaStreamSettings settings;
   public final RdmaStreamSettings bulkSettings;
   public final CompletionHubs hubs;
-  final RingSizing.Settings ringSizing;
+  final RingSizing.SizingSettings ringSizing;
   /** pekko-rdma.streams.coalesce-writes: small elements queued behind a write go together. */
   final boolean coalesceWrites;
   /** The connections' metrics and Flight Recorder events. */
@@ -47,7 +47,7 @@ public final class StreamsRuntime {
     this.settings = RdmaStreamSettings.create(system.settings().config());
     this.bulkSettings = RdmaStreamSettings.bulk(system.settings().config());
     try {
-      this.ringSizing = RingSizing.Settings.from(system.settings().config());
+      this.ringSizing = RingSizing.SizingSettings.from(system.settings().config());
       this.coalesceWrites = system.settings().config().getBoolean(
           "pekko-rdma.streams.coalesce-writes");
     } catch (IllegalArgumentException e) {

@@ -45,7 +45,7 @@ class BatchReceiveTest {
   /** Writes {@code bytes} into {@code slot} and queues it as a BATCH of {@code length}. */
   private static void arrive(OffHeapBuffer ring, Receiver r, int slot, byte[] bytes, int length) {
     NativeMemory.copyFromArray(bytes, 0, ring.address() + (long) slot * SLOT, bytes.length);
-    assertTrue(r.arrivals.add(length, Arrivals.BATCH));
+    assertTrue(r.arrivals.add(length, ArrivedWrites.BATCH));
   }
 
   @Test

@@ -56,8 +56,11 @@ class ElasticGrowthTest {
 
   @Test
   void theRingGrowsOnceTheSmallOneHasTakenWhatTheLargeHolds() {
-    RingSizing sizing = RingSizing.of(new RingSizing.Settings(true, 4, 1024, Duration.ofSeconds(2)),
-        LARGE_COUNT, LARGE_SIZE);
+    RingSizing sizing =
+        RingSizing.of(
+            new RingSizing.SizingSettings(true, 4, 1024, Duration.ofSeconds(2)),
+            LARGE_COUNT,
+            LARGE_SIZE);
     long writes = 0;
     // every write fills its slot: pressure, but growth waits until the small ring has taken
     // LARGE_BYTES

@@ -42,8 +42,8 @@ final class ProtocolSim implements AutoCloseable {
           + " send-queue-depth = 16, inline-threshold = 64, signal-every = 4,"
           + " max-message-size = 1MiB, oversize-chunks = split }")
       .withFallback(ConfigFactory.load()));
-  static final RingSizing.Settings RINGS =
-      new RingSizing.Settings(true, 2, 4096, Duration.ofMillis(100));
+  static final RingSizing.SizingSettings RINGS =
+      new RingSizing.SizingSettings(true, 2, 4096, Duration.ofMillis(100));
   // where a send request keeps its fields (core's RequestLayout, which the module exports to
   // the native provider alone: the tests, on the class path, read it by name)
   private static final int OFF_SG_LIST = layout("OFF_SG_LIST");
@@ -216,7 +216,7 @@ final class ProtocolSim implements AutoCloseable {
       byte[] inline, long remote, int rkey, int imm) {}
 
   /** One side: the machine, its resources and QP, and its application as the test drives it. */
-  final class End implements ConnectionProtocol.Actions, ConnectionProtocol.Resources {
+  final class End implements ConnectionProtocol.Actions, ConnectionProtocol.ProtocolResources {
     final String name;
     final ConnectionProtocol protocol;
     final ConnectionPlan plan;
@@ -226,8 +226,8 @@ final class ProtocolSim implements AutoCloseable {
     private final OffHeapBuffer scratch;
     private final SendBuffers send;
     private final List<SendBuffers.Area> areas = new ArrayList<>();
-    final ConnectionResources.ReceiveRing ring;
-    private final List<ConnectionResources.ReceiveRing> rings = new ArrayList<>(); // live
+    final ConnectionResources.RegisteredRing ring;
+    private final List<ConnectionResources.RegisteredRing> rings = new ArrayList<>(); // live
     final Deque<Wc> cq = new ArrayDeque<>();
     final Deque<Message> wire = new ArrayDeque<>(); // posted, not yet at the peer
     private int receives;
@@ -258,7 +258,7 @@ final class ProtocolSim implements AutoCloseable {
 
     End(String name, boolean active, boolean halfClose, boolean coalesce) {
       this.name = name;
-      plan = ConnectionPlan.of(RINGS, coalesce, SETTINGS, true, false);
+      plan = ConnectionPlan.of(RINGS, coalesce, SETTINGS, Framing.MESSAGES, false);
       scratch = OffHeapBuffer.allocate(64);
       int slot = plan.slotSize();
       send = new SendBuffers(area(Math.min(2, SETTINGS.sendBuffers()), Math.min(4096, slot)),
@@ -267,7 +267,7 @@ final class ProtocolSim implements AutoCloseable {
             a.area.free();
           }, 0, (long) SETTINGS.sendBuffers() * slot);
       ring = openRing(plan.first().count(), plan.first().size());
-      protocol = new ConnectionProtocol(plan, halfClose, active,
+      protocol = new ConnectionProtocol(plan, Closing.halfClose(halfClose), active,
           reason -> new IllegalStateException(name + ": " + reason), this);
     }
 
@@ -307,14 +307,14 @@ final class ProtocolSim implements AutoCloseable {
     }
 
     @Override
-    public ConnectionResources.ReceiveRing ring() {
+    public ConnectionResources.RegisteredRing ring() {
       return ring;
     }
 
     @Override
-    public ConnectionResources.ReceiveRing openRing(int count, int size) {
+    public ConnectionResources.RegisteredRing openRing(int count, int size) {
       OffHeapBuffer m = OffHeapBuffer.allocate((long) count * size);
-      ConnectionResources.ReceiveRing r = new ConnectionResources.ReceiveRing(
+      ConnectionResources.RegisteredRing r = new ConnectionResources.RegisteredRing(
           new Registered(m, mr(m), null), count, size);
       rings.add(r);
       if (protocol != null) ringsOpened++; // after the first
@@ -324,7 +324,7 @@ final class ProtocolSim implements AutoCloseable {
     @Override
     public void closeRing(Receiver.Slots slots) {
       syncTaken(); // the write it took last, in this same step
-      for (ConnectionResources.ReceiveRing r : rings) {
+      for (ConnectionResources.RegisteredRing r : rings) {
         if (r.area().memory() == slots.memory()) {
           for (int i = 0; i < r.count(); i++) {
             if (occupied.contains(r.area().memory().address() + (long) i * r.size())) {
@@ -353,8 +353,8 @@ final class ProtocolSim implements AutoCloseable {
     }
 
     /** The live ring with {@code [address, address + length)} inside and key {@code rkey}. */
-    private ConnectionResources.ReceiveRing ringAt(long address, int length, int rkey) {
-      for (ConnectionResources.ReceiveRing r : rings) {
+    private ConnectionResources.RegisteredRing ringAt(long address, int length, int rkey) {
+      for (ConnectionResources.RegisteredRing r : rings) {
         long base = r.area().memory().address();
         long size = (long) r.count() * r.size();
         if (r.area().mr().rkey() == rkey && address >= base && address + length <= base + size) {
@@ -549,7 +549,7 @@ final class ProtocolSim implements AutoCloseable {
         return;
       }
       if (m.opcode() == WrOpcode.RDMA_WRITE_WITH_IMM) {
-        ConnectionResources.ReceiveRing r = peer.ringAt(m.remote(), m.length(), m.rkey());
+        ConnectionResources.RegisteredRing r = peer.ringAt(m.remote(), m.length(), m.rkey());
         if (r == null) {
           violation(name + " wrote " + m.length() + " bytes at 0x" + Long.toHexString(m.remote())
               + " outside the rings of " + peer.name);
@@ -600,7 +600,7 @@ final class ProtocolSim implements AutoCloseable {
               honest.imm() ^ (1 << (v & 31)), true);
         case 1: {
           if (!write) return honest;
-          ConnectionResources.ReceiveRing r = peer.ringAt(m.remote(), 0, m.rkey());
+          ConnectionResources.RegisteredRing r = peer.ringAt(m.remote(), 0, m.rkey());
           long left = r.area().memory().address() + (long) r.count() * r.size() - m.remote();
           int length = (int) (Integer.toUnsignedLong(v) % (left + 1));
           for (int i = m.length(); i < length; i++) {
@@ -637,7 +637,7 @@ final class ProtocolSim implements AutoCloseable {
     }
 
     void free() {
-      for (ConnectionResources.ReceiveRing r : rings) r.area().free();
+      for (ConnectionResources.RegisteredRing r : rings) r.area().free();
       rings.clear();
       for (SendBuffers.Area a : areas) a.area.free();
       areas.clear();

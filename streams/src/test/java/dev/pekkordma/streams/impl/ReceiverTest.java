@@ -34,8 +34,8 @@ class ReceiverTest {
   @Test
   void writesComeOutInOrderAndEachTakenSlotIsACreditOwed() {
     Receiver r = new Receiver(ring, SLOTS, SLOT, SLOTS + 8, true);
-    arrive(r, "one", Arrivals.END);
-    arrive(r, "two", Arrivals.END);
+    arrive(r, "one", ArrivedWrites.END);
+    arrive(r, "two", ArrivedWrites.END);
     assertEquals(ByteString.fromString("one"), r.take());
     assertEquals(ByteString.fromString("two"), r.take());
     assertEquals(2, r.takeCredits());
@@ -47,13 +47,13 @@ class ReceiverTest {
   @Test
   void aByteStringSplitIntoWritesIsPutTogetherAgain() {
     Receiver r = new Receiver(ring, SLOTS, SLOT, SLOTS + 8, true);
-    arrive(r, "hel", Arrivals.MORE);
-    arrive(r, "lo ", Arrivals.MORE);
+    arrive(r, "hel", ArrivedWrites.MORE);
+    arrive(r, "lo ", ArrivedWrites.MORE);
     assertNull(r.take());
     assertNull(r.take());
     assertTrue(r.partial());
     assertEquals(0, r.takenWhole(), "neither piece is taken whole yet");
-    arrive(r, "world", Arrivals.END);
+    arrive(r, "world", ArrivedWrites.END);
     assertEquals(ByteString.fromString("hello world"), r.take());
     assertFalse(r.partial());
     assertEquals(3, r.takenWhole());
@@ -62,17 +62,17 @@ class ReceiverTest {
 
   @Test
   void moreArrivalsThanReceivesIsThePeerWritingWithoutCredit() {
-    Arrivals a = new Arrivals(2);
-    assertTrue(a.add(1, Arrivals.END));
-    assertTrue(a.add(1, Arrivals.END));
-    assertFalse(a.add(1, Arrivals.END));
+    ArrivedWrites a = new ArrivedWrites(2);
+    assertTrue(a.add(1, ArrivedWrites.END));
+    assertTrue(a.add(1, ArrivedWrites.END));
+    assertFalse(a.add(1, ArrivedWrites.END));
   }
 
   @Test
   void discardingFreesSlotsWithoutCopying() {
     Receiver r = new Receiver(ring, SLOTS, SLOT, SLOTS + 8, true);
     r.discarding = true;
-    arrive(r, "dropped", Arrivals.END);
+    arrive(r, "dropped", ArrivedWrites.END);
     assertNull(r.take());
     assertEquals(1, r.takeCredits());
     assertEquals(0, r.received.messages());

@@ -37,7 +37,7 @@ class SenderTest {
     Sender s = sender(64, 8, 8, 3);
     for (int i = 0; i < 3; i++) {
       assertTrue(s.mayWrite());
-      s.write(0, 10, 0, 0, -1, true);
+      s.write(0, 10, 0, 0, -1, Sender.WriteSource.INLINE);
     }
     assertFalse(s.mayWrite(), "no credit left");
     assertEquals(0, s.credits());
@@ -50,8 +50,8 @@ class SenderTest {
   @Test
   void dataLeavesTheLastSendQueueEntriesToControlMessages() {
     Sender s = sender(4, 100, 8, 100);
-    s.write(0, 1, 0, 0, -1, true);
-    s.write(0, 1, 0, 0, -1, true);
+    s.write(0, 1, 0, 0, -1, Sender.WriteSource.INLINE);
+    s.write(0, 1, 0, 0, -1, Sender.WriteSource.INLINE);
     assertFalse(s.mayWrite(), Sender.CONTROL_RESERVE + " entries are kept for control");
     assertTrue(s.mayControl());
     s.control(0);
@@ -64,7 +64,7 @@ class SenderTest {
   @Test
   void everyNthSendIsSignalledAndItsCompletionRetiresTheOnesBeforeIt() {
     Sender s = sender(64, 4, 8, 100);
-    for (int i = 0; i < 8; i++) s.write(0, 1, 0, 0, -1, true);
+    for (int i = 0; i < 8; i++) s.write(0, 1, 0, 0, -1, Sender.WriteSource.INLINE);
     long signalled = qp.sends.stream().filter(RecordingQp.Posted::signaled).count();
     assertEquals(2, signalled);
     assertTrue(qp.sends.get(3).signaled());
@@ -81,8 +81,8 @@ class SenderTest {
     int a = s.takeBuffer();
     int b = s.takeBuffer();
     assertEquals(-1, s.takeBuffer(), "both are taken");
-    s.write(0, 100, 1, 0, a, false);
-    s.write(0, 100, 1, 0, b, false);
+    s.write(0, 100, 1, 0, a, Sender.WriteSource.SEND_BUFFER);
+    s.write(0, 100, 1, 0, b, Sender.WriteSource.SEND_BUFFER);
     assertTrue(qp.sends.get(1).signaled(), "the last free buffer's write asks for a completion");
     s.completed(1);
     assertTrue(s.takeBuffer() >= 0);
@@ -95,7 +95,7 @@ class SenderTest {
     qp.refuse = new IllegalStateException("ENOMEM");
     int buffer = s.takeBuffer();
     Sender.PostFailed e = assertThrows(Sender.PostFailed.class,
-        () -> s.write(0, 100, 1, 0, buffer, false));
+        () -> s.write(0, 100, 1, 0, buffer, Sender.WriteSource.SEND_BUFFER));
     assertTrue(e.getMessage().contains("RDMA_WRITE_WITH_IMM") && e.getMessage().contains("ENOMEM"),
         e.getMessage());
     assertEquals(buffer, s.takeBuffer(), "the buffer is free again");

@@ -18,20 +18,20 @@ import java.util.List;
 @InternalApi
 public final class AddressHandles {
   /** A handle, and how many sends in flight name it. */
-  public static final class Entry {
+  public static final class CountedHandle {
     public final AddressHandle ah;
     private int inFlight;
     private boolean retired;
 
-    Entry(AddressHandle ah) {
+    CountedHandle(AddressHandle ah) {
       this.ah = ah;
     }
   }
 
   private final ProtectionDomain pd;
   private final int max;
-  private final LinkedHashMap<Gid, Entry> byGid = new LinkedHashMap<>(16, 0.75f, true);
-  private final List<Entry> retired = new ArrayList<>();
+  private final LinkedHashMap<Gid, CountedHandle> byGid = new LinkedHashMap<>(16, 0.75f, true);
+  private final List<CountedHandle> retired = new ArrayList<>();
 
   public AddressHandles(ProtectionDomain pd, int max) {
     this.pd = pd;
@@ -42,10 +42,10 @@ public final class AddressHandles {
    * The handle to {@code gid}, made of {@code av} (or, when null, a global route through
    * {@code port} from GID index {@code sgidIndex}) if need be; one more send in flight names it.
    */
-  public Entry acquire(Gid gid, AddressVector av, int sgidIndex, int port) {
-    Entry e = byGid.get(gid);
+  public CountedHandle acquire(Gid gid, AddressVector av, int sgidIndex, int port) {
+    CountedHandle e = byGid.get(gid);
     if (e == null) {
-      e = new Entry(pd.createAddressHandle(av != null ? av
+      e = new CountedHandle(pd.createAddressHandle(av != null ? av
           : AddressVector.global(gid, sgidIndex, port)));
       byGid.put(gid, e);
       evict();
@@ -55,7 +55,7 @@ public final class AddressHandles {
   }
 
   /** A send that named it completed. */
-  public void release(Entry e) {
+  public void release(CountedHandle e) {
     if (--e.inFlight == 0 && e.retired) {
       retired.remove(e);
       e.ah.close();
@@ -63,9 +63,9 @@ public final class AddressHandles {
   }
 
   private void evict() {
-    Iterator<Entry> it = byGid.values().iterator();
+    Iterator<CountedHandle> it = byGid.values().iterator();
     while (byGid.size() > max && it.hasNext()) {
-      Entry e = it.next();
+      CountedHandle e = it.next();
       it.remove();
       if (e.inFlight == 0) {
         e.ah.close();
@@ -82,11 +82,11 @@ public final class AddressHandles {
 
   /** Destroys every handle: the QPs that sent with them are gone. */
   public void closeAll() {
-    List<Entry> all = new ArrayList<>(byGid.values());
+    List<CountedHandle> all = new ArrayList<>(byGid.values());
     all.addAll(retired);
     byGid.clear();
     retired.clear();
-    for (Entry e : all) {
+    for (CountedHandle e : all) {
       try {
         e.ah.close();
       } catch (RuntimeException x) {

@@ -32,7 +32,7 @@ public final class Resolutions<W> {
    * or why not ({@code failure}); {@code id} is destroyed by now (it names the resolution's
    * timer); {@code waiting} is what waited for it.
    */
-  public record Outcome<W>(CmId id, InetSocketAddress to, UdParameters ud, DeviceContext device,
+  public record Resolved<W>(CmId id, InetSocketAddress to, UdParameters ud, DeviceContext device,
       int port, InetSocketAddress local, String failure, List<W> waiting) {}
 
   private static final class Resolution<W> {
@@ -114,7 +114,7 @@ public final class Resolutions<W> {
   }
 
   /** An event of a resolving id: the next step, or the outcome (its id destroyed). */
-  public Outcome<W> onEvent(CmEvent e) {
+  public Resolved<W> onEvent(CmEvent e) {
     Resolution<W> r = byId.get(e.id());
     if (r == null) return null;
     try {
@@ -139,17 +139,17 @@ public final class Resolutions<W> {
   }
 
   /** The resolution the id started has not ended within the timeout, set by {@code setting}. */
-  public Outcome<W> timedOut(CmId id, String setting) {
+  public Resolved<W> timedOut(CmId id, String setting) {
     Resolution<W> r = byId.get(id);
     if (r == null) return null;
     return end(r, null, "no answer within " + timeout.toMillis() + " ms (" + setting + ")");
   }
 
-  private Outcome<W> end(Resolution<W> r, UdParameters ud, String failure) {
+  private Resolved<W> end(Resolution<W> r, UdParameters ud, String failure) {
     byAddress.remove(r.to);
     byId.remove(r.id);
     waiting -= r.waiting.size();
-    Outcome<W> o = new Outcome<>(r.id, r.to, ud, r.id.verbs(), r.id.portNum(),
+    Resolved<W> o = new Resolved<>(r.id, r.to, ud, r.id.verbs(), r.id.portNum(),
         r.id.localAddress(), failure, r.waiting);
     cm.destroy(r.id, false);
     return o;

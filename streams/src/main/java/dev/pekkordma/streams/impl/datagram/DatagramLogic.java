@@ -12,12 +12,14 @@ import dev.pekkordma.runtime.internal.CqDrain;
 import dev.pekkordma.runtime.internal.datagram.AddressHandles;
 import dev.pekkordma.runtime.internal.datagram.DatagramFormat;
 import dev.pekkordma.runtime.internal.datagram.DatagramFormat.MalformedDatagramException;
-import dev.pekkordma.runtime.internal.datagram.Hello;
+import dev.pekkordma.runtime.internal.datagram.DatagramSettings;
+import dev.pekkordma.runtime.internal.datagram.SidrHello;
 import dev.pekkordma.runtime.internal.datagram.PeerKey;
 import dev.pekkordma.runtime.internal.datagram.PeerRoutes;
 import dev.pekkordma.runtime.internal.datagram.Resolutions;
 import dev.pekkordma.runtime.internal.datagram.SidrAnswers;
 import dev.pekkordma.runtime.internal.datagram.UdResources;
+import dev.pekkordma.runtime.internal.datagram.UdTarget;
 import dev.pekkordma.streams.Datagram;
 import dev.pekkordma.streams.DatagramPeer;
 import dev.pekkordma.streams.RdmaStreamException;
@@ -69,9 +71,9 @@ final class DatagramLogic extends TimerGraphStageLogic {
   private WorkCompletions wcs;
   private AddressHandles handles;
   private SendSlots slots;
-  private Arrivals arrivals;
+  private CompletedReceives arrivals;
   private Senders senders;
-  private PeerRoutes<Target> routes;
+  private PeerRoutes<UdTarget> routes;
   private SidrAnswers answers;
   /** Nothing waits in them: the stage holds its one datagram itself. */
   private Resolutions<Void> resolutions;
@@ -83,9 +85,6 @@ final class DatagramLogic extends TimerGraphStageLogic {
   private int port = 1;
   private long malformed;
   private boolean tornDown;
-
-  /** Where a datagram goes: the address vector, the remote QP and its Q_Key. */
-  private record Target(AddressVector av, int qpn, int qkey) {}
 
   DatagramLogic(DatagramStage stage, CompletableFuture<InetSocketAddress> bound) {
     super(stage.shape());
@@ -166,7 +165,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
     open(device, port, stage.mode == Mode.BIND, this::verbsQp, qp -> qp::close);
     InetSocketAddress at = id.localAddress();
     resolutions.from(new InetSocketAddress(at.getAddress(), 0),
-        new Hello(res.qp().qpNum(), at.getPort()).encode());
+        new SidrHello(res.qp().qpNum(), at.getPort()).encode());
     if (stage.mode == Mode.BIND) id.listen(stage.backlog);
     bound.complete(at);
   }
@@ -180,7 +179,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
             : SocketAddresses.format(stage.local));
     Runnable woken = () -> wake.invoke(Boolean.TRUE);
     res = UdResources.open(stage.rt.runtime, device, port, stage.settings.receiveBuffers(),
-        stage.settings.sendBuffers(), shared, what, DatagramSettings.BUFFERS_SETTING,
+        stage.settings.sendBuffers(), shared, what, stage.settings.buffersSetting(),
         (hub, n) -> {
           CompletionQueue cq = hub.createCq(n, woken);
           cq.requestNotify(false); // nothing can complete before the QP is made
@@ -189,7 +188,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
     wcs = new WorkCompletions(POLL_BATCH);
     handles = new AddressHandles(res.pd(), stage.settings.maxPeers());
     slots = new SendSlots(res.sends);
-    arrivals = new Arrivals(res.receives);
+    arrivals = new CompletedReceives(res.receives);
     answers = new SidrAnswers(cm, stage.settings.maxPeers());
     for (int i = 0; i < res.receives; i++) res.addReceive(i);
     res.flushReceives();
@@ -211,7 +210,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
           + (to == null ? " (to " + peer + ")" : "")));
       return;
     }
-    Target route = peer.hasQp() ? null : routes.get(to);
+    UdTarget route = peer.hasQp() ? null : routes.get(to);
     if (!peer.hasQp() && route == null) {
       held = d;
       try {
@@ -232,7 +231,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
       held = d;
       return;
     }
-    AddressHandles.Entry h;
+    AddressHandles.CountedHandle h;
     try {
       h = route != null ? handles.acquire(route.av().dgid(), route.av(), sgidIndex, res.port)
           : handles.acquire(peer.gid(), null, sgidIndex, res.port);
@@ -331,7 +330,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
     long wrId = wcs.wrId(i);
     int status = wcs.statusCode(i);
     if (wrId >= UdResources.SEND_TAG) {
-      AddressHandles.Entry h = slots.complete((int) (wrId - UdResources.SEND_TAG));
+      AddressHandles.CountedHandle h = slots.complete((int) (wrId - UdResources.SEND_TAG));
       if (h != null) handles.release(h);
       if (status != 0) {
         fail("a send completed with " + WcStatus.of(status));
@@ -360,7 +359,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
         fail(e.outcome());
       }
     } else if (resolutions.owns(e.id())) {
-      Resolutions.Outcome<Void> o = resolutions.onEvent(e);
+      Resolutions.Resolved<Void> o = resolutions.onEvent(e);
       if (o != null) resolved(o);
     }
   }
@@ -368,12 +367,12 @@ final class DatagramLogic extends TimerGraphStageLogic {
   private void joined(UdParameters ud) {
     cancelTimer(JOIN);
     joined = true;
-    routes.putLasting(stage.group, new Target(ud.addressVector(), ud.qpNum(), ud.qkey()));
+    routes.putLasting(stage.group, new UdTarget(ud.addressVector(), ud.qpNum(), ud.qkey()));
     bound.complete(id.localAddress());
     resume();
   }
 
-  private void resolved(Resolutions.Outcome<Void> o) {
+  private void resolved(Resolutions.Resolved<Void> o) {
     cancelTimer(o.id());
     if (o.failure() != null) {
       fail(new RdmaStreamException("RDMA datagram to", o.to(), "cannot resolve it: "
@@ -393,8 +392,8 @@ final class DatagramLogic extends TimerGraphStageLogic {
       }
     }
     sgidIndex = av.sgidIndex();
-    routes.put(o.to(), new Target(av, o.ud().qpNum(), o.ud().qkey()));
-    Hello h = Hello.parse(o.ud().privateData());
+    routes.put(o.to(), new UdTarget(av, o.ud().qpNum(), o.ud().qkey()));
+    SidrHello h = SidrHello.parse(o.ud().privateData());
     if (h != null) senders.knownAt(new PeerKey(av.dgid(), h.qpn()), o.to());
     resume();
   }
@@ -407,7 +406,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
       log.warn("{}: a SIDR request came on another device", stage.local);
       return;
     }
-    byte[] hello = new Hello(res.qp().qpNum(), id.localAddress().getPort()).encode();
+    byte[] hello = new SidrHello(res.qp().qpNum(), id.localAddress().getPort()).encode();
     try {
       request.createQp(res.pd(), res.attributes(1));
       request.accept(ConnectionParameters.withPrivateData(hello));
@@ -417,7 +416,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
       return;
     }
     UdParameters ud = e.ud();
-    Hello h = Hello.parse(ud != null && ud.privateData() != null ? ud.privateData()
+    SidrHello h = SidrHello.parse(ud != null && ud.privateData() != null ? ud.privateData()
         : e.privateData());
     PeerKey key = null;
     InetSocketAddress remote = request.remoteAddress();
@@ -428,7 +427,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
       InetSocketAddress at = new InetSocketAddress(remote.getAddress(), h.port());
       senders.knownAt(key, at);
       // it listens there, from that QP: sending to its address needs no resolving
-      routes.put(at, new Target(av, h.qpn(), UdParameters.UDP_QKEY));
+      routes.put(at, new UdTarget(av, h.qpn(), UdParameters.UDP_QKEY));
     }
     answers.accepted(request, key);
   }
@@ -437,10 +436,10 @@ final class DatagramLogic extends TimerGraphStageLogic {
   public void onTimer(Object key) {
     if (JOIN.equals(key)) {
       if (!joined) fail("no MULTICAST_JOIN within " + stage.settings.resolveTimeout().toMillis()
-          + " ms (" + DatagramSettings.PATH + ".resolve-timeout)");
+          + " ms (" + stage.settings.setting("resolve-timeout") + ")");
     } else if (key instanceof CmId resolving) {
-      Resolutions.Outcome<Void> o = resolutions.timedOut(resolving, DatagramSettings.PATH
-          + ".resolve-timeout");
+      Resolutions.Resolved<Void> o = resolutions.timedOut(resolving,
+          stage.settings.setting("resolve-timeout"));
       if (o != null) resolved(o);
     }
   }

@@ -1,6 +1,7 @@
 package dev.pekkordma.streams.impl.datagram;
 
 import dev.pekkordma.annotation.InternalApi;
+import dev.pekkordma.runtime.internal.datagram.DatagramSettings;
 import dev.pekkordma.streams.Datagram;
 import dev.pekkordma.streams.impl.StreamsRuntime;
 import java.net.InetSocketAddress;

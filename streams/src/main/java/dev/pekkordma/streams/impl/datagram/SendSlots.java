@@ -10,12 +10,12 @@ import dev.pekkordma.runtime.internal.datagram.AddressHandles;
 final class SendSlots {
   private final int[] free;
   private int freeCount;
-  private final AddressHandles.Entry[] handles;
+  private final AddressHandles.CountedHandle[] handles;
 
   SendSlots(int count) {
     free = new int[count];
     for (int i = count - 1; i >= 0; i--) free[freeCount++] = i;
-    handles = new AddressHandles.Entry[count];
+    handles = new AddressHandles.CountedHandle[count];
   }
 
   boolean available() {
@@ -26,16 +26,16 @@ final class SendSlots {
     return handles.length - freeCount;
   }
 
-  int take(AddressHandles.Entry handle) {
+  int take(AddressHandles.CountedHandle handle) {
     int slot = free[--freeCount];
     handles[slot] = handle;
     return slot;
   }
 
   /** The slot's send completed: its handle, to release (null if the slot was not taken). */
-  AddressHandles.Entry complete(int slot) {
+  AddressHandles.CountedHandle complete(int slot) {
     if (slot < 0 || slot >= handles.length) return null;
-    AddressHandles.Entry h = handles[slot];
+    AddressHandles.CountedHandle h = handles[slot];
     if (h == null) return null;
     handles[slot] = null;
     free[freeCount++] = slot;

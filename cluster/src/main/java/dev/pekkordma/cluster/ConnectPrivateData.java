@@ -8,13 +8,13 @@ import java.util.Arrays;
  * The private data of a connect request and of its accept (magic, version, uid), and of a
  * rejection (why, cut to what the CM carries).
  */
-final class Hello {
+final class ConnectPrivateData {
   private static final byte[] MAGIC = {'P', 'R', 'D', 'M'};
   static final int LENGTH = 13;
   /** Within the 148 bytes a reject carries (ConnectionParameters.MAX_REJECT_PRIVATE_DATA). */
   static final int MAX_REJECTION = 140;
 
-  private Hello() {}
+  private ConnectPrivateData() {}
 
   static byte[] of(long uid) {
     return ByteBuffer.allocate(LENGTH).put(MAGIC).put((byte) Endpoint.VERSION).putLong(uid)

@@ -6,7 +6,7 @@ package dev.pekkordma.streams.impl.datagram;
  * posted and the device drops what finds none, as UD does, instead of this side holding more.
  * At most one per receive slot, so it never overflows.
  */
-final class Arrivals {
+final class CompletedReceives {
   private final int[] slots;
   private final int[] lengths;
   private final int[] flags;
@@ -14,7 +14,7 @@ final class Arrivals {
   private int head;
   private int count;
 
-  Arrivals(int capacity) {
+  CompletedReceives(int capacity) {
     slots = new int[capacity];
     lengths = new int[capacity];
     flags = new int[capacity];

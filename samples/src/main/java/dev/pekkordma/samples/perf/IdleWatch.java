@@ -9,7 +9,7 @@ import java.util.function.BooleanSupplier;
  * that it has not waited too long and that the peer is still there. Allocates nothing until it
  * fails.
  */
-final class Idle {
+final class IdleWatch {
   private static final int SPINS = 64;
   private static final int CHECK_EVERY = 256;
 
@@ -20,7 +20,7 @@ final class Idle {
   private long since;
 
   /** {@code peerGone} is asked now and then while idle; true ends the wait with a failure. */
-  Idle(long timeoutNanos, BooleanSupplier peerGone) {
+  IdleWatch(long timeoutNanos, BooleanSupplier peerGone) {
     this.timeoutNanos = timeoutNanos;
     this.peerGone = peerGone;
   }

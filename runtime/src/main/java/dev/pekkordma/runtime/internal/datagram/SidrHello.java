@@ -10,7 +10,7 @@ import dev.pekkordma.annotation.InternalApi;
  * nothing, and its datagrams come without an address.
  */
 @InternalApi
-public record Hello(int qpn, int port) {
+public record SidrHello(int qpn, int port) {
   public static final int BYTES = 10;
   private static final int MAGIC = 0x4447;
 
@@ -29,12 +29,12 @@ public record Hello(int qpn, int port) {
   }
 
   /** The hello in {@code b}, or null; the IB CM pads private data with zeros, so more may follow. */
-  public static Hello parse(byte[] b) {
+  public static SidrHello parse(byte[] b) {
     if (b == null || b.length < BYTES) return null;
     if ((((b[0] & 0xff) << 8) | (b[1] & 0xff)) != MAGIC || b[2] != 1) return null;
     int qpn = ((b[4] & 0xff) << 24) | ((b[5] & 0xff) << 16) | ((b[6] & 0xff) << 8) | (b[7] & 0xff);
     int port = ((b[8] & 0xff) << 8) | (b[9] & 0xff);
     if (qpn <= 0 || qpn > 0xffffff || port == 0) return null;
-    return new Hello(qpn, port);
+    return new SidrHello(qpn, port);
   }
 }

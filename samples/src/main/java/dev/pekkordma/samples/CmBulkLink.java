@@ -20,18 +20,18 @@ import java.util.function.BooleanSupplier;
  * binds, listens and accepts CONNECT_REQUESTs; the client resolves address and route and
  * connects. The hello rides in the connect's private data, the ring in the accept's.
  */
-final class CmLink {
+final class CmBulkLink {
   private static final Duration RESOLVE_TIMEOUT = Duration.ofSeconds(2);
   private static final Duration EVENT_TIMEOUT = Duration.ofSeconds(10);
 
-  private CmLink() {}
+  private CmBulkLink() {}
 
   static BulkLink.Listener listen(RdmaProvider provider, InetSocketAddress bind, PrintStream log,
       boolean verbose) {
-    return new Listener(provider, bind, log, verbose);
+    return new CmBulkListener(provider, bind, log, verbose);
   }
 
-  static BulkLink.Connector connector(RdmaProvider provider) {
+  static BulkLink.Dialer connector(RdmaProvider provider) {
     return server -> {
       CmEventChannel channel = provider.createCmEventChannel();
       CmId id = null;
@@ -42,7 +42,7 @@ final class CmLink {
         id.resolveRoute(RESOLVE_TIMEOUT);
         CmEvents.expect(channel, CmEventType.ROUTE_RESOLVED, EVENT_TIMEOUT,
             "resolving the route to " + server);
-        return new Outgoing(channel, id, server);
+        return new CmOutgoing(channel, id, server);
       } catch (RuntimeException e) {
         try {
           if (id != null) id.close();
@@ -55,13 +55,14 @@ final class CmLink {
     };
   }
 
-  private static final class Listener implements BulkLink.Listener {
+  private static final class CmBulkListener implements BulkLink.Listener {
     private final CmEventChannel channel;
     private final CmId listenId;
     private final PrintStream log;
     private final boolean verbose;
 
-    Listener(RdmaProvider provider, InetSocketAddress bind, PrintStream log, boolean verbose) {
+    CmBulkListener(
+        RdmaProvider provider, InetSocketAddress bind, PrintStream log, boolean verbose) {
       this.log = log;
       this.verbose = verbose;
       this.channel = provider.createCmEventChannel();
@@ -89,9 +90,9 @@ final class CmLink {
         CmEvent ev = CmEvents.next(channel, timeout, stop);
         if (ev == null) return null;
         if (ev.type() == CmEventType.CONNECT_REQUEST) {
-          Incoming in = new Incoming(channel, ev.id());
+          CmIncoming in = new CmIncoming(channel, ev.id());
           try {
-            in.hello = BulkWire.Hello.decode(ev.privateData());
+            in.hello = BulkWire.TransferPlan.decode(ev.privateData());
           } catch (BulkWire.ProtocolException e) {
             in.reject(e.getMessage());
             throw new TransferFailure("rejected a client: " + e.getMessage());
@@ -113,13 +114,13 @@ final class CmLink {
   }
 
   /** What both sides of a CM connection share. */
-  private abstract static class Side implements BulkLink.Connection {
+  private abstract static class CmSide implements BulkLink.Connection {
     final CmEventChannel channel;
     final CmId id;
     private boolean hasQp;
     boolean connected;
 
-    Side(CmEventChannel channel, CmId id) {
+    CmSide(CmEventChannel channel, CmId id) {
       this.channel = channel;
       this.id = id;
     }
@@ -191,15 +192,15 @@ final class CmLink {
     abstract void closeRest();
   }
 
-  private static final class Incoming extends Side implements BulkLink.Incoming {
-    BulkWire.Hello hello;
+  private static final class CmIncoming extends CmSide implements BulkLink.Incoming {
+    BulkWire.TransferPlan hello;
 
-    Incoming(CmEventChannel listenerChannel, CmId id) {
+    CmIncoming(CmEventChannel listenerChannel, CmId id) {
       super(listenerChannel, id);
     }
 
     @Override
-    public BulkWire.Hello hello() {
+    public BulkWire.TransferPlan hello() {
       return hello;
     }
 
@@ -225,16 +226,16 @@ final class CmLink {
     }
   }
 
-  private static final class Outgoing extends Side implements BulkLink.Outgoing {
+  private static final class CmOutgoing extends CmSide implements BulkLink.Outgoing {
     private final InetSocketAddress server;
 
-    Outgoing(CmEventChannel channel, CmId id, InetSocketAddress server) {
+    CmOutgoing(CmEventChannel channel, CmId id, InetSocketAddress server) {
       super(channel, id);
       this.server = server;
     }
 
     @Override
-    public BulkWire.RingInfo connect(BulkWire.Hello hello) {
+    public BulkWire.RingInfo connect(BulkWire.TransferPlan hello) {
       id.connect(ConnectionParameters.withPrivateData(hello.encode()));
       CmEvent ev = CmEvents.expect(channel, CmEventType.ESTABLISHED, EVENT_TIMEOUT,
           "connecting to " + BulkTransfer.format(server));

@@ -7,7 +7,7 @@ package dev.pekkordma.streams.impl;
  * receives are posted, which the peer's credits bound: one more is the peer writing without a
  * credit.
  */
-final class Arrivals {
+final class ArrivedWrites {
   static final byte END = 0;
   static final byte MORE = 1;
   static final byte FIN = 2;
@@ -20,7 +20,7 @@ final class Arrivals {
   private int head;
   private int count;
 
-  Arrivals(int capacity) {
+  ArrivedWrites(int capacity) {
     length = new int[capacity];
     kind = new byte[capacity];
     ring = new int[capacity];

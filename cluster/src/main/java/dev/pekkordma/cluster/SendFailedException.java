@@ -6,10 +6,10 @@ import org.apache.pekko.actor.Address;
  * A message that was not delivered, or whose delivery is not known (it was in flight when the
  * connection ended): the future of its send, or the per-peer stream, fails with this.
  */
-public final class SendFailed extends RuntimeException {
+public final class SendFailedException extends RuntimeException {
   private final transient Address member;
 
-  public SendFailed(Address member, String reason) {
+  public SendFailedException(Address member, String reason) {
     super("to " + member + ": " + reason);
     this.member = member;
   }
