@@ -18,11 +18,13 @@
 #      write_bw, run in (a)'s rounds: with Pekko's default dispatcher and with its affinity pool.
 #      Inside the VM too (with (b)): the streams layer on the native provider against rdma-perf's
 #      write_bw, both on rxe0 (rdma_cm needs its 192.0.2.1).
-#  (d) scaling: N echo connections in one JVM (ScaleBench), the streams layer on the software
-#      provider against Pekko Tcp, for N in SCALE_N: connect time per connection (SCALE_CONCURRENCY
-#      connects in flight), registered and direct memory per connection, threads, idle CPU, and
-#      the rate of 64-byte echoes; each side with the JVM's default settings; also Tcp with a
-#      length before each ByteString (tcp-framed: message boundaries, as the streams keep them).
+#  (d) scaling: N echo connections (ScaleBench), the echo server in a JVM of its own, the
+#      streams layer on the software provider against Pekko Tcp, for N in SCALE_N: connect time
+#      per connection (SCALE_CONCURRENCY connects in flight), the client's registered and direct
+#      memory per connection, threads and idle CPU, the rate of 64-byte echoes and both
+#      processes' CPU per echo; each side with the JVM's default settings; also Tcp with a
+#      length before each ByteString (tcp-framed: message boundaries, as the streams keep them),
+#      and, in one JVM, the streams layer (an extra) and the two references without a transport.
 #      ScaleReport prints them side by side and draws scale.png. Inside the VM (with (b)): the
 #      same on the native provider over rxe0, as many connections as rxe and the VM allow.
 #  A part whose module is not built is reported as a gap, saying so.
@@ -265,12 +267,13 @@ else
 fi
 
 # ---- (d) scaling: N connections, the streams layer against Tcp -------------------------------
-D="(d) scaling: N echo connections in one JVM, the streams layer (software provider) against Pekko Tcp"
+D="(d) scaling: N echo connections, server and client in two JVMs, the streams layer (software provider) against Pekko Tcp"
 : > "$OUT/scale-tcp.tsv"
 : > "$OUT/scale-rdma.tsv"
 : > "$OUT/scale-tcp-framed.tsv"
 : > "$OUT/scale-in-jvm.tsv"
 : > "$OUT/scale-none.tsv"
+: > "$OUT/scale-rdma-one-jvm.tsv"
 if [[ $STREAMS == yes ]]; then
   say "$D: N = ${SCALE_N:-1,100,1000,10000}"
   # the JVM's defaults (heap and direct memory), as a user would start it
@@ -284,11 +287,14 @@ if [[ $STREAMS == yes ]]; then
   "${SCALE[@]}" --transport tcp-framed --tsv "$OUT/scale-tcp-framed.tsv" \
     > "$OUT/scale-tcp-framed.txt" 2>&1 || say "framed Tcp scaling failed: see $OUT/scale-tcp-framed.txt"
   # no transport at all: what Pekko Streams alone allows a transport that keeps boundaries
-  "${SCALE[@]}" --transport in-jvm --tsv "$OUT/scale-in-jvm.tsv" \
+  "${SCALE[@]}" --transport in-jvm --jvms 1 --tsv "$OUT/scale-in-jvm.tsv" \
     > "$OUT/scale-in-jvm.txt" 2>&1 || say "in-JVM scaling failed: see $OUT/scale-in-jvm.txt"
   # no connection at all: the most any transport can show in this benchmark
-  "${SCALE[@]}" --transport none --tsv "$OUT/scale-none.tsv" \
+  "${SCALE[@]}" --transport none --jvms 1 --tsv "$OUT/scale-none.tsv" \
     > "$OUT/scale-none.txt" 2>&1 || say "the benchmark's client alone failed: see $OUT/scale-none.txt"
+  # the streams layer with both ends in one JVM: an extra, not a deployment's shape
+  "${SCALE[@]}" --transport rdma --provider soft --jvms 1 --tsv "$OUT/scale-rdma-one-jvm.tsv" \
+    > "$OUT/scale-rdma-one-jvm.txt" 2>&1 || say "one-JVM streams scaling failed: see $OUT/scale-rdma-one-jvm.txt"
 else
   manifest note "$D" "GAP: the streams layer is not built."
 fi
@@ -299,7 +305,7 @@ sed 's/^/  /' "$OUT/machine.txt"
 "${JAVA[@]}" dev.pekkordma.benchmarks.BenchReport "$OUT"
 echo
 "${JAVA[@]}" dev.pekkordma.benchmarks.ScaleReport "$OUT" scale-tcp.tsv scale-rdma.tsv \
-  scale-tcp-framed.tsv scale-in-jvm.tsv scale-none.tsv
+  scale-tcp-framed.tsv scale-in-jvm.tsv scale-none.tsv scale-rdma-one-jvm.tsv
 if [[ -s $OUT/scale-native.tsv ]]; then
   echo "(d) on the native provider inside the VM (emulated), rxe0: see scale-native.txt"
   sed 's/^/  /' "$OUT/scale-native.txt" | grep -E "rdma-streams|Killed|killed|memory"

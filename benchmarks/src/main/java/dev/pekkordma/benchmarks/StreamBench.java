@@ -99,6 +99,11 @@ public final class StreamBench implements Callable<Integer> {
       description = "Unmeasured pings first (default: ${DEFAULT-VALUE}).")
   int warmup;
 
+  @Option(names = "--config", defaultValue = "",
+      description = "Extra configuration (HOCON) for the actor system (a server in a JVM of its"
+          + " own gets it too).")
+  String extraConfig;
+
   @Option(names = "--jvms", defaultValue = "2",
       description = "2: the server in a JVM of its own, started with this JVM's java, options and"
           + " class path, as deployments run; 1: server and client in this JVM (not a"
@@ -150,7 +155,8 @@ public final class StreamBench implements Callable<Integer> {
     }
     ActorSystem system = ActorSystem.create("stream-bench", ConfigFactory.parseString(
         "pekko.loglevel = WARNING\npekko.stdout-loglevel = WARNING\npekko-rdma.provider = "
-            + provider + "\n" + dispatcherConfig()).withFallback(ConfigFactory.load()));
+            + provider + "\n" + dispatcherConfig() + "\n" + extraConfig)
+        .withFallback(ConfigFactory.load()));
     if (sampleMillis < 0 || (sampleMillis > 0 && !(t instanceof RdmaTransport))) {
       throw new CommandLine.ParameterException(new CommandLine(this),
           "--sample-metrics takes milliseconds >= 0, with --transport rdma; was " + sampleMillis);
@@ -181,7 +187,8 @@ public final class StreamBench implements Callable<Integer> {
         : new MetricsSampler(system, java.time.Duration.ofMillis(sampleMillis));
     try (ServerEnd server = jvms == 1 ? new BenchServer(system, t, test, host)
         : ServerProcess.start(List.of("--transport", transport, "--provider", provider,
-            "--test", test, "--dispatcher", dispatcher, "--host", host), host)) {
+            "--test", test, "--dispatcher", dispatcher, "--host", host, "--config",
+            extraConfig), host)) {
       if (test.equals("throughput")) {
         bandwidth(t, server, "Stream throughput (" + t.name() + ")", null,
             (size, count) -> throughputRun(system, t, server, size, count));
