@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # bench/run.sh: one benchmark run, printed side by side with ratios, and one chart.
 #
-#  (a) the software provider against Pekko Streams Tcp over loopback, one JVM each: the streams
-#      layer (RdmaStreams' outgoingConnection/bind, ByteString chunks of SIZES, default
-#      settings) against Tcp, stream throughput and a 64-byte ping-pong; then rdma-perf's raw
-#      verbs path (soft write_bw, send_bw, send_lat) against Tcp, for scale. Both StreamBench
-#      transports run in module benchmarks.
+#  (a) the software provider against Pekko Streams Tcp over loopback, server and client in two
+#      JVMs as deployments run them (StreamBench's default): the streams layer (RdmaStreams'
+#      outgoingConnection/bind, ByteString chunks of SIZES, default settings) against Tcp and
+#      against Tcp with a length before each ByteString (tcp-framed: the boundaries the streams
+#      keep), stream throughput and a 64-byte ping-pong, each with both processes' CPU per
+#      message; the streams layer in one JVM as a labelled extra (rdma-streams-one-jvm); then
+#      rdma-perf's raw verbs path (soft write_bw, send_bw, send_lat, one JVM) for scale.
 #  (b) inside the Soft-RoCE VM: rdma-perf on the native provider against perftest's
 #      ib_write_bw, ib_send_bw, ib_read_bw and ib_send_lat on rxe_lo (GID index 1), same sizes.
 #      Needs root and the VM lab; VM=skip leaves it out (VM=perftest runs perftest's half alone,
@@ -16,11 +18,13 @@
 #      write_bw, run in (a)'s rounds: with Pekko's default dispatcher and with its affinity pool.
 #      Inside the VM too (with (b)): the streams layer on the native provider against rdma-perf's
 #      write_bw, both on rxe0 (rdma_cm needs its 192.0.2.1).
-#  (d) scaling: N echo connections in one JVM (ScaleBench), the streams layer on the software
-#      provider against Pekko Tcp, for N in SCALE_N: connect time per connection (SCALE_CONCURRENCY
-#      connects in flight), registered and direct memory per connection, threads, idle CPU, and
-#      the rate of 64-byte echoes; each side with the JVM's default settings; also Tcp with a
-#      length before each ByteString (tcp-framed: message boundaries, as the streams keep them).
+#  (d) scaling: N echo connections (ScaleBench), the echo server in a JVM of its own, the
+#      streams layer on the software provider against Pekko Tcp, for N in SCALE_N: connect time
+#      per connection (SCALE_CONCURRENCY connects in flight), the client's registered and direct
+#      memory per connection, threads and idle CPU, the rate of 64-byte echoes and both
+#      processes' CPU per echo; each side with the JVM's default settings; also Tcp with a
+#      length before each ByteString (tcp-framed: message boundaries, as the streams keep them),
+#      and, in one JVM, the streams layer (an extra) and the two references without a transport.
 #      ScaleReport prints them side by side and draws scale.png. Inside the VM (with (b)): the
 #      same on the native provider over rxe0, as many connections as rxe and the VM allow.
 #  A part whose module is not built is reported as a gap, saying so.
@@ -126,16 +130,18 @@ run_perf() { # FILE ARGS...: rdma-perf, once per size, appended to FILE (figures
 }
 
 # ---- (a) software provider against Pekko Tcp -------------------------------------------------
-A="(a) software provider against Pekko Streams Tcp over loopback, one JVM"
+A="(a) software provider against Pekko Streams Tcp over loopback, server and client in two JVMs"
 say "$A"
-for f in soft-write_bw soft-send_bw soft-send_lat pekko-tcp pekko-tcp-lat rdma-streams \
-    rdma-streams-lat rdma-streams-zero-copy rdma-streams-zero-copy-affinity; do
+for f in soft-write_bw soft-send_bw soft-send_lat pekko-tcp pekko-tcp-lat tcp-framed \
+    tcp-framed-lat rdma-streams rdma-streams-lat rdma-streams-one-jvm rdma-streams-one-jvm-lat \
+    rdma-streams-zero-copy rdma-streams-zero-copy-affinity; do
   : > "$OUT/$f.txt"
 done
 rm -rf "$OUT/json/soft-write_bw" "$OUT/json/soft-send_bw" "$OUT/json/soft-send_lat"
 for r in $(seq "$REPEAT"); do
   say "  run $r of $REPEAT: rdma-perf soft (write_bw, send_bw at $SIZES; send_lat at $LAT_SIZE),"
-  say "    Pekko Tcp (throughput at $SIZES, $BYTES each; ping-pong of $LAT_SIZE bytes)"
+  say "    Pekko Tcp, plain and framed (throughput at $SIZES, $BYTES each; ping-pong of $LAT_SIZE"
+  say "    bytes), server and client in two JVMs"
   run_perf soft-write_bw.txt write_bw --provider soft
   run_perf soft-send_bw.txt send_bw --provider soft
   "${PERF[@]}" send_lat --provider soft -s "$LAT_SIZE" -n "$LAT_ITERS" \
@@ -145,6 +151,12 @@ for r in $(seq "$REPEAT"); do
     --sizes "$SIZES" --bytes "$BYTES" >> "$OUT/pekko-tcp.txt" 2>&1 || say "Tcp throughput failed"
   "${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport tcp --test latency \
     -s "$LAT_SIZE" -n "$LAT_ITERS" >> "$OUT/pekko-tcp-lat.txt" 2>&1 || say "Tcp latency failed"
+  "${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport tcp-framed --test throughput \
+    --sizes "$SIZES" --bytes "$BYTES" >> "$OUT/tcp-framed.txt" 2>&1 \
+    || say "framed Tcp throughput failed"
+  "${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport tcp-framed --test latency \
+    -s "$LAT_SIZE" -n "$LAT_ITERS" >> "$OUT/tcp-framed-lat.txt" 2>&1 \
+    || say "framed Tcp latency failed"
   if [[ $STREAMS == yes ]]; then
     say "    the streams layer (RdmaStreams, software provider): the same two benchmarks"
     "${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport rdma --provider soft \
@@ -153,6 +165,13 @@ for r in $(seq "$REPEAT"); do
     "${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport rdma --provider soft \
       --test latency -s "$LAT_SIZE" -n "$LAT_ITERS" >> "$OUT/rdma-streams-lat.txt" 2>&1 \
       || say "streams latency failed: see $OUT/rdma-streams-lat.txt"
+    say "    the streams layer with both ends in one JVM (an extra: not a deployment's shape)"
+    "${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport rdma --provider soft --jvms 1 \
+      --test throughput --sizes "$SIZES" --bytes "$BYTES" >> "$OUT/rdma-streams-one-jvm.txt" \
+      2>&1 || say "one-JVM streams throughput failed: see $OUT/rdma-streams-one-jvm.txt"
+    "${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport rdma --provider soft --jvms 1 \
+      --test latency -s "$LAT_SIZE" -n "$LAT_ITERS" >> "$OUT/rdma-streams-one-jvm-lat.txt" \
+      2>&1 || say "one-JVM streams latency failed: see $OUT/rdma-streams-one-jvm-lat.txt"
     say "    the zero-copy bulk pair (bulkChunkSink -> bulkBufferSource) at $SIZES, for (c)"
     "${JAVA[@]}" dev.pekkordma.benchmarks.StreamBench --transport rdma --provider soft \
       --test zero-copy --sizes "$SIZES" --bytes "$BYTES" >> "$OUT/rdma-streams-zero-copy.txt" \
@@ -169,14 +188,23 @@ manifest series soft-send_bw json/soft-send_bw
 manifest series soft-send_lat json/soft-send_lat
 manifest series pekko-tcp pekko-tcp.txt
 manifest series pekko-tcp-lat pekko-tcp-lat.txt
+manifest series tcp-framed tcp-framed.txt
+manifest series tcp-framed-lat tcp-framed-lat.txt
 if [[ $STREAMS == yes ]]; then
   manifest series rdma-streams rdma-streams.txt
   manifest series rdma-streams-lat rdma-streams-lat.txt
+  manifest series rdma-streams-one-jvm rdma-streams-one-jvm.txt
+  manifest series rdma-streams-one-jvm-lat rdma-streams-one-jvm-lat.txt
   manifest series rdma-streams-zero-copy rdma-streams-zero-copy.txt
   manifest series rdma-streams-zero-copy-affinity rdma-streams-zero-copy-affinity.txt
   manifest note "$A" "the streams layer (RdmaStreams, defaults: 64 KiB buffers, so 1 MiB chunks go as 16 writes) against Tcp; then rdma-perf's raw verbs path against Tcp, for scale."
   manifest compare "$A" rdma-streams pekko-tcp bw 3 65536
+  manifest compare "$A" rdma-streams tcp-framed bw 3 65536
+  manifest compare "$A" rdma-streams-zero-copy pekko-tcp bw 5 65536
   manifest compare "$A" rdma-streams-lat pekko-tcp-lat lat - -
+  manifest compare "$A" rdma-streams-lat tcp-framed-lat lat - -
+  manifest note "$A" "rdma-streams-one-jvm: both ends in one JVM, where a WRITE is a copy within one address space; an extra, not a deployment's shape."
+  manifest compare "$A" rdma-streams-one-jvm rdma-streams bw - 65536
 else
   manifest note "$A" "GAP: the streams layer is not on main yet (or has no RDMA transport in StreamBench): rdma-perf's raw verbs path (soft) stands in for it below. Target: streams >= 3x Tcp at 64 KiB."
 fi
@@ -239,12 +267,13 @@ else
 fi
 
 # ---- (d) scaling: N connections, the streams layer against Tcp -------------------------------
-D="(d) scaling: N echo connections in one JVM, the streams layer (software provider) against Pekko Tcp"
+D="(d) scaling: N echo connections, server and client in two JVMs, the streams layer (software provider) against Pekko Tcp"
 : > "$OUT/scale-tcp.tsv"
 : > "$OUT/scale-rdma.tsv"
 : > "$OUT/scale-tcp-framed.tsv"
 : > "$OUT/scale-in-jvm.tsv"
 : > "$OUT/scale-none.tsv"
+: > "$OUT/scale-rdma-one-jvm.tsv"
 if [[ $STREAMS == yes ]]; then
   say "$D: N = ${SCALE_N:-1,100,1000,10000}"
   # the JVM's defaults (heap and direct memory), as a user would start it
@@ -258,11 +287,14 @@ if [[ $STREAMS == yes ]]; then
   "${SCALE[@]}" --transport tcp-framed --tsv "$OUT/scale-tcp-framed.tsv" \
     > "$OUT/scale-tcp-framed.txt" 2>&1 || say "framed Tcp scaling failed: see $OUT/scale-tcp-framed.txt"
   # no transport at all: what Pekko Streams alone allows a transport that keeps boundaries
-  "${SCALE[@]}" --transport in-jvm --tsv "$OUT/scale-in-jvm.tsv" \
+  "${SCALE[@]}" --transport in-jvm --jvms 1 --tsv "$OUT/scale-in-jvm.tsv" \
     > "$OUT/scale-in-jvm.txt" 2>&1 || say "in-JVM scaling failed: see $OUT/scale-in-jvm.txt"
   # no connection at all: the most any transport can show in this benchmark
-  "${SCALE[@]}" --transport none --tsv "$OUT/scale-none.tsv" \
+  "${SCALE[@]}" --transport none --jvms 1 --tsv "$OUT/scale-none.tsv" \
     > "$OUT/scale-none.txt" 2>&1 || say "the benchmark's client alone failed: see $OUT/scale-none.txt"
+  # the streams layer with both ends in one JVM: an extra, not a deployment's shape
+  "${SCALE[@]}" --transport rdma --provider soft --jvms 1 --tsv "$OUT/scale-rdma-one-jvm.tsv" \
+    > "$OUT/scale-rdma-one-jvm.txt" 2>&1 || say "one-JVM streams scaling failed: see $OUT/scale-rdma-one-jvm.txt"
 else
   manifest note "$D" "GAP: the streams layer is not built."
 fi
@@ -273,7 +305,7 @@ sed 's/^/  /' "$OUT/machine.txt"
 "${JAVA[@]}" dev.pekkordma.benchmarks.BenchReport "$OUT"
 echo
 "${JAVA[@]}" dev.pekkordma.benchmarks.ScaleReport "$OUT" scale-tcp.tsv scale-rdma.tsv \
-  scale-tcp-framed.tsv scale-in-jvm.tsv scale-none.tsv
+  scale-tcp-framed.tsv scale-in-jvm.tsv scale-none.tsv scale-rdma-one-jvm.tsv
 if [[ -s $OUT/scale-native.tsv ]]; then
   echo "(d) on the native provider inside the VM (emulated), rxe0: see scale-native.txt"
   sed 's/^/  /' "$OUT/scale-native.txt" | grep -E "rdma-streams|Killed|killed|memory"

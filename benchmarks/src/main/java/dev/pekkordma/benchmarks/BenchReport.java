@@ -53,11 +53,17 @@ import org.knowm.xchart.style.markers.SeriesMarkers;
 public final class BenchReport {
   /**
    * One parsed line (the best of the runs for its size): size, the columns after #iterations;
-   * and the compared figure of every run, in the file's order.
+   * the compared figure of every run, in the file's order; and the CPU time both ends spent per
+   * message in each run that printed it (StreamBench's "CPU per message" line), in microseconds.
    */
-  record Row(long size, long iterations, double[] values, double[] eachRun) {
+  record Row(long size, long iterations, double[] values, double[] eachRun, double[] cpuEachRun) {
     int runs() {
       return eachRun.length;
+    }
+
+    /** The median of the runs' CPU per message, NaN when none printed it. */
+    double cpu() {
+      return cpuEachRun.length == 0 ? Double.NaN : median(cpuEachRun);
     }
   }
 
@@ -154,6 +160,12 @@ public final class BenchReport {
         out.printf(Locale.ROOT, "   %-10s round by round:%s; median %.2f%n", "", each,
             median(rounds));
       }
+      double cpuA = e.getValue().cpu();
+      double cpuB = d.cpu();
+      if (!Double.isNaN(cpuA) && !Double.isNaN(cpuB)) {
+        out.printf(Locale.ROOT, "   %-10s CPU per message, both ends (median of runs): %.2f us"
+            + " against %.2f us, ratio %.2f%n", "", cpuA, cpuB, cpuA / cpuB);
+      }
     }
     if (runs > 1) out.println("   (each figure the best of " + runs + " runs)");
   }
@@ -190,10 +202,16 @@ public final class BenchReport {
     if (Files.isDirectory(file)) return parseJson(label, file);
     Boolean bandwidth = null;
     TreeMap<Long, Row> rows = new TreeMap<>();
+    long lastSize = -1; // the size of the result line just read, which a CPU line follows
     for (String line : Files.readAllLines(file, StandardCharsets.UTF_8)) {
       String t = line.trim();
       if (t.startsWith("#bytes")) {
         bandwidth = t.contains("BW average");
+        continue;
+      }
+      if (t.startsWith(CPU_LINE) && rows.containsKey(lastSize)) {
+        addCpu(rows, lastSize, cpuPerMessage(t));
+        lastSize = -1;
         continue;
       }
       if (bandwidth == null || t.isEmpty() || !Character.isDigit(t.charAt(0))) continue;
@@ -204,11 +222,34 @@ public final class BenchReport {
         double[] v = new double[columns - 2];
         for (int i = 0; i < v.length; i++) v[i] = Double.parseDouble(f[i + 2]);
         add(rows, Long.parseLong(f[0]), Long.parseLong(f[1]), v, bandwidth);
+        lastSize = Long.parseLong(f[0]);
       } catch (NumberFormatException e) {
         // not a result line
       }
     }
     return rows.isEmpty() ? null : new Series(label, bandwidth, rows);
+  }
+
+  /** What begins StreamBench's line of CPU time per message, below a result line. */
+  static final String CPU_LINE = "CPU per message :";
+
+  /**
+   * Both ends' CPU time per message in microseconds, from "client A us, server B us" (A + B) or
+   * "A us (this JVM, both ends)" (A).
+   */
+  static double cpuPerMessage(String line) {
+    java.util.regex.Matcher m = java.util.regex.Pattern.compile("(\\d+(?:\\.\\d+)?) us")
+        .matcher(line);
+    double sum = 0;
+    while (m.find()) sum += Double.parseDouble(m.group(1));
+    return sum;
+  }
+
+  private static void addCpu(TreeMap<Long, Row> rows, long size, double cpu) {
+    Row r = rows.get(size);
+    double[] each = Arrays.copyOf(r.cpuEachRun(), r.cpuEachRun().length + 1);
+    each[each.length - 1] = cpu;
+    rows.put(size, new Row(r.size(), r.iterations(), r.values(), r.eachRun(), each));
   }
 
   /** perftest's text columns after #iterations, by their --out_json names. */
@@ -259,7 +300,7 @@ public final class BenchReport {
   /** Adds one run's figures for {@code size}; of repeated runs the best one stands. */
   private static void add(TreeMap<Long, Row> rows, long size, long iterations, double[] v,
       boolean bandwidth) {
-    Row row = new Row(size, iterations, v, new double[] {value(v, bandwidth)});
+    Row row = new Row(size, iterations, v, new double[] {value(v, bandwidth)}, new double[0]);
     if (value(row, bandwidth) <= 0) return; // perftest's 0.00: no measurement
     Row seen = rows.get(size);
     if (seen != null) {
@@ -269,7 +310,7 @@ public final class BenchReport {
       Row best = better ? row : seen;
       double[] each = Arrays.copyOf(seen.eachRun(), seen.runs() + 1);
       each[seen.runs()] = value(row, bandwidth);
-      row = new Row(size, best.iterations(), best.values(), each);
+      row = new Row(size, best.iterations(), best.values(), each, seen.cpuEachRun());
     }
     rows.put(size, row);
   }

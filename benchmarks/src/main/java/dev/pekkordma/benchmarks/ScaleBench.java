@@ -27,19 +27,22 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * Many connections at once, server and client in this JVM, for each N: how long a connection
- * takes to open (all N opened with at most {@code --concurrency} in flight), what N idle
- * connections cost (registered and direct memory, threads, CPU while idle), and how many
- * 64-byte messages the N of them echo per second when they all send at once. A failure (a
- * refused connect, too many open files) ends that N and is reported with how far it got.
+ * Many connections at once, the echo server in a JVM of its own as deployments run it ({@code
+ * --jvms 1}: in this one, an extra labelled so), for each N: how long a connection takes to open
+ * (all N opened with at most {@code --concurrency} in flight), what N idle connections cost the
+ * client's process (registered and direct memory, threads, CPU while idle), how many 64-byte
+ * messages the N of them echo per second when they all send at once, and the CPU time both
+ * processes spend per echoed message. A failure (a refused connect, too many open files) ends
+ * that N and is reported with how far it got.
  */
 @Command(name = "scale-bench", mixinStandardHelpOptions = true,
     description = "N echo connections of Pekko Streams Tcp (or the RDMA streams layer) in one"
         + " JVM: connect time, memory, threads, idle CPU and echo rate.")
 public final class ScaleBench implements Callable<Integer> {
-  static final String HEADER = String.format("%-13s %7s %7s %10s %10s %11s %11s %8s %8s %12s  %s",
-      "transport", "N", "opened", "conn_us", "p99_us", "reg_B/conn", "dir_B/conn", "threads",
-      "idle_cpu", "echo_msg/s", "first failure");
+  static final String HEADER = String.format(
+      "%-13s %7s %7s %10s %10s %11s %11s %8s %8s %12s %10s  %s", "transport", "N", "opened",
+      "conn_us", "p99_us", "reg_B/conn", "dir_B/conn", "threads", "idle_cpu", "echo_msg/s",
+      "cpu_us/msg", "first failure");
 
   @Option(names = "--transport", defaultValue = "tcp",
       description = "tcp: Pekko Streams Tcp; tcp-framed: Tcp with a length before each"
@@ -52,6 +55,12 @@ public final class ScaleBench implements Callable<Integer> {
   @Option(names = "--provider", defaultValue = "soft",
       description = "The RDMA provider for --transport rdma (default: ${DEFAULT-VALUE}).")
   String provider;
+
+  @Option(names = "--jvms", defaultValue = "2",
+      description = "2: the echo server in a JVM of its own (StreamBench's server), as"
+          + " deployments run; 1: in this JVM (not a deployment's shape: a labelled extra; the"
+          + " only shape for in-jvm and none) (default: ${DEFAULT-VALUE}).")
+  int jvms;
 
   @Option(names = "--host", defaultValue = "127.0.0.1",
       description = "The address the server binds (default: ${DEFAULT-VALUE}).")
@@ -121,19 +130,41 @@ public final class ScaleBench implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     Transport t = StreamBench.transport(transport);
+    if (jvms != 1 && jvms != 2) {
+      throw new CommandLine.ParameterException(new CommandLine(this),
+          "--jvms must be 1 or 2, was " + jvms);
+    }
+    if (jvms == 2 && t instanceof InJvmTransport) {
+      throw new CommandLine.ParameterException(new CommandLine(this), "--transport " + transport
+          + " has no server to run in another JVM: it needs --jvms 1");
+    }
+    try (ServerProcess server = jvms == 1 ? null : ServerProcess.start(List.of("--transport",
+        transport, "--provider", provider, "--test", "latency", "--host", host, "--config",
+        extraConfig), host)) {
+      return call(t, server);
+    }
+  }
+
+  /** With {@code server} null, each N's echo server runs in this JVM. */
+  private int call(Transport t, ServerProcess server) throws Exception {
     out.println(StreamBench.RULE);
-    out.println(" Scaling: N echo connections, server and client in this JVM (" + t.name()
+    out.println(" Scaling: N echo connections (" + t.name()
         + (t instanceof RdmaTransport ? ", " + provider + " provider" : "") + ")");
+    out.println(" Processes: " + (server != null
+        ? "the server in a JVM of its own (pid " + server.pid() + "), the client in this one;"
+            + " memory, threads and idle CPU are the client's"
+        : "server and client in this JVM (one JVM: not a deployment's shape)"));
+    out.println(" Load: " + StreamBench.load() + " (the machine's load average, before)");
     out.println(" Java " + System.getProperty("java.version") + ", "
         + Runtime.getRuntime().availableProcessors() + " cores, max heap "
         + Runtime.getRuntime().maxMemory() / (1 << 20) + " MiB; " + size + "-byte messages, "
         + concurrency + " connects in flight at most");
     out.println(StreamBench.RULE);
-    if (warmupMessages > 0) run(t, 10, warmupMessages);
-    if (warmupConnections > 0) run(t, warmupConnections, warmupConnections);
+    if (warmupMessages > 0) run(t, server, 10, warmupMessages);
+    if (warmupConnections > 0) run(t, server, warmupConnections, warmupConnections);
     out.println(HEADER);
     for (int n : counts) {
-      Result r = run(t, n, messages);
+      Result r = run(t, server, n, messages);
       out.println(r.line());
       out.flush();
       if (tsv != null) {
@@ -146,13 +177,15 @@ public final class ScaleBench implements Callable<Integer> {
   }
 
   /** One N's figures. */
+  /** One N's figures; {@code cpuPerMessage}: both processes' CPU per echo, microseconds. */
   record Result(String transport, int n, int opened, double connectMicros, double p99Micros,
       long registeredPerConnection, long directPerConnection, int threads, double idleCpu,
-      double echoRate, String failure) {
+      double echoRate, double cpuPerMessage, String failure) {
     String line() {
-      return String.format("%-13s %7d %7d %10.1f %10.1f %11d %11d %8d %7.1f%% %12.0f  %s",
+      return String.format("%-13s %7d %7d %10.1f %10.1f %11d %11d %8d %7.1f%% %12.0f %10.2f  %s",
           transport, n, opened, connectMicros, p99Micros, registeredPerConnection,
-          directPerConnection, threads, idleCpu, echoRate, failure == null ? "-" : failure);
+          directPerConnection, threads, idleCpu, echoRate, cpuPerMessage,
+          failure == null ? "-" : failure);
     }
 
     String tsv() {
@@ -160,26 +193,27 @@ public final class ScaleBench implements Callable<Integer> {
           String.format("%.1f", connectMicros), String.format("%.1f", p99Micros),
           String.valueOf(registeredPerConnection), String.valueOf(directPerConnection),
           String.valueOf(threads), String.format("%.1f", idleCpu), String.format("%.0f", echoRate),
-          failure == null ? "-" : failure);
+          String.format("%.2f", cpuPerMessage), failure == null ? "-" : failure);
     }
 
     /** A line written by {@link #tsv}. */
     static Result parse(String line) {
-      String[] f = line.split("\t", 11);
+      String[] f = line.split("\t", 12);
       return new Result(f[0], Integer.parseInt(f[1]), Integer.parseInt(f[2]),
           Double.parseDouble(f[3]), Double.parseDouble(f[4]), Long.parseLong(f[5]),
           Long.parseLong(f[6]), Integer.parseInt(f[7]), Double.parseDouble(f[8]),
-          Double.parseDouble(f[9]), f[10].equals("-") ? null : f[10]);
+          Double.parseDouble(f[9]), Double.parseDouble(f[10]), f[11].equals("-") ? null : f[11]);
     }
   }
 
-  private Result run(Transport t, int n, int messages) throws Exception {
+  private Result run(Transport t, ServerProcess remote, int n, int messages) throws Exception {
     ActorSystem system = ActorSystem.create("scale-bench", ConfigFactory.parseString(
         "pekko.loglevel = ERROR\npekko.stdout-loglevel = ERROR\npekko-rdma.provider = " + provider
             + "\n" + extraConfig).withFallback(ConfigFactory.load()));
     try {
-      InetSocketAddress server = t.bind(system, host, () -> Flow.<ByteString>create())
-          .toCompletableFuture().get(30, TimeUnit.SECONDS);
+      InetSocketAddress server = remote != null ? remote.prepare(size, messages)
+          : t.bind(system, host, () -> Flow.<ByteString>create())
+              .toCompletableFuture().get(30, TimeUnit.SECONDS);
       System.gc();
       Footprint before = Footprint.now(t, system);
       int perConnection = Math.max(1, messages / n);
@@ -233,7 +267,10 @@ public final class ScaleBench implements Callable<Integer> {
       Footprint idle = Footprint.now(t, system);
       double idleCpu = idle.cpuPercentOver(idleSeconds);
       double rate = 0;
+      double cpuPerMessage = 0;
       if (failure.get() == null) {
+        long clientCpu = ServerEnd.processCpuNanos();
+        long serverCpu = remote == null ? 0 : remote.cpuNanos();
         long sent = System.nanoTime();
         go.complete(Done.getInstance());
         // the rate counts to the last echo's arrival; the connections' ends are not timed
@@ -245,6 +282,9 @@ public final class ScaleBench implements Callable<Integer> {
               + " bytes echoed after 300 s");
         }
         rate = (double) perConnection * n / ((last - sent) / 1e9);
+        long cpu = ServerEnd.processCpuNanos() - clientCpu
+            + (remote == null ? 0 : remote.cpuNanos() - serverCpu);
+        cpuPerMessage = cpu / 1e3 / ((double) perConnection * n);
         long each = (long) perConnection * size;
         for (CompletableFuture<Long> e : echoed) {
           long got = e.get(300, TimeUnit.SECONDS);
@@ -262,7 +302,7 @@ public final class ScaleBench implements Callable<Integer> {
       return new Result(t.name(), n, opened, connectTime / 1e3 / counted,
           opened == 0 ? 0 : sorted[(int) Math.min(opened - 1, Math.ceil(opened * 0.99) - 1)] / 1e3,
           (idle.registered - before.registered) / counted, (idle.direct - before.direct) / counted,
-          idle.threads, idleCpu, rate, describe(failure.get()));
+          idle.threads, idleCpu, rate, cpuPerMessage, describe(failure.get()));
     } finally {
       system.terminate();
       system.getWhenTerminated().toCompletableFuture().get(120, TimeUnit.SECONDS);

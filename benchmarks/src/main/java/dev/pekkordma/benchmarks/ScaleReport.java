@@ -16,8 +16,9 @@ import org.knowm.xchart.style.Styler;
 /**
  * The scaling runs of {@link ScaleBench} side by side: for each N, Tcp's figures, the streams
  * layer's, and their ratio; then scale.png, connect time and echo rate against N.
- * Arguments: the directory, the Tcp TSV file name, the RDMA one, then optionally framed Tcp's
- * and the two references' without a transport ({@code in-jvm}, {@code none}).
+ * Arguments: the directory, the Tcp TSV file name, the RDMA one, then optionally framed Tcp's,
+ * the two references' without a transport ({@code in-jvm}, {@code none}, one JVM by nature) and
+ * the RDMA one with both ends in one JVM (an extra, not a deployment's shape).
  */
 public final class ScaleReport {
   private ScaleReport() {}
@@ -32,6 +33,8 @@ public final class ScaleReport {
         : new TreeMap<>();
     Map<Integer, ScaleBench.Result> none = args.length > 5 ? read(dir.resolve(args[5]))
         : new TreeMap<>();
+    Map<Integer, ScaleBench.Result> oneJvm = args.length > 6 ? read(dir.resolve(args[6]))
+        : new TreeMap<>();
     print(tcp, rdma, System.out);
     printAgainst("tcp-framed", "Tcp + Framing.simpleFramingProtocol: message boundaries, as ours",
         framed, rdma, System.out);
@@ -39,6 +42,8 @@ public final class ScaleReport {
         + " island and the server's, message boundaries kept", inJvm, rdma, System.out);
     printAgainst("none", "no connection: the benchmark's client alone, its source and its fold;"
         + " no transport can be faster", none, rdma, System.out);
+    printAgainst("rdma-one-jvm", "the streams layer with both ends in one JVM: not a"
+        + " deployment's shape", oneJvm, rdma, System.out);
     printCeiling(tcp, none, inJvm, System.out);
     Path png = dir.resolve("scale.png");
     chart(Map.of("pekko-tcp", tcp, "rdma-streams", rdma, "tcp-framed", framed,
@@ -64,22 +69,22 @@ public final class ScaleReport {
 
   static void print(Map<Integer, ScaleBench.Result> tcp, Map<Integer, ScaleBench.Result> rdma,
       PrintStream out) {
-    out.println("Scaling, N echo connections in one JVM (rdma-streams / pekko-tcp; connect time:"
-        + " lower is better, the ratio is Tcp's over ours)");
-    out.println(String.format("%7s %15s %15s %8s %14s %14s %8s %13s %13s %9s %9s", "N",
+    out.println("Scaling, N echo connections (rdma-streams / pekko-tcp; connect time: lower is"
+        + " better, the ratio is Tcp's over ours; CPU: both processes' per echo)");
+    out.println(String.format("%7s %15s %15s %8s %14s %14s %8s %13s %13s %9s %11s %11s %9s", "N",
         "opened tcp", "opened rdma", "", "conn_us tcp", "conn_us rdma", "x", "msg/s tcp",
-        "msg/s rdma", "x", "threads"));
+        "msg/s rdma", "x", "cpu_us tcp", "cpu_us rdma", "threads"));
     for (int n : union(tcp, rdma)) {
       ScaleBench.Result t = tcp.get(n);
       ScaleBench.Result r = rdma.get(n);
-      out.println(String.format("%7d %15s %15s %8s %14s %14s %8s %13s %13s %9s %9s", n,
+      out.println(String.format("%7d %15s %15s %8s %14s %14s %8s %13s %13s %9s %11s %11s %9s", n,
           t == null ? "-" : t.opened(), r == null ? "-" : r.opened(), "",
           t == null ? "-" : String.format("%.0f", t.connectMicros()),
           r == null ? "-" : String.format("%.0f", r.connectMicros()),
           ratio(t == null ? 0 : t.connectMicros(), r == null ? 0 : r.connectMicros()),
           t == null ? "-" : String.format("%.0f", t.echoRate()),
           r == null ? "-" : String.format("%.0f", r.echoRate()),
-          ratio(r == null ? 0 : r.echoRate(), t == null ? 0 : t.echoRate()),
+          ratio(r == null ? 0 : r.echoRate(), t == null ? 0 : t.echoRate()), cpu(t), cpu(r),
           (t == null ? "-" : t.threads()) + "/" + (r == null ? "-" : r.threads())));
     }
     for (int n : union(tcp, rdma)) {
@@ -98,19 +103,25 @@ public final class ScaleReport {
     }
   }
 
+  /** Both processes' CPU per echo in microseconds, or "-". */
+  private static String cpu(ScaleBench.Result r) {
+    return r == null || r.cpuPerMessage() <= 0 ? "-" : String.format("%.2f", r.cpuPerMessage());
+  }
+
   /** The message rate against another run, {@code name}, which {@code what} describes. */
   static void printAgainst(String name, String what, Map<Integer, ScaleBench.Result> other,
       Map<Integer, ScaleBench.Result> rdma, PrintStream out) {
     if (other.isEmpty()) return;
     out.println("Against " + name + " (" + what + "): 64-byte echoes/s");
-    out.println(String.format("%7s %14s %14s %8s", "N", "msg/s " + name, "msg/s rdma", "x"));
+    out.println(String.format("%7s %14s %14s %8s %14s %14s", "N", "msg/s " + name,
+        "msg/s rdma", "x", "cpu_us " + name, "cpu_us rdma"));
     for (int n : union(other, rdma)) {
       ScaleBench.Result f = other.get(n);
       ScaleBench.Result r = rdma.get(n);
-      out.println(String.format("%7d %14s %14s %8s", n,
+      out.println(String.format("%7d %14s %14s %8s %14s %14s", n,
           f == null ? "-" : String.format("%.0f", f.echoRate()),
           r == null ? "-" : String.format("%.0f", r.echoRate()),
-          ratio(r == null ? 0 : r.echoRate(), f == null ? 0 : f.echoRate())));
+          ratio(r == null ? 0 : r.echoRate(), f == null ? 0 : f.echoRate()), cpu(f), cpu(r)));
     }
   }
 
@@ -158,7 +169,7 @@ public final class ScaleReport {
   static void chart(Map<String, Map<Integer, ScaleBench.Result>> runs, Path png)
       throws IOException {
     XYChart chart = new XYChartBuilder().width(1000).height(560)
-        .title("N echo connections in one JVM: echo rate (64-byte messages)")
+        .title("N echo connections: echo rate (64-byte messages)")
         .xAxisTitle("connections (N)").yAxisTitle("messages/s").build();
     chart.getStyler().setXAxisLogarithmic(true);
     chart.getStyler().setLegendPosition(Styler.LegendPosition.InsideNE);

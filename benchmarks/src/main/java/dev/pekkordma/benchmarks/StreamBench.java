@@ -16,7 +16,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.pekko.actor.ActorSystem;
 import org.apache.pekko.japi.Pair;
 import org.apache.pekko.stream.OverflowStrategy;
-import org.apache.pekko.stream.javadsl.Flow;
 import org.apache.pekko.stream.javadsl.Keep;
 import org.apache.pekko.stream.javadsl.Sink;
 import org.apache.pekko.stream.javadsl.SinkQueueWithCancel;
@@ -28,8 +27,10 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * Stream throughput and ping-pong latency of a byte-stream transport over loopback, server and
- * client in this JVM, printed in perftest's layout so that the report reads it like rdma-perf's.
+ * Stream throughput and ping-pong latency of a byte-stream transport, the server in a JVM of its
+ * own as every deployment runs it ({@code --jvms 1}: in the client's, an extra labelled so),
+ * printed in perftest's layout so that the report reads it like rdma-perf's, each result with the
+ * CPU time both processes spent per message, and the machine's load.
  *
  * <ul>
  *   <li>throughput: for each chunk size a client streams {@code --bytes} in chunks of that size
@@ -98,6 +99,21 @@ public final class StreamBench implements Callable<Integer> {
       description = "Unmeasured pings first (default: ${DEFAULT-VALUE}).")
   int warmup;
 
+  @Option(names = "--config", defaultValue = "",
+      description = "Extra configuration (HOCON) for the actor system (a server in a JVM of its"
+          + " own gets it too).")
+  String extraConfig;
+
+  @Option(names = "--jvms", defaultValue = "2",
+      description = "2: the server in a JVM of its own, started with this JVM's java, options and"
+          + " class path, as deployments run; 1: server and client in this JVM (not a"
+          + " deployment's shape: a labelled extra) (default: ${DEFAULT-VALUE}).")
+  int jvms;
+
+  @Option(names = "--serve", hidden = true,
+      description = "Be the server of a two-JVM run, driven over standard input.")
+  boolean serve;
+
   @Option(names = "--sample-metrics", defaultValue = "0",
       description = "With --transport rdma: read the streams' metrics and the ports' counters every"
           + " this many milliseconds while the test runs, and record every pekko-rdma Flight"
@@ -139,29 +155,48 @@ public final class StreamBench implements Callable<Integer> {
     }
     ActorSystem system = ActorSystem.create("stream-bench", ConfigFactory.parseString(
         "pekko.loglevel = WARNING\npekko.stdout-loglevel = WARNING\npekko-rdma.provider = "
-            + provider + "\n" + dispatcherConfig()).withFallback(ConfigFactory.load()));
+            + provider + "\n" + dispatcherConfig() + "\n" + extraConfig)
+        .withFallback(ConfigFactory.load()));
     if (sampleMillis < 0 || (sampleMillis > 0 && !(t instanceof RdmaTransport))) {
       throw new CommandLine.ParameterException(new CommandLine(this),
           "--sample-metrics takes milliseconds >= 0, with --transport rdma; was " + sampleMillis);
     }
+    if (jvms != 1 && jvms != 2) {
+      throw new CommandLine.ParameterException(new CommandLine(this),
+          "--jvms must be 1 or 2, was " + jvms);
+    }
+    if (!test.equals("throughput") && !test.equals("latency") && !test.equals("zero-copy")) {
+      throw new CommandLine.ParameterException(new CommandLine(this),
+          "--test must be throughput, latency or zero-copy, was '" + test + "'");
+    }
+    if (test.equals("zero-copy") && !(t instanceof RdmaTransport)) {
+      throw new CommandLine.ParameterException(new CommandLine(this),
+          "--test zero-copy runs the RDMA streams' bulk pair: it needs --transport rdma, was '"
+              + transport + "'");
+    }
+    if (serve) {
+      try {
+        new BenchServer(system, t, test, host).serve(System.in, out);
+      } finally {
+        system.terminate();
+        system.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+      }
+      return 0;
+    }
     MetricsSampler sampler = sampleMillis == 0 ? null
         : new MetricsSampler(system, java.time.Duration.ofMillis(sampleMillis));
-    try {
+    try (ServerEnd server = jvms == 1 ? new BenchServer(system, t, test, host)
+        : ServerProcess.start(List.of("--transport", transport, "--provider", provider,
+            "--test", test, "--dispatcher", dispatcher, "--host", host, "--config",
+            extraConfig), host)) {
       if (test.equals("throughput")) {
-        throughput(system, t);
+        bandwidth(t, server, "Stream throughput (" + t.name() + ")", null,
+            (size, count) -> throughputRun(system, t, server, size, count));
       } else if (test.equals("latency")) {
-        latency(system, t);
-      } else if (test.equals("zero-copy")) {
-        if (!(t instanceof RdmaTransport)) {
-          throw new CommandLine.ParameterException(new CommandLine(this),
-              "--test zero-copy runs the RDMA streams' bulk pair: it needs --transport rdma, was '"
-                  + transport + "'");
-        }
-        bandwidth(t, "Zero-copy bulk throughput (bulkChunkSink -> bulkBufferSource)",
-            ZeroCopyBulk.SETTINGS, (size, count) -> ZeroCopyBulk.run(system, host, size, count));
+        latency(system, t, server);
       } else {
-        throw new CommandLine.ParameterException(new CommandLine(this),
-            "--test must be throughput, latency or zero-copy, was '" + test + "'");
+        bandwidth(t, server, "Zero-copy bulk throughput (bulkChunkSink -> bulkBufferSource)",
+            ZeroCopyBulk.SETTINGS, (size, count) -> zeroCopyRun(system, server, size, count));
       }
     } finally {
       if (sampler != null) {
@@ -187,16 +222,15 @@ public final class StreamBench implements Callable<Integer> {
         "--dispatcher must be default or affinity, was '" + dispatcher + "'");
   }
 
-  private void banner(Transport t, String title) {
-    banner(t, title, null);
-  }
-
-  private void banner(Transport t, String title, String settings) {
+  private void banner(Transport t, ServerEnd server, String title, String settings) {
     out.println(RULE);
     out.println("                    " + title);
     out.println(" Transport       : " + t.name() + " over " + host
-        + ", server and client in this JVM"
         + (t instanceof RdmaTransport ? ", " + provider + " provider" : ""));
+    out.println(" Processes       : " + (server instanceof ServerProcess p
+        ? "the server in a JVM of its own (pid " + p.pid() + "), the client in this one"
+        : "server and client in this JVM (one JVM: not a deployment's shape)"));
+    out.println(" Load            : " + load() + " (the machine's load average, before)");
     if (settings != null) out.println(" Settings        : " + settings);
     if (sampleMillis > 0) {
       out.println(" Metrics         : read every " + sampleMillis + " ms, with every pekko-rdma"
@@ -208,6 +242,31 @@ public final class StreamBench implements Callable<Integer> {
     out.println(" Java            : " + System.getProperty("java.version") + ", "
         + Runtime.getRuntime().availableProcessors() + " cores");
     out.println(RULE);
+  }
+
+  /** The machine's 1, 5 and 15 minute load averages, or why not. */
+  static String load() {
+    try {
+      String[] f = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/loadavg"))
+          .split(" ");
+      return f[0] + " " + f[1] + " " + f[2];
+    } catch (java.io.IOException | RuntimeException e) {
+      return String.format("%.2f", java.lang.management.ManagementFactory
+          .getOperatingSystemMXBean().getSystemLoadAverage());
+    }
+  }
+
+  /** CPU time both ends spent over a run, per message. */
+  private void cpuLine(ServerEnd server, long clientBefore, long serverBefore, long messages)
+      throws Exception {
+    long client = ServerEnd.processCpuNanos() - clientBefore;
+    if (server.inThisJvm()) {
+      out.printf(" CPU per message : %.2f us (this JVM, both ends)%n", client / 1e3 / messages);
+    } else {
+      long srv = server.cpuNanos() - serverBefore;
+      out.printf(" CPU per message : client %.2f us, server %.2f us%n", client / 1e3 / messages,
+          srv / 1e3 / messages);
+    }
   }
 
   static final String RULE =
@@ -279,33 +338,28 @@ public final class StreamBench implements Callable<Integer> {
     BwResult run(int size, long count) throws Exception;
   }
 
-  /** Every size after its warm-up (the first size's longer), a perftest line each. */
-  private void bandwidth(Transport t, String title, String settings, Measure measure)
-      throws Exception {
-    banner(t, title, settings);
+  /**
+   * Every size after its warm-up (the first size's longer), a perftest line each and the CPU
+   * both ends spent per chunk.
+   */
+  private void bandwidth(Transport t, ServerEnd server, String title, String settings,
+      Measure measure) throws Exception {
+    banner(t, server, title, settings);
     out.println(BwResult.HEADER);
     boolean first = true;
     for (long size : new TreeSet<>(sizes)) {
       long warm = first ? warmupBytes : warmupBytes / 4;
       if (warm >= size) measure.run((int) size, warm / size);
-      BwResult r = measure.run((int) size, Math.max(1, bytes / size));
+      long count = Math.max(1, bytes / size);
+      long clientCpu = ServerEnd.processCpuNanos();
+      long serverCpu = server.cpuNanos();
+      BwResult r = measure.run((int) size, count);
       out.println(r.line());
+      cpuLine(server, clientCpu, serverCpu, count);
       out.flush();
       first = false;
     }
     out.println(RULE);
-  }
-
-  private void throughput(ActorSystem system, Transport t) throws Exception {
-    AtomicReferenceCounter current = new AtomicReferenceCounter();
-    // the server reads, counts, and closes its side once it has it all, which ends the client
-    InetSocketAddress server = t.bind(system, host, () -> {
-      Counter c = current.get();
-      return Flow.fromSinkAndSource(Sink.<ByteString>foreach(b -> c.add(b.size())),
-          Source.completionStage(c.done).filter(x -> false).map(x -> ByteString.emptyByteString()));
-    }).toCompletableFuture().get(30, TimeUnit.SECONDS);
-    bandwidth(t, "Stream throughput (" + t.name() + ")", null,
-        (size, count) -> run(system, t, server, current, size, count));
   }
 
   /** The counter of the run in progress (one connection at a time). */
@@ -321,36 +375,48 @@ public final class StreamBench implements Callable<Integer> {
     }
   }
 
-  private static BwResult run(ActorSystem system, Transport t, InetSocketAddress server,
-      AtomicReferenceCounter current, int size, long count) throws Exception {
-    Counter c = new Counter((long) size * count);
-    current.set(c);
+  /** One connection streams {@code count} chunks; the server closes it once it has them all. */
+  private static BwResult throughputRun(ActorSystem system, Transport t, ServerEnd server,
+      int size, long count) throws Exception {
+    InetSocketAddress at = server.prepare(size, count);
     ByteString chunk = ByteString.fromArray(new byte[size]);
-    long start = System.nanoTime();
     CompletableFuture<?> client = Source.repeat(chunk).take(count)
-        .via(t.outgoing(system, server)).runWith(Sink.ignore(), system).toCompletableFuture();
-    long end = c.awaitDone();
+        .via(t.outgoing(system, at)).runWith(Sink.ignore(), system).toCompletableFuture();
+    BwResult r = server.await(size, count);
     client.exceptionally(e -> null).get(30, TimeUnit.SECONDS);
-    return c.result(size, count, start, end);
+    return r;
   }
 
-  private void latency(ActorSystem system, Transport t) throws Exception {
-    InetSocketAddress server = t.bind(system, host, () -> Flow.<ByteString>create())
-        .toCompletableFuture().get(30, TimeUnit.SECONDS);
-    banner(t, "Stream ping-pong latency (" + t.name() + ")");
+  private static BwResult zeroCopyRun(ActorSystem system, ServerEnd server, int size, long count)
+      throws Exception {
+    InetSocketAddress at = server.prepare(size, count);
+    CompletableFuture<dev.pekkordma.streams.TransferResult> tx =
+        ZeroCopyBulk.send(system, at, size, count).toCompletableFuture();
+    BwResult r = server.await(size, count);
+    ZeroCopyBulk.checkSent(tx.get(30, TimeUnit.SECONDS), size, count);
+    return r;
+  }
+
+  private void latency(ActorSystem system, Transport t, ServerEnd server) throws Exception {
+    banner(t, server, "Stream ping-pong latency (" + t.name() + ")", null);
     int size = (int) pingSize;
+    InetSocketAddress at = server.prepare(size, iterations);
     Pair<SourceQueueWithComplete<ByteString>, SinkQueueWithCancel<ByteString>> q =
         Source.<ByteString>queue(4, OverflowStrategy.backpressure())
-            .via(t.outgoing(system, server))
+            .via(t.outgoing(system, at))
             .toMat(Sink.queue(), Keep.both())
             .run(system);
     ByteString ping = ByteString.fromArray(new byte[size]);
     long[] posted = new long[iterations];
     for (int i = 0; i < warmup; i++) pingPong(q, ping, size);
+    long clientCpu = ServerEnd.processCpuNanos();
+    long serverCpu = server.cpuNanos();
     for (int i = 0; i < iterations; i++) {
       posted[i] = System.nanoTime();
       pingPong(q, ping, size);
     }
+    long serverCpuAfter = server.cpuNanos(); // before the close's work is counted
+    long clientCpuAfter = ServerEnd.processCpuNanos();
     // end of data; the echo server then closes, which ends the client's side too
     q.first().complete();
     while (q.second().pull().toCompletableFuture().get(30, TimeUnit.SECONDS).isPresent()) {
@@ -358,6 +424,14 @@ public final class StreamBench implements Callable<Integer> {
     }
     out.println(LatResult.HEADER);
     out.println(LatResult.of(size, iterations, posted, 2).line());
+    if (server.inThisJvm()) {
+      out.printf(" CPU per message : %.2f us (this JVM, both ends; a message is a round trip)%n",
+          (clientCpuAfter - clientCpu) / 1e3 / iterations);
+    } else {
+      out.printf(" CPU per message : client %.2f us, server %.2f us (a message is a round"
+          + " trip)%n", (clientCpuAfter - clientCpu) / 1e3 / iterations,
+          (serverCpuAfter - serverCpu) / 1e3 / iterations);
+    }
     out.println(RULE);
   }
 

@@ -1,13 +1,11 @@
 package dev.pekkordma.benchmarks;
 
-import dev.pekkordma.samples.perf.BwResult;
 import dev.pekkordma.streams.BulkChunk;
 import dev.pekkordma.streams.RdmaStreamSettings;
 import dev.pekkordma.streams.RdmaStreams;
 import dev.pekkordma.streams.ReceivedBuffer;
 import dev.pekkordma.streams.TransferResult;
 import java.net.InetSocketAddress;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import org.apache.pekko.Done;
@@ -37,17 +35,16 @@ final class ZeroCopyBulk {
     return rdma.bulkSettings().withBufferSize(size);
   }
 
-  static BwResult run(ActorSystem system, String host, int size, long count) throws Exception {
-    if (size < Long.BYTES) {
-      throw new IllegalArgumentException("zero-copy chunks carry their number in their first 8"
-          + " bytes: sizes of at least 8, was " + size);
-    }
+  /**
+   * Binds a receiver for chunks of {@code size} bytes that counts them into {@code counter}
+   * (failing the counter if it fails); where it listens, and its completion.
+   */
+  static Pair<InetSocketAddress, CompletionStage<Done>> receive(ActorSystem system, String host,
+      int size, StreamBench.Counter counter) throws Exception {
     RdmaStreams rdma = RdmaStreams.get(system);
-    RdmaStreamSettings settings = settings(rdma, size);
-    StreamBench.Counter c = new StreamBench.Counter((long) size * count);
     long[] due = {0};
     Pair<CompletionStage<ServerBinding>, CompletionStage<Done>> rx =
-        rdma.bulkBufferSource(host, 0, settings)
+        rdma.bulkBufferSource(host, 0, settings(rdma, checked(size)))
             .toMat(Sink.foreach((ReceivedBuffer b) -> {
               long n = b.buffer().getLong(0);
               if (n != due[0]) {
@@ -57,29 +54,44 @@ final class ZeroCopyBulk {
               due[0]++;
               int length = b.length();
               b.release();
-              c.add(length);
+              counter.add(length);
             }), Keep.both())
             .run(system);
     // a receiver that fails ends the wait for its last byte
     rx.second().whenComplete((d, e) -> {
-      if (e != null) c.done.completeExceptionally(e);
+      if (e != null) counter.done.completeExceptionally(e);
     });
     InetSocketAddress at = rx.first().toCompletableFuture().get(30, TimeUnit.SECONDS)
         .localAddress();
+    return Pair.create(at, rx.second());
+  }
+
+  /** Sends {@code count} chunks of {@code size} bytes, numbered, to the receiver at {@code at}. */
+  static CompletionStage<TransferResult> send(ActorSystem system, InetSocketAddress at, int size,
+      long count) {
+    RdmaStreams rdma = RdmaStreams.get(system);
     long[] next = {0};
     BulkChunk chunk = buffer -> {
       buffer.putLong(0, next[0]++);
       buffer.position(size);
     };
-    long start = System.nanoTime();
-    CompletableFuture<TransferResult> tx = Source.repeat(chunk).take(count)
-        .runWith(rdma.bulkChunkSink(at, settings), system).toCompletableFuture();
-    long end = c.awaitDone();
-    TransferResult sent = tx.get(30, TimeUnit.SECONDS);
-    rx.second().toCompletableFuture().get(30, TimeUnit.SECONDS);
-    if (sent.bytesSent() != c.total) {
-      throw new IllegalStateException("sent " + sent.bytesSent() + " bytes, received " + c.total);
+    return Source.repeat(chunk).take(count)
+        .runWith(rdma.bulkChunkSink(at, settings(rdma, checked(size))), system);
+  }
+
+  /** Checks what the sender reports against what was due. */
+  static void checkSent(TransferResult sent, int size, long count) {
+    if (sent.bytesSent() != (long) size * count) {
+      throw new IllegalStateException("sent " + sent.bytesSent() + " bytes of "
+          + (long) size * count);
     }
-    return c.result(size, count, start, end);
+  }
+
+  private static int checked(int size) {
+    if (size < Long.BYTES) {
+      throw new IllegalArgumentException("zero-copy chunks carry their number in their first 8"
+          + " bytes: sizes of at least 8, was " + size);
+    }
+    return size;
   }
 }

@@ -165,4 +165,24 @@ class BenchReportTest {
     String c = out.substring(out.indexOf(" c "));
     assertTrue(!c.contains("round by round"), out);
   }
+
+  @Test
+  void readsBothEndsCpuPerMessageAndComparesIt() throws Exception {
+    // a CPU line belongs to the result line above it; two processes add up, one JVM stands alone
+    String two = BW.replace("0.025664\n", "0.025664\n CPU per message : client 3.00 us, server 2.00 us\n");
+    String two2 = BW.replace("0.025664\n", "0.025664\n CPU per message : client 4.00 us, server 3.00 us\n");
+    String one = BW.replace("0.025664\n", "0.025664\n CPU per message : 10.00 us (this JVM, both ends)\n");
+    Files.writeString(dir.resolve("a.txt"), two + two2 + two);
+    Files.writeString(dir.resolve("b.txt"), one);
+    BenchReport.Series a = BenchReport.parse("a", dir.resolve("a.txt"));
+    assertEquals(5.0, a.rows().get(4096L).cpu(), 1e-9); // the median of 5, 7, 5
+    assertTrue(Double.isNaN(a.rows().get(65536L).cpu()));
+    Files.writeString(dir.resolve("manifest.tsv"), String.join("\n",
+        "series\ta\ta.txt", "series\tb\tb.txt", "compare\tS\ta\tb\tbw\t-\t4096", ""));
+    ByteArrayOutputStream o = new ByteArrayOutputStream();
+    BenchReport.report(dir, new PrintStream(o, true, StandardCharsets.UTF_8));
+    String out = o.toString(StandardCharsets.UTF_8);
+    assertTrue(out.contains("CPU per message, both ends (median of runs): 5.00 us against 10.00 us,"
+        + " ratio 0.50"), out);
+  }
 }

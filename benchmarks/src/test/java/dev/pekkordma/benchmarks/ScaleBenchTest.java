@@ -15,7 +15,7 @@ import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.CsvSource;
 import picocli.CommandLine;
 
 /**
@@ -26,14 +26,14 @@ class ScaleBenchTest {
   @TempDir Path dir;
 
   @ParameterizedTest
-  @ValueSource(strings = {"rdma", "tcp", "in-jvm", "none"})
-  void everyConnectionEchoesWhatItSent(String transport) throws Exception {
+  @CsvSource({"rdma, 2", "tcp, 2", "tcp-framed, 2", "rdma, 1", "in-jvm, 1", "none, 1"})
+  void everyConnectionEchoesWhatItSent(String transport, String jvms) throws Exception {
     Path tsv = dir.resolve(transport + ".tsv");
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     int code = new CommandLine(new ScaleBench(new PrintStream(out, true, StandardCharsets.UTF_8)))
-        .execute("--transport", transport, "-N", "1,4", "--concurrency", "4", "--messages",
-            "4000", "--warmup-messages", "0", "--warmup-connections", "3", "--idle-seconds", "1",
-            "--tsv", tsv.toString());
+        .execute("--transport", transport, "--jvms", jvms, "-N", "1,4", "--concurrency", "4",
+            "--messages", "4000", "--warmup-messages", "0", "--warmup-connections", "3",
+            "--idle-seconds", "1", "--tsv", tsv.toString());
     String printed = out.toString(StandardCharsets.UTF_8);
     assertEquals(0, code, printed);
     List<String> lines = Files.readAllLines(tsv);
@@ -43,7 +43,25 @@ class ScaleBenchTest {
       assertEquals(r.n(), r.opened(), line);
       assertNull(r.failure(), line);
       assertTrue(r.echoRate() > 0, line);
+      assertTrue(r.cpuPerMessage() > 0, line);
     }
+    assertTrue(printed.contains(jvms.equals("2") ? "the server in a JVM of its own (pid "
+        : "(one JVM: not a deployment's shape)"), printed);
+  }
+
+  @Test
+  void aReferenceWithoutATransportHasNoServerForAnotherJvm() {
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    PrintStream stderr = System.err;
+    System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+    try {
+      assertEquals(2, new CommandLine(new ScaleBench(new PrintStream(new ByteArrayOutputStream())))
+          .execute("--transport", "in-jvm"));
+    } finally {
+      System.setErr(stderr);
+    }
+    String message = err.toString(StandardCharsets.UTF_8);
+    assertTrue(message.contains("--transport in-jvm") && message.contains("--jvms 1"), message);
   }
 
   @Test
@@ -51,7 +69,7 @@ class ScaleBenchTest {
     Path tsv = dir.resolve("paused.tsv");
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     int code = new CommandLine(new ScaleBench(new PrintStream(out, true, StandardCharsets.UTF_8)))
-        .execute("--transport", "none", "-N", "4", "--concurrency", "1", "--connect-pause",
+        .execute("--transport", "none", "--jvms", "1", "-N", "4", "--concurrency", "1", "--connect-pause",
             "300", "--messages", "4", "--warmup-messages", "0", "--warmup-connections", "0",
             "--idle-seconds", "1", "--tsv", tsv.toString());
     String printed = out.toString(StandardCharsets.UTF_8);
@@ -83,6 +101,6 @@ class ScaleBenchTest {
   }
 
   private static ScaleBench.Result result(String transport, int n, double rate) {
-    return new ScaleBench.Result(transport, n, n, 1000, 2000, 0, 0, 20, 1, rate, null);
+    return new ScaleBench.Result(transport, n, n, 1000, 2000, 0, 0, 20, 1, rate, 3.0, null);
   }
 }

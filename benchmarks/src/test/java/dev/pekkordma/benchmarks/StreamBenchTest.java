@@ -12,6 +12,7 @@ import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 import picocli.CommandLine;
 
@@ -23,26 +24,30 @@ class StreamBenchTest {
   @TempDir Path dir;
 
   @ParameterizedTest
-  @ValueSource(strings = {"tcp", "rdma"})
-  void throughputAndLatencyPrintPerftestLines(String transport) throws Exception {
-    String tp = run("--transport", transport, "--test", "throughput", "--sizes", "4k,64k",
-        "--bytes", "1m", "--warmup-bytes", "256k");
+  @CsvSource({"tcp, 2", "rdma, 2", "tcp, 1", "rdma, 1"})
+  void throughputAndLatencyPrintPerftestLines(String transport, String jvms) throws Exception {
+    String tp = run("--transport", transport, "--jvms", jvms, "--test", "throughput", "--sizes",
+        "4k,64k", "--bytes", "1m", "--warmup-bytes", "256k");
     BenchReport.Series s = twoSizes("tp", tp);
     assertEquals(16, s.rows().get(65536L).iterations(), tp);
     assertTrue(BenchReport.value(s.rows().get(4096L), true) > 0, tp);
+    assertShape(tp, jvms);
 
-    String lat = run("--transport", transport, "--test", "latency", "-n", "50", "--warmup",
-        "10");
+    String lat = run("--transport", transport, "--jvms", jvms, "--test", "latency", "-n", "50",
+        "--warmup", "10");
+    assertShape(lat, jvms);
     Files.writeString(dir.resolve("lat.txt"), lat);
     BenchReport.Series l = BenchReport.parse("lat", dir.resolve("lat.txt"));
     assertTrue(!l.bandwidth(), lat);
     assertTrue(BenchReport.value(l.rows().get(64L), false) > 0, lat);
   }
 
-  @Test
-  void theZeroCopyBulkPairPrintsPerftestLines() throws Exception {
-    String zc = run("--transport", "rdma", "--test", "zero-copy", "--sizes", "4k,64k",
-        "--bytes", "1m", "--warmup-bytes", "256k");
+  @ParameterizedTest
+  @ValueSource(strings = {"2", "1"})
+  void theZeroCopyBulkPairPrintsPerftestLines(String jvms) throws Exception {
+    String zc = run("--transport", "rdma", "--jvms", jvms, "--test", "zero-copy", "--sizes",
+        "4k,64k", "--bytes", "1m", "--warmup-bytes", "256k");
+    assertShape(zc, jvms);
     assertTrue(zc.contains("bulkChunkSink -> bulkBufferSource"), zc);
     BenchReport.Series s = twoSizes("zc", zc);
     assertEquals(256, s.rows().get(4096L).iterations(), zc);
@@ -64,6 +69,19 @@ class StreamBenchTest {
     String message = err.toString(StandardCharsets.UTF_8);
     assertTrue(message.contains("--test zero-copy") && message.contains("--transport rdma")
         && message.contains("was 'tcp'"), message);
+  }
+
+  /** The banner says where the server ran, and each result has both ends' CPU beside it. */
+  private static void assertShape(String output, String jvms) {
+    if (jvms.equals("2")) {
+      assertTrue(output.contains("the server in a JVM of its own (pid "), output);
+      assertTrue(output.matches(
+          "(?s).*CPU per message : client \\d+\\.\\d+ us, server \\d+\\.\\d+ us.*"), output);
+    } else {
+      assertTrue(output.contains("(one JVM: not a deployment's shape)"), output);
+      assertTrue(output.contains("us (this JVM, both ends"), output);
+    }
+    assertTrue(output.contains(" Load            : "), output);
   }
 
   /** The output read as the report reads it: bandwidth, a line for each of the two sizes. */
