@@ -16,10 +16,15 @@ import java.util.concurrent.TimeUnit;
 /**
  * A benchmark's server in a JVM of its own, as every deployment runs the two ends: this JVM's
  * java, options and class path running {@code StreamBench --serve} with the test's options,
- * driven over its standard input ({@link BenchServer#serve}). Its standard error is this
- * process's; what it prints other than its answers is passed on to this process's standard error.
+ * driven over its standard input ({@link BenchServer#serve}), plus the options in the system
+ * property {@value #SERVER_OPTIONS} (a debugger's or a recording's, which this JVM's cannot
+ * share). Its standard error is this process's; what it prints other than its answers is passed
+ * on to this process's standard error.
  */
 final class ServerProcess implements ServerEnd {
+  /** A system property: options for the server's JVM alone, space-separated. */
+  static final String SERVER_OPTIONS = "bench.server-options";
+
   private final Process process;
   private final BufferedReader answers;
   private final PrintWriter commands;
@@ -41,6 +46,9 @@ final class ServerProcess implements ServerEnd {
       // a debugger's port or a recording's file cannot be shared by two JVMs
       if (!o.startsWith("-agentlib:jdwp") && !o.startsWith("-XX:StartFlightRecording")) cmd.add(o);
     }
+    // the server's own, e.g. a recording of its own: -Dbench.server-options="-XX:StartFlight..."
+    String own = System.getProperty(SERVER_OPTIONS, "").trim();
+    if (!own.isEmpty()) cmd.addAll(List.of(own.split("\\s+")));
     cmd.add("-cp");
     cmd.add(System.getProperty("java.class.path"));
     cmd.add(StreamBench.class.getName());
