@@ -43,7 +43,7 @@ final class Ring {
    * written more than the ring holds beyond what was taken).
    */
   long peerPosition(int at, long last, long limit, String whose) throws RingViolation {
-    long p = (long) LONGS.getAcquire(map, at);
+    long p = (long) LONGS.getVolatile(map, at); // volatile: the waiting reader's Dekker load
     if (p < last || p > limit) {
       throw new RingViolation(name + ": the " + whose + " position " + p + " is outside ["
           + last + ", " + limit + "]");
