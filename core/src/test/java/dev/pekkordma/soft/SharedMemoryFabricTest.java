@@ -80,8 +80,10 @@ class SharedMemoryFabricTest {
     }
   }
 
+  /** Shared memory on (the default is off), its files in {@code dir}. */
   private static String inDir(Path dir) {
-    return "pekko-rdma.soft.fabric.shared-memory-directory = \"" + dir + "\"\n";
+    return "pekko-rdma.soft.fabric { shared-memory = auto\nshared-memory-directory = \"" + dir
+        + "\" }\n";
   }
 
   /** WRITEs from the client into the server, a READ back; both ends' bytes compared. */
