@@ -79,6 +79,12 @@ public final class RdmaSettings {
     public final Duration fabricIdleTimeout;
     /** The UDP port multicast datagrams travel on between processes (IP multicast). */
     public final int fabricMulticastPort;
+    /** Whether links to processes on this host carry their frames through shared memory. */
+    public final boolean fabricSharedMemory;
+    /** Where the shared-memory links' files are made (a tmpfs: /dev/shm). */
+    public final String fabricSharedMemoryDirectory;
+    /** Each direction's ring of a shared-memory link, in bytes: a power of two. */
+    public final int fabricSharedMemoryRing;
     public final int maxQp, maxQpWr, maxSge, maxCq, maxCqe, maxMr, maxPd, maxMw, maxSrq,
         maxSrqWr, maxInlineData, maxQpRdAtom;
     public final long maxMrSize;
@@ -114,6 +120,23 @@ public final class RdmaSettings {
         throw new ConfigException.BadValue(P + "fabric.multicast-port",
             "must be a fixed port (every process of the fabric uses the same one), was 0");
       }
+      String sharedMemory = c.getString(P + "fabric.shared-memory");
+      if (!sharedMemory.equals("auto") && !sharedMemory.equals("off")) {
+        throw new ConfigException.BadValue(P + "fabric.shared-memory",
+            "must be auto or off, was " + sharedMemory);
+      }
+      fabricSharedMemory = sharedMemory.equals("auto");
+      fabricSharedMemoryDirectory = c.getString(P + "fabric.shared-memory-directory");
+      if (fabricSharedMemoryDirectory.isEmpty()) {
+        throw new ConfigException.BadValue(P + "fabric.shared-memory-directory",
+            "must name a directory");
+      }
+      long ring = c.getBytes(P + "fabric.shared-memory-ring");
+      if (ring < 64 * 1024 || ring > 256 * 1024 * 1024 || Long.bitCount(ring) != 1) {
+        throw new ConfigException.BadValue(P + "fabric.shared-memory-ring",
+            "must be a power of two from 64 KiB to 256 MiB, was " + ring);
+      }
+      fabricSharedMemoryRing = (int) ring;
       maxQp = limit(c, "max-qp");
       maxQpWr = limit(c, "max-qp-wr");
       maxSge = limit(c, "max-sge");

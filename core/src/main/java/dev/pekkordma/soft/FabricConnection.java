@@ -1,5 +1,7 @@
 package dev.pekkordma.soft;
 
+import dev.pekkordma.soft.shm.RingLink;
+import dev.pekkordma.soft.shm.RingViolation;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.EOFException;
@@ -11,7 +13,8 @@ import java.net.Socket;
 import java.net.SocketTimeoutException;
 
 /**
- * One TCP connection of the fabric (plain or TLS), after its handshake, with the frame-level
+ * One connection of the fabric (TCP, plain or TLS, or a same-host link's shared rings beside its
+ * TCP connection), after its handshake, with the frame-level
  * reads and writes both its ends need. Reading and writing may run in two threads; each side is
  * one thread's at a time. A frame begun must keep arriving: its header, and then each {@link
  * Segments#CHUNK} bytes of its payload, within the frame timeout each, however their bytes
@@ -24,19 +27,32 @@ import java.net.SocketTimeoutException;
 final class FabricConnection implements AutoCloseable {
   /**
    * What a connection reads and writes through, and what closing it closes: a socket's streams
-   * (plain, or the JDK's TLS socket), or streams over a TLS channel whose TCP channel is closed
-   * directly (closing TLS politely would write, and the watch must never wait on a peer).
+   * (plain, or the JDK's TLS socket) or streams over a TLS channel whose TCP channel is closed
+   * directly (closing TLS politely would write, and the watch must never wait on a peer), each
+   * buffered; or a same-host link's rings ({@link RingLink}), which batch by themselves.
    */
   record Ends(InputStream in, OutputStream out, java.io.Closeable closer) {
+    private static final int BUFFER = 64 * 1024;
+
     static Ends of(Socket s) throws IOException {
       s.setSoTimeout(0); // the watch keeps the deadlines
-      return new Ends(s.getInputStream(), s.getOutputStream(), s);
+      return buffered(s.getInputStream(), s.getOutputStream(), s);
     }
 
     /** {@code secured} over {@code raw}, both blocking: TLS on the fabric's gate. */
     static Ends of(java.nio.channels.SocketChannel raw, java.nio.channels.ByteChannel secured) {
-      return new Ends(java.nio.channels.Channels.newInputStream(secured),
+      return buffered(java.nio.channels.Channels.newInputStream(secured),
           java.nio.channels.Channels.newOutputStream(secured), raw);
+    }
+
+    /** The rings of {@code link}, which closes its socket as well. */
+    static Ends of(RingLink link) {
+      return new Ends(link.in(), link.out(), link);
+    }
+
+    private static Ends buffered(InputStream in, OutputStream out, java.io.Closeable closer) {
+      return new Ends(new BufferedInputStream(in, BUFFER), new BufferedOutputStream(out, BUFFER),
+          closer);
     }
   }
 
@@ -53,11 +69,13 @@ final class FabricConnection implements AutoCloseable {
   private volatile long pieceDeadline;
   /** Closed by the watch because a piece was overdue. */
   private volatile boolean overdue;
+  /** Closed because the peer broke a shared ring's rules: why (null while it has not). */
+  private volatile String violation;
 
   FabricConnection(Ends ends, String peer, long frameNanos, ConnectionWatch watch) {
     this.closer = ends.closer();
-    this.in = new BufferedInputStream(ends.in(), 64 * 1024);
-    this.out = new BufferedOutputStream(ends.out(), 64 * 1024);
+    this.in = ends.in();
+    this.out = ends.out();
     this.peer = peer;
     this.frameNanos = frameNanos;
     this.watch = watch;
@@ -77,9 +95,9 @@ final class FabricConnection implements AutoCloseable {
     try {
       first = in.read();
     } catch (IOException e) {
-      throw overdue ? timedOut() : e;
+      throw broken(e);
     }
-    if (first < 0) throw new EOFException(peer + " closed the connection");
+    if (first < 0) throw broken(new EOFException(peer + " closed the connection"));
     pieceDeadline = System.nanoTime() + frameNanos;
     byte[] b = f.bytes.array();
     b[0] = (byte) first;
@@ -108,8 +126,23 @@ final class FabricConnection implements AutoCloseable {
         len -= n;
       }
     } catch (IOException e) {
-      throw overdue ? timedOut() : e;
+      throw broken(e);
     }
+  }
+
+  /**
+   * What a failed read or write means: the peer broke a shared ring's rules (a Violation, now
+   * and for every later read, so that the link's reader names it whichever thread met it first),
+   * a piece was overdue, or the connection ended.
+   */
+  private IOException broken(IOException e) {
+    if (e instanceof RingViolation v && violation == null) {
+      violation = v.getMessage();
+      close();
+    }
+    String why = violation;
+    if (why != null) throw new FabricWire.Violation(why);
+    return overdue ? timedOut() : e;
   }
 
   /** For the watch: closes the connection if the piece being read is overdue at {@code now}. */
@@ -213,7 +246,11 @@ final class FabricConnection implements AutoCloseable {
   // ---------------------------------------------------------------- writing frames
 
   void writeHeader(java.nio.ByteBuffer header) throws IOException {
-    out.write(header.array(), 0, header.limit());
+    try {
+      out.write(header.array(), 0, header.limit());
+    } catch (IOException e) {
+      throw broken(e);
+    }
   }
 
   /**
@@ -231,15 +268,35 @@ final class FabricConnection implements AutoCloseable {
         result = source.transfer(done, outChunk, 0, n, false, owner, ownerGeneration);
       }
       if (result != Segments.COPIED) java.util.Arrays.fill(outChunk, 0, n, (byte) 0);
-      out.write(outChunk, 0, n);
+      write(outChunk, n);
       done += n;
     }
-    out.write(result == Segments.COPIED ? FabricWire.TRAILER_WHOLE : FabricWire.TRAILER_ABORTED);
+    write(result == Segments.COPIED ? FabricWire.TRAILER_WHOLE : FabricWire.TRAILER_ABORTED);
     return result == Segments.COPIED ? Segments.COPIED : Segments.SOURCE_GONE;
   }
 
+  private void write(byte[] b, int n) throws IOException {
+    try {
+      out.write(b, 0, n);
+    } catch (IOException e) {
+      throw broken(e);
+    }
+  }
+
+  private void write(int b) throws IOException {
+    try {
+      out.write(b);
+    } catch (IOException e) {
+      throw broken(e);
+    }
+  }
+
   void flush() throws IOException {
-    out.flush();
+    try {
+      out.flush();
+    } catch (IOException e) {
+      throw broken(e);
+    }
   }
 
   @Override

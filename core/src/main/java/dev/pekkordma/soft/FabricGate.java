@@ -281,20 +281,20 @@ final class FabricGate {
         }
         close(this);
       } else {
-        FabricAddress identity = ((LinkHandshake.Welcome) next).identity();
+        LinkHandshake.Welcome welcome = (LinkHandshake.Welcome) next;
         k.cancel();
-        handOffs.add(() -> welcome(identity));
+        handOffs.add(() -> welcome(welcome));
       }
     }
 
-    /** Proven and in time: served as the process at {@code identity}, on a blocking channel. */
-    private void welcome(FabricAddress identity) {
+    /** Proven and in time: served as the process it proved, on a blocking channel. */
+    private void welcome(LinkHandshake.Welcome welcome) {
       boolean welcomed = false;
       try {
         channel.configureBlocking(true);
         welcomed = fabric.handshakes().welcome(secured == null
             ? FabricConnection.Ends.of(channel.socket()) : FabricConnection.Ends.of(channel, secured),
-            this, identity);
+            this, welcome);
       } catch (IOException e) {
         LOG.debug("soft fabric: handshake with {} failed: {}", remote, e.toString());
       } finally {

@@ -38,10 +38,12 @@ final class FabricHandshakes {
   private final TcpFabric fabric;
   private final SoftTls tls;
   private final ThreadPoolExecutor proofs;
+  private final SharedMemoryLinks sharedMemory;
 
   FabricHandshakes(TcpFabric fabric, SoftTls tls, int maxHandshakes) {
     this.fabric = fabric;
     this.tls = tls;
+    this.sharedMemory = new SharedMemoryLinks(fabric);
     this.proofs = new ThreadPoolExecutor(0, maxHandshakes, 30, TimeUnit.SECONDS,
         new SynchronousQueue<>(), daemons("soft-rdma-fabric-proof-"));
   }
@@ -67,9 +69,13 @@ final class FabricHandshakes {
       write(plain, FabricWire.opening(FabricWire.LINK, null));
       Socket s = tls.client(plain, "the soft fabric at " + to);
       checkClaim(s, to, "the soft fabric at " + to);
-      nonce = fabric.nonces().issue(ChannelBinding.of(self, to,
-          SoftTls.peerCertificateBytes(s), SoftTls.localCertificateBytes(s)));
+      byte[] binding = ChannelBinding.of(self, to, SoftTls.peerCertificateBytes(s),
+          SoftTls.localCertificateBytes(s));
+      nonce = fabric.nonces().issue(binding);
+      SharedMemoryHandshake.Offering offering =
+          new SharedMemoryHandshake.Offering(fabric.sharedMemory().auto());
       FabricWire.Handshake hello = new FabricWire.Handshake(FabricWire.HELLO);
+      hello.code = offering.helloCode();
       hello.from = self;
       hello.to = to;
       System.arraycopy(nonce, 0, hello.nonce, 0, nonce.length);
@@ -80,8 +86,10 @@ final class FabricHandshakes {
         throw new IOException("the soft fabric at " + to + " refused this process (" + self
             + "): " + FabricWire.refusal(answer.code));
       }
+      FabricConnection.Ends ends = sharedMemory.offer(offering, answer.code, s, to, binding,
+          deadline);
       if (!deadline.settle()) throw deadline.overdue();
-      return new FabricConnection(FabricConnection.Ends.of(s), to.toString(), fabric.limits().frame().toNanos(),
+      return new FabricConnection(ends, to.toString(), fabric.limits().frame().toNanos(),
           fabric.watch());
     } catch (IOException | RuntimeException e) {
       plain.close();
@@ -100,32 +108,45 @@ final class FabricHandshakes {
 
   /**
    * Serves the proven process on {@code ends} (blocking now), or refuses it if its place went
-   * meanwhile.
+   * meanwhile. Whether it goes on through shared memory is settled on its own thread.
    */
-  boolean welcome(FabricConnection.Ends ends, FabricGate.Arrival a, FabricAddress identity)
+  boolean welcome(FabricConnection.Ends ends, FabricGate.Arrival a, LinkHandshake.Welcome proven)
       throws IOException {
-    FabricConnection c = new FabricConnection(ends, a.remote, fabric.limits().frame().toNanos(),
-        fabric.watch());
-    InboundConnection served = new InboundConnection(fabric, c, identity, a.remote);
+    FabricAddress identity = proven.identity();
+    SharedMemoryHandshake.Answering answering = new SharedMemoryHandshake.Answering(
+        fabric.sharedMemory().auto(), proven.helloCode());
+    InboundConnection served = new InboundConnection(fabric, ends, identity, a.remote,
+        () -> sharedMemory.answer(answering, ends, "the process at " + identity + " ("
+            + a.remote + ")", proven.binding()));
     if (!fabric.served().admit(identity, served)) {
       try {
         write(ends.out(), LinkHandshake.refused(FabricWire.BUSY));
       } finally {
-        c.close();
+        closeQuietly(ends.closer());
       }
       fabric.refusals().refuse(a.remote, LinkHandshake.refusal(identity,
           FabricWire.refusal(FabricWire.BUSY)));
       return false;
     }
     try {
-      write(ends.out(), new FabricWire.Handshake(FabricWire.WELCOME).encode());
+      FabricWire.Handshake welcome = new FabricWire.Handshake(FabricWire.WELCOME);
+      welcome.code = answering.welcomeCode();
+      write(ends.out(), welcome.encode());
     } catch (IOException e) {
       fabric.served().ended(identity, served);
-      c.close();
+      closeQuietly(ends.closer());
       throw e;
     }
     fabric.served().start(served);
     return true;
+  }
+
+  private static void closeQuietly(java.io.Closeable c) {
+    try {
+      c.close();
+    } catch (IOException e) {
+      // closing is all we wanted
+    }
   }
 
   /** The PROVE message that asks {@code ask}'s question. */
@@ -190,7 +211,7 @@ final class FabricHandshakes {
   }
 
   /** One handshake message, unbuffered (nothing read past it), by the deadline. */
-  private static byte[] read(Socket s, Deadline deadline) throws IOException {
+  static byte[] read(Socket s, Deadline deadline) throws IOException {
     byte[] b = new byte[FabricWire.HANDSHAKE_BYTES];
     InputStream in = s.getInputStream();
     int off = 0;

@@ -111,6 +111,9 @@ final class FabricLink {
     } catch (IOException e) {
       lost(c, "sending failed: " + e.getMessage());
       return SoftPeer.UNREACHABLE;
+    } catch (FabricWire.Violation v) { // its shared ring: the reader names it, failing the QPs
+      lost(c, v.getMessage());
+      return SoftPeer.UNREACHABLE;
     }
   }
 

@@ -17,6 +17,11 @@ import java.nio.ByteOrder;
  * stands for that process; requests on it can only claim source GIDs of that process, as rxe
  * trusts a packet's source address. A refusal carries a code saying why.
  *
+ * <p>When both sides would carry the link through shared memory (the code of HELLO and of
+ * WELCOME says so), the connecting side then sends a RING_OFFER, naming a ring file or none, and
+ * the accepting side answers a file with a RING_ANSWER (code 0: yes, else why not), as {@link
+ * SharedMemoryHandshake} says. On yes, the frames go through the rings.
+ *
  * <p>Then frames: an 80-byte header, the payload, and after a payload one trailer byte (0: the
  * sender's memory stayed registered while it was read, 1: it did not, so the bytes before are
  * void). Little-endian.
@@ -38,6 +43,15 @@ final class FabricWire {
   static final byte PROVE = 4;
   static final byte PROVEN = 5;
   static final byte NOT_PROVEN = 6;
+  static final byte RING_OFFER = 7;
+  static final byte RING_ANSWER = 8;
+  /** A HELLO's or WELCOME's code: its sender would carry the link through shared memory. */
+  static final short SHARED_MEMORY = 1;
+  /** A RING_OFFER's code: no file is offered (the connecting side could not make one). */
+  static final short NO_RING = 1;
+  /** Where a RING_OFFER carries the file's name (ASCII, zero-padded), and its length at most. */
+  static final int RING_NAME_AT = 12;
+  static final int RING_NAME_BYTES = 48;
   // why a HELLO was refused (REFUSED's code)
   static final short NOT_CONFIRMED = 1;
   static final short RELAYED = 2;
@@ -173,6 +187,37 @@ final class FabricWire {
       int port = b.getShort() & 0xffff;
       b.getShort();
       return new FabricAddress(ip, port);
+    }
+  }
+
+  /**
+   * A RING_OFFER: a ring file's name and each ring's capacity, or none (code {@link #NO_RING}).
+   * The name is checked by whoever opens it, not here: any bytes are a name that matches nothing.
+   */
+  record RingOffer(short code, int capacity, String name) {
+    byte[] encode() {
+      ByteBuffer b = ByteBuffer.allocate(HANDSHAKE_BYTES).order(ByteOrder.LITTLE_ENDIAN);
+      b.putInt(MAGIC).put(VERSION).put(RING_OFFER).putShort(code).putInt(capacity);
+      byte[] n = name.getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+      if (n.length > RING_NAME_BYTES) throw new IllegalArgumentException("name " + name);
+      b.put(n);
+      return b.array();
+    }
+
+    static RingOffer decode(byte[] bytes) {
+      ByteBuffer b = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
+      checkMagicAndVersion(b.getInt(), b.get());
+      byte kind = b.get();
+      if (kind != RING_OFFER) {
+        throw new Violation("handshake message of kind " + kind + " out of turn (a RING_OFFER"
+            + " expected)");
+      }
+      short code = b.getShort();
+      int capacity = b.getInt();
+      int length = 0;
+      while (length < RING_NAME_BYTES && bytes[RING_NAME_AT + length] != 0) length++;
+      return new RingOffer(code, capacity, new String(bytes, RING_NAME_AT, length,
+          java.nio.charset.StandardCharsets.ISO_8859_1));
     }
   }
 

@@ -23,8 +23,16 @@ final class InboundConnection implements Runnable {
   /** Refused requests on one connection before it counts as hostile and is dropped. */
   static final int MAX_REFUSED = 100;
 
+  /** What the frames will go through, settled on the connection's own thread. */
+  interface FrameEnds {
+    FabricConnection.Ends settle() throws IOException;
+  }
+
   private final TcpFabric fabric;
-  private final FabricConnection c;
+  private final FabricConnection.Ends tcp;
+  private final FrameEnds frameEnds;
+  /** Null until the frames' ends are settled. */
+  private volatile FabricConnection c;
   private final FabricAddress identity;
   private final String remote;
   /** Ended by this side (replaced by a newer connection, or idle): it ends quietly. */
@@ -33,10 +41,15 @@ final class InboundConnection implements Runnable {
   /** When a request of it last reached a QP (or it was welcomed). */
   private volatile long lastServed = System.nanoTime();
 
-  InboundConnection(TcpFabric fabric, FabricConnection c, FabricAddress identity,
-      String remote) {
+  /**
+   * @param tcp the proven connection's ends
+   * @param frameEnds what its frames go through: tcp, or a same-host link's rings
+   */
+  InboundConnection(TcpFabric fabric, FabricConnection.Ends tcp, FabricAddress identity,
+      String remote, FrameEnds frameEnds) {
     this.fabric = fabric;
-    this.c = c;
+    this.tcp = tcp;
+    this.frameEnds = frameEnds;
     this.identity = identity;
     this.remote = remote;
   }
@@ -44,7 +57,21 @@ final class InboundConnection implements Runnable {
   /** A newer connection of the same process took this one's place: it ends quietly. */
   void replaced() {
     ended = true;
-    c.close();
+    close();
+  }
+
+  /** Closes the connection, over whichever ends it has by now. */
+  private void close() {
+    FabricConnection now = c;
+    if (now != null) {
+      now.close();
+      return;
+    }
+    try {
+      tcp.closer().close();
+    } catch (IOException e) {
+      // closing is all we wanted
+    }
   }
 
   /**
@@ -58,12 +85,15 @@ final class InboundConnection implements Runnable {
     LOG.info("soft fabric: closing the connection of {}: none of its requests reached a QP for"
         + " {} ms and no QP of this process is connected to it"
         + " (pekko-rdma.soft.fabric.idle-timeout)", who(), idleNanos / 1_000_000);
-    c.close();
+    close();
   }
 
   @Override
   public void run() {
     try {
+      c = new FabricConnection(frameEnds.settle(), remote, fabric.limits().frame().toNanos(),
+          fabric.watch());
+      if (ended) return; // replaced or reclaimed while it was settled
       serve();
     } catch (FabricWire.FabricViolation v) {
       fabric.refusals().refuse(who(), v.getMessage() + "; the connection is dropped");
@@ -80,7 +110,7 @@ final class InboundConnection implements Runnable {
       LOG.error("soft fabric: serving {} failed", who(), e);
     } finally {
       fabric.served().ended(identity, this);
-      c.close();
+      close();
     }
   }
 

@@ -22,11 +22,15 @@ final class LinkHandshake {
   /** Ask the listener at {@code claimed} whether it issued {@code nonce} for {@code binding}. */
   record AskProof(FabricAddress claimed, byte[] nonce, byte[] binding) implements Action {}
 
-  /** Serve the connection as the process at {@code identity}. */
-  record Welcome(FabricAddress identity) implements Action {}
+  /**
+   * Serve the connection as the process at {@code identity}, bound as {@code binding} (this
+   * side's view of it); {@code helloCode} says whether it would go on through shared memory.
+   */
+  record Welcome(FabricAddress identity, byte[] binding, short helloCode) implements Action {}
 
   private final FabricAddress self;
   private FabricWire.Handshake hello;
+  private byte[] binding;
 
   LinkHandshake(FabricAddress self) {
     this.self = self;
@@ -53,8 +57,8 @@ final class LinkHandshake {
     if (refusal != 0) {
       return refuse(refusal, claim != null ? claim : FabricWire.refusal(refusal));
     }
-    return new AskProof(hello.from, hello.nonce.clone(), ChannelBinding.of(hello.from, self,
-        serverCertificate, clientCertificate));
+    binding = ChannelBinding.of(hello.from, self, serverCertificate, clientCertificate);
+    return new AskProof(hello.from, hello.nonce.clone(), binding.clone());
   }
 
   /** Event: the claimed listener answered {@code answer}, or null when asking it failed. */
@@ -67,7 +71,7 @@ final class LinkHandshake {
     } catch (FabricWire.FabricViolation v) {
       proven = false;
     }
-    return proven ? new Welcome(hello.from)
+    return proven ? new Welcome(hello.from, binding.clone(), hello.code)
         : refuse(FabricWire.NOT_CONFIRMED, FabricWire.refusal(FabricWire.NOT_CONFIRMED));
   }
 

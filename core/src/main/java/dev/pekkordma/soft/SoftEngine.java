@@ -32,6 +32,7 @@ final class SoftEngine implements Runnable {
         return;
       }
       LockSupport.unpark(thread);
+      if (!running) handBack(); // stopped meanwhile: its thread may have drained already
     }
   }
 
@@ -45,6 +46,19 @@ final class SoftEngine implements Runnable {
       }
       qp.requester.clearScheduled();
       qp.requester.work(BATCH);
+    }
+    handBack();
+  }
+
+  /**
+   * Hands the QPs still queued on a stopped engine (a retired link's) to the engine that serves
+   * each now. Left here, a QP would stay marked as scheduled and no engine would ever take it.
+   */
+  private void handBack() {
+    for (SoftQp qp; (qp = ready.poll()) != null; ) {
+      qp.requester.clearScheduled();
+      SoftEngine now = qp.engine();
+      if (now != this) now.schedule(qp); // the same stopped engine: its device is closing
     }
   }
 

@@ -445,11 +445,16 @@ final class SoftQp extends Closeable implements QueuePair {
 
   /** Queues the send queue on the engine that serves its peer (the device's for this JVM). */
   void schedule() {
+    engine().schedule(this);
+  }
+
+  /** The engine that works this QP's send queue now: its peer's, or its device's. */
+  SoftEngine engine() {
     SoftPeer p;
     synchronized (this) {
       p = route();
     }
-    p.engine(device).schedule(this);
+    return p.engine(device);
   }
 
   /** The route to the peer (monitor held); connected QPs without one use the device's engine. */

@@ -30,6 +30,7 @@ final class TcpFabric {
   private final SoftFabric fabric;
   private final FabricAddress address;
   private volatile FabricLimits limits;
+  private volatile SharedMemoryConfig sharedMemory;
   private final Map<FabricAddress, FabricLink> links = new ConcurrentHashMap<>();
   private final Nonces nonces = new Nonces();
   private final RefusalLog refusals = new RefusalLog(LOG, "soft fabric");
@@ -46,6 +47,7 @@ final class TcpFabric {
     this.address = address;
     this.tls = tls;
     this.limits = FabricLimits.of(s);
+    this.sharedMemory = SharedMemoryConfig.of(s);
     this.timers = new ScheduledThreadPoolExecutor(1, r -> {
       Thread t = new Thread(r, "soft-rdma-fabric-deadlines");
       t.setDaemon(true);
@@ -107,6 +109,18 @@ final class TcpFabric {
 
   FabricLimits limits() {
     return limits;
+  }
+
+  /**
+   * Changes how links offer shared memory from now on (the fabric is one per JVM): for tests that
+   * need it off, or a directory of their own. Links already made keep theirs.
+   */
+  void sharedMemory(SharedMemoryConfig config) {
+    this.sharedMemory = config;
+  }
+
+  SharedMemoryConfig sharedMemory() {
+    return sharedMemory;
   }
 
   /** Where peers reach this process: what its devices' GIDs carry. */

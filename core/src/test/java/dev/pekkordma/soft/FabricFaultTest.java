@@ -21,7 +21,8 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * Faults between real processes: the peer's fabric sits behind a TCP proxy (it advertises the
+ * Faults between real processes: the peer's fabric (shared memory off, so that its frames cross
+ * the proxy) sits behind a TCP proxy (it advertises the
  * proxy's port) that blackholes, resets or cuts connections; peers are killed with SIGKILL
  * mid-transfer. A transient fault is retried and the transfer completes intact; a lasting one
  * ends in RETRY_EXC_ERR naming the peer, within the time the QP's attributes give; either way
@@ -195,7 +196,7 @@ class FabricFaultTest {
       }
       proxy = new TcpProxy(new InetSocketAddress("127.0.0.1", bind));
       peer = PeerJvm.start("pekko-rdma.soft.fabric { port = " + bind + "\nadvertised-port = "
-          + proxy.port() + " }");
+          + proxy.port() + "\nshared-memory = off }");
     }
 
     @Override
