@@ -131,7 +131,7 @@ final class FabricConnection implements AutoCloseable {
   }
 
   /**
-   * What a failed read or write means: the peer broke a shared ring's rules (a Violation, now
+   * What a failed read or write means: the peer broke a shared ring's rules (a FabricViolation, now
    * and for every later read, so that the link's reader names it whichever thread met it first),
    * a piece was overdue, or the connection ended.
    */
@@ -141,7 +141,7 @@ final class FabricConnection implements AutoCloseable {
       close();
     }
     String why = violation;
-    if (why != null) throw new FabricWire.Violation(why);
+    if (why != null) throw new FabricWire.FabricViolation(why);
     return overdue ? timedOut() : e;
   }
 

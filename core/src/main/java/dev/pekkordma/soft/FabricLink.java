@@ -111,7 +111,7 @@ final class FabricLink {
     } catch (IOException e) {
       lost(c, "sending failed: " + e.getMessage());
       return SoftPeer.UNREACHABLE;
-    } catch (FabricWire.Violation v) { // its shared ring: the reader names it, failing the QPs
+    } catch (FabricWire.FabricViolation v) { // its shared ring: the reader names it, failing the QPs
       lost(c, v.getMessage());
       return SoftPeer.UNREACHABLE;
     }

@@ -209,7 +209,7 @@ final class FabricWire {
       checkMagicAndVersion(b.getInt(), b.get());
       byte kind = b.get();
       if (kind != RING_OFFER) {
-        throw new Violation("handshake message of kind " + kind + " out of turn (a RING_OFFER"
+        throw new FabricViolation("handshake message of kind " + kind + " out of turn (a RING_OFFER"
             + " expected)");
       }
       short code = b.getShort();

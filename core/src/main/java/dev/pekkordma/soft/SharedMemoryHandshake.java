@@ -82,7 +82,7 @@ final class SharedMemoryHandshake {
       FabricWire.Handshake a;
       try {
         a = FabricWire.Handshake.decode(answer, FabricWire.RING_ANSWER);
-      } catch (FabricWire.Violation v) {
+      } catch (FabricWire.FabricViolation v) {
         return new Drop(v.getMessage());
       }
       if (a.code == 0) return new Rings(null);
@@ -120,7 +120,7 @@ final class SharedMemoryHandshake {
       FabricWire.RingOffer offer;
       try {
         offer = FabricWire.RingOffer.decode(bytes);
-      } catch (FabricWire.Violation v) {
+      } catch (FabricWire.FabricViolation v) {
         return new Drop(v.getMessage());
       }
       if (offer.code() == FabricWire.NO_RING) {

@@ -94,7 +94,7 @@ final class SharedMemoryLinks {
       FabricConnection.Ends tcp, InputStream doorbellIn, OutputStream doorbellOut)
       throws IOException {
     if (last instanceof SharedMemoryHandshake.Drop drop) {
-      throw new FabricWire.Violation(drop.why());
+      throw new FabricWire.FabricViolation(drop.why());
     }
     if (last instanceof SharedMemoryHandshake.Tcp stay) {
       if (stay.message() != null) write(tcp.out(), stay.message());
