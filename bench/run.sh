@@ -44,6 +44,7 @@
 #   OUT=bench/results/DATE        where outputs, manifest.tsv and throughput.png go
 #   MVN_ARGS=            extra Maven arguments, e.g. -o -Dmaven.repo.local=...
 #   SCALE_N=1,100,1000,10000  SCALE_CONCURRENCY=1000   (d)'s connection counts and burst
+#   SCALE_MESSAGES=20000000   (d)'s messages echoed per N, over all its connections
 #   SKIP_BUILD=1         use what is built
 set -uo pipefail
 { # read whole before it runs: editing this file during a run cannot derail it
@@ -278,7 +279,8 @@ if [[ $STREAMS == yes ]]; then
   say "$D: N = ${SCALE_N:-1,100,1000,10000}"
   # the JVM's defaults (heap and direct memory), as a user would start it
   SCALE=(java -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$CP" dev.pekkordma.benchmarks.ScaleBench
-    -N "${SCALE_N:-1,100,1000,10000}" --concurrency "${SCALE_CONCURRENCY:-1000}")
+    -N "${SCALE_N:-1,100,1000,10000}" --concurrency "${SCALE_CONCURRENCY:-1000}"
+    --messages "${SCALE_MESSAGES:-20000000}")
   "${SCALE[@]}" --transport tcp --tsv "$OUT/scale-tcp.tsv" > "$OUT/scale-tcp.txt" 2>&1 \
     || say "Tcp scaling failed: see $OUT/scale-tcp.txt"
   "${SCALE[@]}" --transport rdma --provider soft --tsv "$OUT/scale-rdma.tsv" \
