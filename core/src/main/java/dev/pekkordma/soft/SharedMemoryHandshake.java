@@ -23,28 +23,29 @@ final class SharedMemoryHandshake {
   private SharedMemoryHandshake() {}
 
   /** What to do next. */
-  sealed interface Action permits Tcp, Create, Offer, AwaitOffer, Open, Rings, Drop {}
+  sealed interface RingAction
+      permits Tcp, Create, SendOffer, AwaitOffer, Open, Rings, DropConnection {}
 
   /** Send {@code message} (if not null), then go on over TCP; log {@code why} (debug if quiet). */
-  record Tcp(String why, boolean quiet, byte[] message) implements Action {}
+  record Tcp(String why, boolean quiet, byte[] message) implements RingAction {}
 
   /** The connecting side: make and map a ring file, then {@code created} or {@code notCreated}. */
-  record Create() implements Action {}
+  record Create() implements RingAction {}
 
   /** The connecting side: send {@code message}, then read the answer. */
-  record Offer(byte[] message) implements Action {}
+  record SendOffer(byte[] message) implements RingAction {}
 
   /** The accepting side: read the RING_OFFER. */
-  record AwaitOffer() implements Action {}
+  record AwaitOffer() implements RingAction {}
 
   /** The accepting side: open and check the file, then {@code opened} or {@code refused}. */
-  record Open(String name, int capacity) implements Action {}
+  record Open(String name, int capacity) implements RingAction {}
 
   /** Send {@code message} (if not null), then carry the frames through the rings. */
-  record Rings(byte[] message) implements Action {}
+  record Rings(byte[] message) implements RingAction {}
 
   /** The peer broke the protocol: the connection is dropped, naming why. */
-  record Drop(String why) implements Action {}
+  record DropConnection(String why) implements RingAction {}
 
   /** The connecting side's half. */
   static final class Offering {
@@ -60,33 +61,33 @@ final class SharedMemoryHandshake {
     }
 
     /** Event: WELCOME came with {@code code}. */
-    Action welcomed(short code) {
+    RingAction welcomed(short code) {
       if (!auto) return new Tcp(OFF, true, null);
       if (code != FabricWire.SHARED_MEMORY) return new Tcp(PEER_OFF, false, null);
       return new Create();
     }
 
     /** Event: the file {@code name} was made, with rings of {@code capacity} bytes. */
-    Action created(String name, int capacity) {
-      return new Offer(new FabricWire.RingOffer((short) 0, capacity, name).encode());
+    RingAction created(String name, int capacity) {
+      return new SendOffer(new FabricWire.RingOffer((short) 0, capacity, name).encode());
     }
 
     /** Event: no file could be made, for {@code why}. */
-    Action notCreated(String why) {
+    RingAction notCreated(String why) {
       return new Tcp("no ring file could be made: " + why, false,
           new FabricWire.RingOffer(FabricWire.NO_RING, 0, "").encode());
     }
 
     /** Event: the answer to the offer came. */
-    Action answered(byte[] answer) {
+    RingAction answered(byte[] answer) {
       FabricWire.Handshake a;
       try {
         a = FabricWire.Handshake.decode(answer, FabricWire.RING_ANSWER);
       } catch (FabricWire.FabricViolation v) {
-        return new Drop(v.getMessage());
+        return new DropConnection(v.getMessage());
       }
       if (a.code == 0) return new Rings(null);
-      RingFile.Reason reason = RingFile.Reason.of(a.code);
+      RingFile.RingRefusal reason = RingFile.RingRefusal.of(a.code);
       return new Tcp("the peer did not take the ring file: "
           + (reason == null ? "code " + a.code : reason.text), false, null);
     }
@@ -109,43 +110,43 @@ final class SharedMemoryHandshake {
     }
 
     /** Event: WELCOME went out. */
-    Action welcomed() {
+    RingAction welcomed() {
       if (!auto) return new Tcp(OFF, true, null);
       if (!peerAuto) return new Tcp(PEER_OFF, false, null);
       return new AwaitOffer();
     }
 
     /** Event: the RING_OFFER's bytes came. */
-    Action offered(byte[] bytes) {
+    RingAction offered(byte[] bytes) {
       FabricWire.RingOffer offer;
       try {
         offer = FabricWire.RingOffer.decode(bytes);
       } catch (FabricWire.FabricViolation v) {
-        return new Drop(v.getMessage());
+        return new DropConnection(v.getMessage());
       }
       if (offer.code() == FabricWire.NO_RING) {
         return new Tcp("the peer could not make a ring file", false, null);
       }
-      if (offer.code() != 0) return new Drop("a RING_OFFER with code " + offer.code());
+      if (offer.code() != 0) return new DropConnection("a RING_OFFER with code " + offer.code());
       if (!RingFile.validName(offer.name())) {
-        return refused(RingFile.Reason.BAD_NAME, RingFile.Reason.BAD_NAME.text + ": '"
+        return refused(RingFile.RingRefusal.BAD_NAME, RingFile.RingRefusal.BAD_NAME.text + ": '"
             + printable(offer.name()) + "'");
       }
       if (!RingFile.validCapacity(offer.capacity())) {
-        return refused(RingFile.Reason.BAD_CAPACITY, RingFile.Reason.BAD_CAPACITY.text + ": "
+        return refused(RingFile.RingRefusal.BAD_CAPACITY, RingFile.RingRefusal.BAD_CAPACITY.text + ": "
             + offer.capacity() + " bytes");
       }
       return new Open(offer.name(), offer.capacity());
     }
 
     /** Event: the offered file was opened and mapped. */
-    Action opened() {
+    RingAction opened() {
       FabricWire.Handshake yes = new FabricWire.Handshake(FabricWire.RING_ANSWER);
       return new Rings(yes.encode());
     }
 
     /** Event: the offered file was refused for {@code reason}, {@code why} in words. */
-    Action refused(RingFile.Reason reason, String why) {
+    RingAction refused(RingFile.RingRefusal reason, String why) {
       FabricWire.Handshake no = new FabricWire.Handshake(FabricWire.RING_ANSWER);
       no.code = reason.code();
       return new Tcp("the peer's ring file was refused: " + why, false, no.encode());

@@ -1,6 +1,6 @@
 package dev.pekkordma.soft;
 
-import dev.pekkordma.soft.SharedMemoryHandshake.Action;
+import dev.pekkordma.soft.SharedMemoryHandshake.RingAction;
 import dev.pekkordma.soft.shm.RingFile;
 import dev.pekkordma.soft.shm.RingLink;
 import java.io.EOFException;
@@ -33,7 +33,7 @@ final class SharedMemoryLinks {
    */
   FabricConnection.Ends offer(SharedMemoryHandshake.Offering offering, short welcomeCode,
       Socket s, FabricAddress peer, byte[] binding, Deadline deadline) throws IOException {
-    Action next = offering.welcomed(welcomeCode);
+    RingAction next = offering.welcomed(welcomeCode);
     RingFile file = null;
     try {
       if (next instanceof SharedMemoryHandshake.Create) {
@@ -45,7 +45,7 @@ final class SharedMemoryLinks {
           next = offering.notCreated("in " + config.directory() + ": " + e);
         }
       }
-      if (next instanceof SharedMemoryHandshake.Offer o) {
+      if (next instanceof SharedMemoryHandshake.SendOffer o) {
         write(s.getOutputStream(), o.message());
         next = offering.answered(FabricHandshakes.read(s, deadline));
       }
@@ -62,7 +62,7 @@ final class SharedMemoryLinks {
    */
   FabricConnection.Ends answer(SharedMemoryHandshake.Answering answering,
       FabricConnection.Ends tcp, String peer, byte[] binding) throws IOException {
-    Action next = answering.welcomed();
+    RingAction next = answering.welcomed();
     RingFile file = null;
     if (next instanceof SharedMemoryHandshake.AwaitOffer) {
       Deadline deadline = fabric.deadline(() -> { });
@@ -81,7 +81,7 @@ final class SharedMemoryLinks {
           file = RingFile.open(fabric.sharedMemory().directory(), open.name(), open.capacity(),
               binding);
           next = answering.opened();
-        } catch (RingFile.Refused r) {
+        } catch (RingFile.RingFileRefused r) {
           next = answering.refused(r.reason, r.getMessage());
         }
       }
@@ -90,10 +90,10 @@ final class SharedMemoryLinks {
   }
 
   /** Does the last action: the frames' ends, after sending what it says to send. */
-  private FabricConnection.Ends ends(Action last, String link, RingFile file, boolean connecting,
+  private FabricConnection.Ends ends(RingAction last, String link, RingFile file, boolean connecting,
       FabricConnection.Ends tcp, InputStream doorbellIn, OutputStream doorbellOut)
       throws IOException {
-    if (last instanceof SharedMemoryHandshake.Drop drop) {
+    if (last instanceof SharedMemoryHandshake.DropConnection drop) {
       throw new FabricWire.FabricViolation(drop.why());
     }
     if (last instanceof SharedMemoryHandshake.Tcp stay) {

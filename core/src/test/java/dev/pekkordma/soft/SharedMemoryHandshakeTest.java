@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.pekkordma.soft.SharedMemoryHandshake.Action;
+import dev.pekkordma.soft.SharedMemoryHandshake.RingAction;
 import dev.pekkordma.soft.SharedMemoryHandshake.Answering;
 import dev.pekkordma.soft.SharedMemoryHandshake.Offering;
 import dev.pekkordma.soft.shm.RingFile;
@@ -27,7 +27,7 @@ class SharedMemoryHandshakeTest {
     assertInstanceOf(SharedMemoryHandshake.AwaitOffer.class, answering.welcomed());
     assertInstanceOf(SharedMemoryHandshake.Create.class,
         offering.welcomed(answering.welcomeCode()));
-    var offer = (SharedMemoryHandshake.Offer) offering.created(NAME, CAPACITY);
+    var offer = (SharedMemoryHandshake.SendOffer) offering.created(NAME, CAPACITY);
     var open = (SharedMemoryHandshake.Open) answering.offered(offer.message());
     assertEquals(NAME, open.name());
     assertEquals(CAPACITY, open.capacity());
@@ -75,7 +75,7 @@ class SharedMemoryHandshakeTest {
         NAME.substring(0, 20) + "/" + NAME.substring(21), ""}) {
       Answering answering = new Answering(true, FabricWire.SHARED_MEMORY);
       var no = stays(answering.offered(offer(name, CAPACITY)), false, "name");
-      assertEquals(RingFile.Reason.BAD_NAME.code(), answer(no.message()).code, name);
+      assertEquals(RingFile.RingRefusal.BAD_NAME.code(), answer(no.message()).code, name);
     }
   }
 
@@ -85,13 +85,13 @@ class SharedMemoryHandshakeTest {
         RingFile.MAX_CAPACITY * 2, RingFile.MIN_CAPACITY + 1, Integer.MIN_VALUE}) {
       Answering answering = new Answering(true, FabricWire.SHARED_MEMORY);
       var no = stays(answering.offered(offer(NAME, capacity)), false, "capacity");
-      assertEquals(RingFile.Reason.BAD_CAPACITY.code(), answer(no.message()).code);
+      assertEquals(RingFile.RingRefusal.BAD_CAPACITY.code(), answer(no.message()).code);
     }
   }
 
   @Test
   void aRefusedFileIsAnsweredWithItsReasonWhichTheConnectingSideLogs() {
-    for (RingFile.Reason reason : RingFile.Reason.values()) {
+    for (RingFile.RingRefusal reason : RingFile.RingRefusal.values()) {
       Answering answering = new Answering(true, FabricWire.SHARED_MEMORY);
       var no = stays(answering.refused(reason, reason.text), false, reason.text);
       stays(new Offering(true).answered(no.message()), false, reason.text);
@@ -101,14 +101,14 @@ class SharedMemoryHandshakeTest {
   @Test
   void brokenMessagesDropTheConnection() {
     Answering answering = new Answering(true, FabricWire.SHARED_MEMORY);
-    assertInstanceOf(SharedMemoryHandshake.Drop.class,
+    assertInstanceOf(SharedMemoryHandshake.DropConnection.class,
         answering.offered(new FabricWire.Handshake(FabricWire.HELLO).encode()));
     byte[] odd = offer(NAME, CAPACITY);
     odd[6] = 9; // a code no offer has
-    assertInstanceOf(SharedMemoryHandshake.Drop.class, answering.offered(odd));
-    assertInstanceOf(SharedMemoryHandshake.Drop.class,
+    assertInstanceOf(SharedMemoryHandshake.DropConnection.class, answering.offered(odd));
+    assertInstanceOf(SharedMemoryHandshake.DropConnection.class,
         new Offering(true).answered(new FabricWire.Handshake(FabricWire.WELCOME).encode()));
-    assertInstanceOf(SharedMemoryHandshake.Drop.class,
+    assertInstanceOf(SharedMemoryHandshake.DropConnection.class,
         new Offering(true).answered(new byte[FabricWire.HANDSHAKE_BYTES]));
   }
 
@@ -127,12 +127,12 @@ class SharedMemoryHandshakeTest {
     try {
       Answering answering = new Answering(true, FabricWire.SHARED_MEMORY);
       var open = (SharedMemoryHandshake.Open) answering.offered(offer(f.name(), f.capacity()));
-      RingFile.Refused refused = org.junit.jupiter.api.Assertions.assertThrows(
-          RingFile.Refused.class, () -> RingFile.open(dir, open.name(), open.capacity(), ours));
-      assertEquals(RingFile.Reason.OTHER_CONNECTION, refused.reason);
+      RingFile.RingFileRefused refused = org.junit.jupiter.api.Assertions.assertThrows(
+          RingFile.RingFileRefused.class, () -> RingFile.open(dir, open.name(), open.capacity(), ours));
+      assertEquals(RingFile.RingRefusal.OTHER_CONNECTION, refused.reason);
       var no = stays(answering.refused(refused.reason, refused.getMessage()), false,
           "another connection");
-      assertEquals(RingFile.Reason.OTHER_CONNECTION.code(), answer(no.message()).code);
+      assertEquals(RingFile.RingRefusal.OTHER_CONNECTION.code(), answer(no.message()).code);
       assertArrayEquals(offered, ChannelBinding.of(victim, relay, new byte[0], new byte[0]));
       RingFile.open(dir, f.name(), f.capacity(), offered); // the victim's own peer would map it
     } finally {
@@ -156,7 +156,7 @@ class SharedMemoryHandshakeTest {
     return FabricWire.Handshake.decode(message, FabricWire.RING_ANSWER);
   }
 
-  private static SharedMemoryHandshake.Tcp stays(Action a, boolean quiet, String why) {
+  private static SharedMemoryHandshake.Tcp stays(RingAction a, boolean quiet, String why) {
     var tcp = assertInstanceOf(SharedMemoryHandshake.Tcp.class, a);
     assertEquals(quiet, tcp.quiet(), tcp.why());
     assertTrue(tcp.why().contains(why), tcp.why());

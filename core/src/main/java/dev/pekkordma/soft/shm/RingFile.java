@@ -56,7 +56,7 @@ public final class RingFile {
 
   /** Why the accepting side would not use an offered file (the answer's code is ordinal + 1). */
   @InternalApi
-  public enum Reason {
+  public enum RingRefusal {
     BAD_NAME("its name is not one of a ring file"),
     BAD_CAPACITY("its ring capacity is not a power of two from 64 KiB to 256 MiB"),
     NOT_FOUND("no such file here (another host, or another shared-memory directory)"),
@@ -69,7 +69,7 @@ public final class RingFile {
 
     public final String text;
 
-    Reason(String text) {
+    RingRefusal(String text) {
       this.text = text;
     }
 
@@ -79,18 +79,18 @@ public final class RingFile {
     }
 
     /** The reason an answer's code gives, or null for a code no reason has. */
-    public static Reason of(short code) {
-      Reason[] all = values();
+    public static RingRefusal of(short code) {
+      RingRefusal[] all = values();
       return code >= 1 && code <= all.length ? all[code - 1] : null;
     }
   }
 
   /** The accepting side refuses an offered file, saying why. */
   @InternalApi
-  public static final class Refused extends IOException {
-    public final Reason reason;
+  public static final class RingFileRefused extends IOException {
+    public final RingRefusal reason;
 
-    Refused(Reason reason, String detail) {
+    RingFileRefused(RingRefusal reason, String detail) {
       super(reason.text + (detail.isEmpty() ? "" : " (" + detail + ")"));
       this.reason = reason;
     }
@@ -175,63 +175,63 @@ public final class RingFile {
    * /dev/shm no other user can replace a file of ours once we have seen it.
    */
   public static RingFile open(Path dir, String name, long capacity, byte[] binding)
-      throws Refused {
-    if (!validName(name)) throw new Refused(Reason.BAD_NAME, "");
-    if (!validCapacity(capacity)) throw new Refused(Reason.BAD_CAPACITY, "" + capacity);
+      throws RingFileRefused {
+    if (!validName(name)) throw new RingFileRefused(RingRefusal.BAD_NAME, "");
+    if (!validCapacity(capacity)) throw new RingFileRefused(RingRefusal.BAD_CAPACITY, "" + capacity);
     Path path = dir.resolve(name);
     long size = size((int) capacity);
     Map<String, Object> seen = attributes(path);
-    if (!Boolean.TRUE.equals(seen.get("isRegularFile"))) throw new Refused(Reason.NOT_A_FILE, "");
+    if (!Boolean.TRUE.equals(seen.get("isRegularFile"))) throw new RingFileRefused(RingRefusal.NOT_A_FILE, "");
     int mode = (Integer) seen.get("mode");
     if (!seen.get("uid").equals(ownUid()) || (mode & 0077) != 0) {
-      throw new Refused(Reason.NOT_OURS, "uid " + seen.get("uid") + ", mode "
+      throw new RingFileRefused(RingRefusal.NOT_OURS, "uid " + seen.get("uid") + ", mode "
           + Integer.toOctalString(mode & 0777));
     }
     if ((Long) seen.get("size") != size) {
-      throw new Refused(Reason.WRONG_SIZE, seen.get("size") + " bytes, " + size + " expected");
+      throw new RingFileRefused(RingRefusal.WRONG_SIZE, seen.get("size") + " bytes, " + size + " expected");
     }
     MappedByteBuffer map;
     try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ,
         StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS)) {
       if (!attributes(path).get("ino").equals(seen.get("ino")) || ch.size() != size) {
-        throw new Refused(Reason.WRONG_SIZE, "it changed while it was opened");
+        throw new RingFileRefused(RingRefusal.WRONG_SIZE, "it changed while it was opened");
       }
       map = ch.map(FileChannel.MapMode.READ_WRITE, 0, size);
-    } catch (Refused r) {
+    } catch (RingFileRefused r) {
       throw r;
     } catch (IOException | RuntimeException e) {
-      throw new Refused(Reason.CANNOT_MAP, e.toString());
+      throw new RingFileRefused(RingRefusal.CANNOT_MAP, e.toString());
     }
     map.order(ByteOrder.LITTLE_ENDIAN);
     if (map.getLong(H_MAGIC) != MAGIC || map.getInt(H_VERSION) != VERSION
         || map.getInt(H_CAPACITY) != capacity) {
-      throw new Refused(Reason.BAD_HEADER, "");
+      throw new RingFileRefused(RingRefusal.BAD_HEADER, "");
     }
     byte[] theirs = new byte[BINDING_BYTES];
     map.get(H_BINDING, theirs, 0, BINDING_BYTES);
     if (binding.length != BINDING_BYTES || !MessageDigest.isEqual(theirs, binding)) {
-      throw new Refused(Reason.OTHER_CONNECTION, "");
+      throw new RingFileRefused(RingRefusal.OTHER_CONNECTION, "");
     }
     return new RingFile(path, (int) capacity, map);
   }
 
-  private static Map<String, Object> attributes(Path path) throws Refused {
+  private static Map<String, Object> attributes(Path path) throws RingFileRefused {
     try {
       return Files.readAttributes(path, "unix:isRegularFile,mode,uid,size,ino",
           LinkOption.NOFOLLOW_LINKS);
     } catch (NoSuchFileException e) {
-      throw new Refused(Reason.NOT_FOUND, "");
+      throw new RingFileRefused(RingRefusal.NOT_FOUND, "");
     } catch (IOException | RuntimeException e) {
-      throw new Refused(Reason.CANNOT_MAP, e.toString());
+      throw new RingFileRefused(RingRefusal.CANNOT_MAP, e.toString());
     }
   }
 
   /** This process's user id: the owner of its own /proc entry. */
-  private static Object ownUid() throws Refused {
+  private static Object ownUid() throws RingFileRefused {
     try {
       return Files.getAttribute(Path.of("/proc/self"), "unix:uid");
     } catch (IOException | RuntimeException e) {
-      throw new Refused(Reason.CANNOT_MAP, "this process's user id: " + e);
+      throw new RingFileRefused(RingRefusal.CANNOT_MAP, "this process's user id: " + e);
     }
   }
 

@@ -32,8 +32,8 @@ public final class RingLink implements Closeable {
       OutputStream doorbellOut, Closeable socket, String peer, long spaceTimeoutNanos,
       String spaceTimeoutSetting) {
     String name = "the shared-memory ring " + file.name();
-    Ring inbound = new Ring(file, connecting ? 1 : 0, name + " from " + peer);
-    Ring outbound = new Ring(file, connecting ? 0 : 1, name + " to " + peer);
+    SharedRing inbound = new SharedRing(file, connecting ? 1 : 0, name + " from " + peer);
+    SharedRing outbound = new SharedRing(file, connecting ? 0 : 1, name + " to " + peer);
     this.in = new RingReader(inbound, doorbellIn, this);
     this.out = new RingWriter(outbound, doorbellOut, this);
     this.socket = socket;

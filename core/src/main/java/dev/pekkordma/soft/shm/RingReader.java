@@ -15,7 +15,7 @@ import java.io.InputStream;
 final class RingReader extends InputStream {
   private static final int SPINS = 200;
 
-  private final Ring ring;
+  private final SharedRing ring;
   private final InputStream doorbell;
   private final RingLink link;
   private final byte[] rings = new byte[64];
@@ -26,7 +26,7 @@ final class RingReader extends InputStream {
   private long produced;
   private boolean socketEnded;
 
-  RingReader(Ring ring, InputStream doorbell, RingLink link) {
+  RingReader(SharedRing ring, InputStream doorbell, RingLink link) {
     this.ring = ring;
     this.doorbell = doorbell;
     this.link = link;
@@ -47,7 +47,7 @@ final class RingReader extends InputStream {
       int n = (int) Math.min(available, len);
       ring.copyOut(consumed, b, off, n);
       consumed += n;
-      Ring.LONGS.setRelease(ring.map, ring.consumerAt, consumed);
+      SharedRing.LONGS.setRelease(ring.map, ring.consumerAt, consumed);
       return n;
     } catch (InternalError e) {
       throw ring.gone(e);
@@ -72,10 +72,10 @@ final class RingReader extends InputStream {
       Thread.onSpinWait();
     }
     while (true) {
-      Ring.LONGS.setVolatile(ring.map, ring.waitingAt, 1L);
+      SharedRing.LONGS.setVolatile(ring.map, ring.waitingAt, 1L);
       long n = producedNow() - consumed;
       if (n > 0 || socketEnded) {
-        Ring.LONGS.setOpaque(ring.map, ring.waitingAt, 0L);
+        SharedRing.LONGS.setOpaque(ring.map, ring.waitingAt, 0L);
         return n > 0 ? n : -1;
       }
       link.checkOpen();

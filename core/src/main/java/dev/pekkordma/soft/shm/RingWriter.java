@@ -18,7 +18,7 @@ final class RingWriter extends OutputStream {
   private static final int SPINS = 200;
   private static final long PARK_NANOS = 50_000;
 
-  private final Ring ring;
+  private final SharedRing ring;
   private final java.io.OutputStream doorbell;
   private final RingLink link;
   private final byte[] one = new byte[1];
@@ -28,7 +28,7 @@ final class RingWriter extends OutputStream {
   /** The consumer's position last seen (it never goes back). */
   private long consumed;
 
-  RingWriter(Ring ring, OutputStream doorbell, RingLink link) {
+  RingWriter(SharedRing ring, OutputStream doorbell, RingLink link) {
     this.ring = ring;
     this.doorbell = doorbell;
     this.link = link;
@@ -73,9 +73,9 @@ final class RingWriter extends OutputStream {
 
   /** Publishes what was written, then rings the doorbell if the consumer waits (see RingReader). */
   private void publish() throws IOException {
-    Ring.LONGS.setVolatile(ring.map, ring.producerAt, produced);
+    SharedRing.LONGS.setVolatile(ring.map, ring.producerAt, produced);
     published = produced;
-    if ((long) Ring.LONGS.getVolatile(ring.map, ring.waitingAt) != 0) {
+    if ((long) SharedRing.LONGS.getVolatile(ring.map, ring.waitingAt) != 0) {
       doorbell.write(1);
       doorbell.flush();
     }

@@ -35,23 +35,23 @@ class RingFileTest {
         RingFile.PREFIX + "0".repeat(33), RingFile.PREFIX + "0".repeat(31) + "G",
         RingFile.PREFIX + "0".repeat(30) + "/x", "/dev/shm/" + RingFile.PREFIX + "0".repeat(32),
         RingFile.PREFIX.toUpperCase() + "0".repeat(32), ""}) {
-      assertEquals(RingFile.Reason.BAD_NAME, refusal(name, CAPACITY, BINDING), name);
+      assertEquals(RingFile.RingRefusal.BAD_NAME, refusal(name, CAPACITY, BINDING), name);
     }
   }
 
   @Test
   void aMissingFileIsNotFound() {
-    assertEquals(RingFile.Reason.NOT_FOUND,
+    assertEquals(RingFile.RingRefusal.NOT_FOUND,
         refusal(RingFile.PREFIX + "0".repeat(32), CAPACITY, BINDING));
   }
 
   @Test
   void aFileOfAnotherCapacityOrSizeIsRefused() throws Exception {
     RingFile f = RingFile.create(dir, CAPACITY, BINDING);
-    assertEquals(RingFile.Reason.WRONG_SIZE, refusal(f.name(), 2 * CAPACITY, BINDING));
-    assertEquals(RingFile.Reason.BAD_CAPACITY, refusal(f.name(), CAPACITY + 1, BINDING));
+    assertEquals(RingFile.RingRefusal.WRONG_SIZE, refusal(f.name(), 2 * CAPACITY, BINDING));
+    assertEquals(RingFile.RingRefusal.BAD_CAPACITY, refusal(f.name(), CAPACITY + 1, BINDING));
     Files.write(dir.resolve(f.name()), new byte[] {1}, java.nio.file.StandardOpenOption.APPEND);
-    assertEquals(RingFile.Reason.WRONG_SIZE, refusal(f.name(), CAPACITY, BINDING));
+    assertEquals(RingFile.RingRefusal.WRONG_SIZE, refusal(f.name(), CAPACITY, BINDING));
   }
 
   @Test
@@ -59,7 +59,7 @@ class RingFileTest {
     byte[] other = BINDING.clone();
     other[31] = 1;
     RingFile f = RingFile.create(dir, CAPACITY, other);
-    assertEquals(RingFile.Reason.OTHER_CONNECTION, refusal(f.name(), CAPACITY, BINDING));
+    assertEquals(RingFile.RingRefusal.OTHER_CONNECTION, refusal(f.name(), CAPACITY, BINDING));
   }
 
   @Test
@@ -67,7 +67,7 @@ class RingFileTest {
     RingFile f = RingFile.create(dir, CAPACITY, BINDING);
     Files.setPosixFilePermissions(dir.resolve(f.name()),
         PosixFilePermissions.fromString("rw-rw-rw-"));
-    assertEquals(RingFile.Reason.NOT_OURS, refusal(f.name(), CAPACITY, BINDING));
+    assertEquals(RingFile.RingRefusal.NOT_OURS, refusal(f.name(), CAPACITY, BINDING));
   }
 
   @Test
@@ -75,17 +75,17 @@ class RingFileTest {
     RingFile f = RingFile.create(dir, CAPACITY, BINDING);
     String link = RingFile.PREFIX + "1".repeat(32);
     Files.createSymbolicLink(dir.resolve(link), dir.resolve(f.name()));
-    assertEquals(RingFile.Reason.NOT_A_FILE, refusal(link, CAPACITY, BINDING));
+    assertEquals(RingFile.RingRefusal.NOT_A_FILE, refusal(link, CAPACITY, BINDING));
     String sub = RingFile.PREFIX + "2".repeat(32);
     Files.createDirectory(dir.resolve(sub));
-    assertEquals(RingFile.Reason.NOT_A_FILE, refusal(sub, CAPACITY, BINDING));
+    assertEquals(RingFile.RingRefusal.NOT_A_FILE, refusal(sub, CAPACITY, BINDING));
   }
 
   @Test
   void aFileWithAnotherHeaderIsRefused() throws Exception {
     RingFile f = RingFile.create(dir, CAPACITY, BINDING);
     f.map.putInt(12, 2 * CAPACITY);
-    assertEquals(RingFile.Reason.BAD_HEADER, refusal(f.name(), CAPACITY, BINDING));
+    assertEquals(RingFile.RingRefusal.BAD_HEADER, refusal(f.name(), CAPACITY, BINDING));
   }
 
   @Test
@@ -94,8 +94,8 @@ class RingFileTest {
         () -> RingFile.create(dir.resolve("absent"), CAPACITY, BINDING));
   }
 
-  private RingFile.Reason refusal(String name, long capacity, byte[] binding) {
-    return assertThrows(RingFile.Refused.class, () -> RingFile.open(dir, name, capacity, binding))
+  private RingFile.RingRefusal refusal(String name, long capacity, byte[] binding) {
+    return assertThrows(RingFile.RingFileRefused.class, () -> RingFile.open(dir, name, capacity, binding))
         .reason;
   }
 }

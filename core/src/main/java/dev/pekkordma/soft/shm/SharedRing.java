@@ -12,7 +12,7 @@ import java.nio.MappedByteBuffer;
  * own position lives in a field of its own and is only ever published: what the shared page says
  * of it is never read back, since the peer may have written anything there.
  */
-final class Ring {
+final class SharedRing {
   static final VarHandle LONGS =
       MethodHandles.byteBufferViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
 
@@ -25,7 +25,7 @@ final class Ring {
   final int waitingAt;
   private final int dataAt;
 
-  Ring(RingFile file, int ring, String name) {
+  SharedRing(RingFile file, int ring, String name) {
     this.map = file.map;
     this.name = name;
     this.capacity = file.capacity();
