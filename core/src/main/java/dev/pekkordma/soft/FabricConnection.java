@@ -51,8 +51,18 @@ final class FabricConnection implements AutoCloseable {
     }
 
     private static Ends buffered(InputStream in, OutputStream out, java.io.Closeable closer) {
-      return new Ends(new BufferedInputStream(in, BUFFER), new BufferedOutputStream(out, BUFFER),
-          closer);
+      return new Ends(new Buffered(in, BUFFER), new BufferedOutputStream(out, BUFFER), closer);
+    }
+  }
+
+  /** A buffered input that tells what it holds without asking the socket (a system call). */
+  private static final class Buffered extends BufferedInputStream {
+    Buffered(InputStream in, int size) {
+      super(in, size);
+    }
+
+    int buffered() {
+      return count - pos;
     }
   }
 
@@ -289,6 +299,14 @@ final class FabricConnection implements AutoCloseable {
     } catch (IOException e) {
       throw broken(e);
     }
+  }
+
+  /**
+   * Whether bytes of a next frame have arrived already, read into the buffer or the ring: a side
+   * that answers may then leave its answers for one flush after them.
+   */
+  boolean moreArrived() throws IOException {
+    return in instanceof Buffered b ? b.buffered() > 0 : in.available() > 0;
   }
 
   void flush() throws IOException {

@@ -28,6 +28,8 @@ final class FabricLink {
   private volatile FabricConnection connection;
   private volatile String lastFailure = "";
   private volatile boolean retired;
+  /** Requests written and not yet flushed: their section flushes them as it ends. */
+  private boolean unflushed; // guarded by this
 
   FabricLink(TcpFabric fabric, FabricAddress address) {
     this.fabric = fabric;
@@ -106,7 +108,11 @@ final class FabricLink {
       FabricWire.encodeRequest(header, kind, requester.device.serial, device, h);
       c.writeHeader(header);
       int result = c.writePayload(payload, null, 0);
-      c.flush();
+      if (DeferredWork.flushLater(this)) {
+        unflushed = true;
+      } else {
+        c.flush();
+      }
       return result == Segments.COPIED ? SoftPeer.SENT : SoftPeer.SOURCE_GONE;
     } catch (IOException e) {
       lost(c, "sending failed: " + e.getMessage());
@@ -114,6 +120,24 @@ final class FabricLink {
     } catch (FabricWire.FabricViolation v) { // its shared ring: the reader names it, failing the QPs
       lost(c, v.getMessage());
       return SoftPeer.UNREACHABLE;
+    }
+  }
+
+  /**
+   * Flushes what sends left written for the end of their thread's section ({@link
+   * DeferredWork}): one system call, or one doorbell, for a burst of requests. A connection
+   * replaced meanwhile took its unflushed bytes with it; the requests time out and are retried.
+   */
+  synchronized void flushDeferred() {
+    FabricConnection c = connection;
+    if (!unflushed || c == null) return;
+    unflushed = false;
+    try {
+      c.flush();
+    } catch (IOException e) {
+      lost(c, "sending failed: " + e.getMessage());
+    } catch (FabricWire.FabricViolation v) { // its shared ring: the reader names it
+      lost(c, v.getMessage());
     }
   }
 

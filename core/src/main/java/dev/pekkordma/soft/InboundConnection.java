@@ -38,6 +38,8 @@ final class InboundConnection implements Runnable {
   /** Ended by this side (replaced by a newer connection, or idle): it ends quietly. */
   private volatile boolean ended;
   private int refused;
+  /** Answers written, not yet flushed: the serving loop flushes them before it waits. */
+  private boolean unflushed;
   /** When a request of it last reached a QP (or it was welcomed). */
   private volatile long lastServed = System.nanoTime();
 
@@ -127,6 +129,11 @@ final class InboundConnection implements Runnable {
     Segments datagramBytes = new Segments(1);
     try (OffHeapBuffer datagramMemory = OffHeapBuffer.allocate(4096)) {
       while (true) {
+        // answers go out together: flushed once no more requests wait behind them
+        if (unflushed && !c.moreArrived()) {
+          c.flush();
+          unflushed = false;
+        }
         c.readHeader(f, fabric.maxMessage());
         if (f.kind == FabricWire.RESPONSE) {
           throw new FabricWire.FabricViolation(
@@ -183,7 +190,7 @@ final class InboundConnection implements Runnable {
     FabricWire.encodeResponse(out, f.destDevice, f.srcDevice, f.srcQpn, qp.qpn, r, data);
     c.writeHeader(out);
     if (data > 0) c.writePayload(r.readSource, null, 0);
-    c.flush();
+    unflushed = true;
   }
 
   /** A request for a QP not connected to the process this connection stands for. */

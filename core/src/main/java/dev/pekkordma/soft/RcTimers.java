@@ -97,7 +97,7 @@ final class RcTimers {
   }
 
   private void resume(int g, boolean transportTimeout) {
-    DeferredSignals signals = DeferredSignals.enter();
+    DeferredWork signals = DeferredWork.enter();
     try {
       synchronized (qp) {
         if (g != generation || !paused || qp.isClosed()) return;
@@ -132,7 +132,7 @@ final class RcTimers {
   }
 
   private void check(int g) {
-    DeferredSignals signals = DeferredSignals.enter();
+    DeferredWork signals = DeferredWork.enter();
     boolean resend = false;
     try {
       synchronized (qp) {

@@ -190,7 +190,7 @@ final class Requester {
    */
   void work(int budget) {
     if (!working.compareAndSet(false, true)) return;
-    DeferredSignals signals = DeferredSignals.enter();
+    DeferredWork signals = DeferredWork.enter();
     try {
       run(budget);
     } catch (RuntimeException | Error e) {
@@ -474,7 +474,7 @@ final class Requester {
   void onResponse(SoftPeer.Response r, Payload readData, FabricLink via) {
     // DROPPED is no packet: the responder stayed silent (a peer in this JVM says so at once)
     if (r.code != SoftPeer.Response.DROPPED) qp.device.portTally.packetsReceived.increment();
-    DeferredSignals signals = DeferredSignals.enter();
+    DeferredWork signals = DeferredWork.enter();
     try {
       take(r, readData, via);
     } finally {

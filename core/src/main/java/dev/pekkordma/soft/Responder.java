@@ -104,7 +104,7 @@ final class Responder {
       boolean connectedDatagram) {
     PortTally tally = qp.device.portTally;
     tally.packetsReceived.increment();
-    DeferredSignals signals = DeferredSignals.enter();
+    DeferredWork signals = DeferredWork.enter();
     try {
       serve(h, payload, r, connectedDatagram);
     } finally {
@@ -462,7 +462,7 @@ final class Responder {
    */
   void handleDatagram(SoftPeer.RequestHeader h, Payload payload) {
     qp.device.portTally.packetsReceived.increment();
-    DeferredSignals signals = DeferredSignals.enter();
+    DeferredWork signals = DeferredWork.enter();
     try {
       synchronized (qp) {
         serveDatagram(h, payload);

@@ -73,7 +73,7 @@ final class SoftCq extends Closeable implements CompletionQueue {
     if (armed == ARMED_ALL
         || (armed == ARMED_SOLICITED && (solicited || status != WcStatus.SUCCESS))) {
       armed = ARMED_NONE;
-      if (channel != null) DeferredSignals.raise(this); // after the caller's locks
+      if (channel != null) DeferredWork.raise(this); // after the caller's locks
     }
   }
 

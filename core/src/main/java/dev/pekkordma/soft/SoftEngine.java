@@ -11,6 +11,8 @@ import java.util.concurrent.locks.LockSupport;
  */
 final class SoftEngine implements Runnable {
   static final int BATCH = 64;
+  /** QPs worked in one section at most, so that the first one's completions are not held long. */
+  private static final int QPS_PER_SECTION = 16;
   private final ArrayBlockingQueue<SoftQp> ready; // a QP is in it at most once
   private final Thread thread;
   private volatile boolean running = true;
@@ -44,8 +46,18 @@ final class SoftEngine implements Runnable {
         LockSupport.parkNanos(this, TimeUnit.MILLISECONDS.toNanos(100));
         continue;
       }
-      qp.requester.clearScheduled();
-      qp.requester.work(BATCH);
+      // the QPs ready now are one section: their requests to a link go out in one flush, and
+      // their completions' wake-ups after it
+      DeferredWork section = DeferredWork.enter();
+      try {
+        int worked = 0;
+        do {
+          qp.requester.clearScheduled();
+          qp.requester.work(BATCH);
+        } while (++worked < QPS_PER_SECTION && (qp = ready.poll()) != null);
+      } finally {
+        section.exit();
+      }
     }
     handBack();
   }

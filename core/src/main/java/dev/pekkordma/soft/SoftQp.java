@@ -326,7 +326,7 @@ final class SoftQp extends Closeable implements QueuePair {
    * that has left {@code link} since (reset, or given a new address) is not that link's to fail.
    */
   void failByPeer(FabricLink link, WcStatus status, String cause) {
-    DeferredSignals signals = DeferredSignals.enter();
+    DeferredWork signals = DeferredWork.enter();
     try {
       synchronized (this) {
         if (isClosed() || state == QpState.RESET || state == QpState.ERR) return;

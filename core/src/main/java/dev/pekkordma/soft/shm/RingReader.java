@@ -41,18 +41,26 @@ final class RingReader extends InputStream {
   public int read(byte[] b, int off, int len) throws IOException {
     java.util.Objects.checkFromIndexSize(off, len, b.length);
     if (len == 0) return 0;
-    long available = await();
-    if (available < 0) return -1;
-    int n = (int) Math.min(available, len);
-    ring.copyOut(consumed, b, off, n);
-    consumed += n;
-    SharedRing.LONGS.setRelease(ring.map, ring.consumerAt, consumed);
-    return n;
+    try {
+      long available = await();
+      if (available < 0) return -1;
+      int n = (int) Math.min(available, len);
+      ring.copyOut(consumed, b, off, n);
+      consumed += n;
+      SharedRing.LONGS.setRelease(ring.map, ring.consumerAt, consumed);
+      return n;
+    } catch (InternalError e) {
+      throw ring.gone(e);
+    }
   }
 
   @Override
   public int available() throws IOException {
-    return (int) Math.min(Integer.MAX_VALUE, producedNow() - consumed);
+    try {
+      return (int) Math.min(Integer.MAX_VALUE, producedNow() - consumed);
+    } catch (InternalError e) {
+      throw ring.gone(e);
+    }
   }
 
   /** Bytes ready to read, waiting for some; -1 once the socket ended and the ring is empty. */

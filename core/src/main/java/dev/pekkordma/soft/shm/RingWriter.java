@@ -43,24 +43,32 @@ final class RingWriter extends OutputStream {
   @Override
   public void write(byte[] b, int off, int len) throws IOException {
     java.util.Objects.checkFromIndexSize(off, len, b.length);
-    while (len > 0) {
-      long room = room();
-      if (room == 0) {
-        publish();
-        room = awaitRoom();
+    try {
+      while (len > 0) {
+        long room = room();
+        if (room == 0) {
+          publish();
+          room = awaitRoom();
+        }
+        int n = (int) Math.min(room, len);
+        ring.copyIn(produced, b, off, n);
+        produced += n;
+        off += n;
+        len -= n;
       }
-      int n = (int) Math.min(room, len);
-      ring.copyIn(produced, b, off, n);
-      produced += n;
-      off += n;
-      len -= n;
+    } catch (InternalError e) {
+      throw ring.gone(e);
     }
   }
 
   @Override
   public void flush() throws IOException {
     link.checkOpen();
-    if (produced != published) publish();
+    try {
+      if (produced != published) publish();
+    } catch (InternalError e) {
+      throw ring.gone(e);
+    }
   }
 
   /** Publishes what was written, then rings the doorbell if the consumer waits (see RingReader). */

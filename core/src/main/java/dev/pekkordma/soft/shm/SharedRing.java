@@ -51,6 +51,16 @@ final class SharedRing {
     return p;
   }
 
+  /**
+   * What touching the mapping failed with, when its file shrank under it (the peer may truncate
+   * it through a descriptor of its own): the JVM turns the fault into an InternalError, which
+   * here becomes the peer's violation, as a bad position is.
+   */
+  RingViolation gone(InternalError e) {
+    return new RingViolation(name + ": its memory faulted when touched (the peer truncated the"
+        + " file?): " + e.getMessage());
+  }
+
   void copyOut(long position, byte[] b, int off, int n) {
     int i = (int) (position & mask);
     int first = Math.min(n, capacity - i);

@@ -172,4 +172,27 @@ class RingLinkTest {
       return b;
     });
   }
+
+  @Test
+  void aRingWhoseFileThePeerTruncatedFailsAsItsViolation() throws Exception {
+    // the peer may shrink the file through a descriptor of its own: touching the lost pages
+    // faults, and that must reach the link as the peer's violation, not as an InternalError
+    RingFile made = RingFile.create(dir, CAPACITY, RingPair.BINDING);
+    RingFile opened = RingFile.open(dir, made.name(), CAPACITY, RingPair.BINDING);
+    try (java.nio.channels.FileChannel f = java.nio.channels.FileChannel.open(
+        dir.resolve(made.name()), java.nio.file.StandardOpenOption.WRITE)) {
+      f.truncate(0);
+    }
+    RingLink writer = new RingLink(made, true, InputStream.nullInputStream(),
+        OutputStream.nullOutputStream(), () -> { }, "the accepting side", 1_000_000_000L, "t");
+    RingLink reader = new RingLink(opened, false, InputStream.nullInputStream(),
+        OutputStream.nullOutputStream(), () -> { }, "the connecting side", 1_000_000_000L, "t");
+    RingViolation w = assertThrows(RingViolation.class, () -> {
+      writer.out().write(new byte[100]);
+      writer.out().flush();
+    });
+    assertTrue(w.getMessage().contains("truncated"), w.getMessage());
+    RingViolation r = assertThrows(RingViolation.class, () -> reader.in().read(new byte[10]));
+    assertTrue(r.getMessage().contains("truncated"), r.getMessage());
+  }
 }
