@@ -5,6 +5,7 @@ import static dev.pekkordma.cluster.TestCluster.result;
 import static org.junit.jupiter.api.Assertions.*;
 
 import dev.pekkordma.cluster.TestCluster.Node;
+import dev.pekkordma.verbs.ResourceCounts;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -19,6 +20,7 @@ import org.apache.pekko.stream.javadsl.Keep;
 import org.apache.pekko.stream.javadsl.Sink;
 import org.apache.pekko.stream.javadsl.Source;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -29,6 +31,8 @@ import org.junit.jupiter.api.Test;
 class ThreeMembersTest {
   static Node a;
   static Node b;
+  /** a's and b's resources with their one link: what every test leaves behind. */
+  static List<ResourceCounts> pair;
 
   @BeforeAll
   static void start() {
@@ -38,6 +42,18 @@ class ThreeMembersTest {
     b.join(a);
     a.await(PeerEvent.Connected.class, b.address());
     b.await(PeerEvent.Connected.class, a.address());
+    pair = List.of(a.resources(), b.resources());
+  }
+
+  /**
+   * Each test waits until a and b hold what they held with each other alone: a connection of a
+   * test's own (a stream, a third member) is released after the test's last step, and one still
+   * going would be counted in the next test's figures.
+   */
+  @AfterEach
+  void everyResourceReturns() {
+    a.awaitResources(pair.get(0));
+    b.awaitResources(pair.get(1));
   }
 
   @AfterAll
@@ -65,7 +81,6 @@ class ThreeMembersTest {
 
   @Test
   void aJoiningMemberIsConnectedAndCarriesTypedMessages() {
-    var before = List.of(a.resources(), b.resources());
     Node c = third();
     try {
       List<TestProbe<Received<String>>> inboxes = new ArrayList<>();
@@ -126,22 +141,19 @@ class ThreeMembersTest {
     } finally {
       leave(c);
     }
-    a.awaitResources(before.get(0));
-    b.awaitResources(before.get(1));
   }
 
   @Test
   void aLeavingMemberIsClosedAndEveryResourceReturns() {
-    var before = List.of(a.resources(), b.resources());
     Node c = third();
-    assertNotEquals(before.get(0), a.resources(), "a's connection with c holds resources");
+    assertNotEquals(pair.get(0), a.resources(), "a's connection with c holds resources");
     Channel<String> ch = c.rdma.channel("leaving", Codec.utf8());
     var leaving = org.apache.pekko.cluster.typed.Cluster.get(c.system());
     leaving.manager().tell(org.apache.pekko.cluster.typed.Leave.create(c.address()));
     a.await(PeerEvent.Removed.class, c.address());
     b.await(PeerEvent.Removed.class, c.address());
-    a.awaitResources(before.get(0));
-    b.awaitResources(before.get(1));
+    a.awaitResources(pair.get(0));
+    b.awaitResources(pair.get(1));
     // a member that left has stopped its system (coordinated shutdown): a send fails, not hangs
     result(c.system().getWhenTerminated());
     var late = assertThrows(AssertionError.class, () -> result(ch.send(a.address(), "late")));
@@ -150,7 +162,6 @@ class ThreeMembersTest {
 
   @Test
   void aKilledMemberIsRemovedAndItsInFlightMessagesFail() {
-    var before = List.of(a.resources(), b.resources());
     Node c = third();
     TestProbe<Received<String>> inbox = c.kit.createTestProbe();
     c.rdma.channel("stream", Codec.utf8()).subscribe(inbox.getRef());
@@ -187,13 +198,10 @@ class ThreeMembersTest {
     // the stream to it fails too, once it is gone: it does not hang
     var streamFailure = assertThrows(AssertionError.class, () -> result(stream));
     assertNotNull(streamFailure.getCause(), streamFailure.toString());
-    a.awaitResources(before.get(0));
-    b.awaitResources(before.get(1));
   }
 
   @Test
   void aRestartedMemberIsConnectedAgain() {
-    var before = List.of(a.resources(), b.resources());
     Node c = third();
     int port = c.address().getPort().get();
     var old = c.address();
@@ -210,8 +218,6 @@ class ThreeMembersTest {
     } finally {
       leave(again);
     }
-    a.awaitResources(before.get(0));
-    b.awaitResources(before.get(1));
   }
 
   @Test
