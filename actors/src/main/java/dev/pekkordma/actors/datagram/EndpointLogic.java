@@ -4,19 +4,16 @@ import dev.pekkordma.actors.datagram.DatagramEndpoint.*;
 import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
-import dev.pekkordma.cm.ConnectionParameters;
 import dev.pekkordma.cm.RdmaPortSpace;
 import dev.pekkordma.cm.SocketAddresses;
 import dev.pekkordma.cm.UdParameters;
 import dev.pekkordma.runtime.RdmaRuntime;
 import dev.pekkordma.runtime.internal.CmDispatcher;
 import dev.pekkordma.runtime.internal.CompletionHandler;
-import dev.pekkordma.runtime.internal.datagram.AddressHandles;
 import dev.pekkordma.runtime.internal.datagram.DatagramSettings;
-import dev.pekkordma.runtime.internal.datagram.SidrHello;
 import dev.pekkordma.runtime.internal.datagram.PeerKey;
 import dev.pekkordma.runtime.internal.datagram.Resolutions;
-import dev.pekkordma.runtime.internal.datagram.SidrAnswers;
+import dev.pekkordma.runtime.internal.datagram.UdEndpoint;
 import dev.pekkordma.runtime.internal.datagram.UdResources;
 import dev.pekkordma.runtime.internal.datagram.UdTarget;
 import dev.pekkordma.verbs.AddressVector;
@@ -24,7 +21,6 @@ import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.ProtectionDomain;
 import dev.pekkordma.verbs.QpInitAttributes;
 import dev.pekkordma.verbs.QueuePair;
-import dev.pekkordma.verbs.spi.Checks;
 import java.net.InetSocketAddress;
 import java.util.function.Consumer;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -34,7 +30,11 @@ import org.apache.pekko.actor.typed.PreRestart;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 
-/** One incarnation of a {@link DatagramEndpoint}: what it opened, and its messages. */
+/**
+ * One incarnation of a {@link DatagramEndpoint}: its messages, and the sends that wait (for a
+ * slot, for their peer's resolution). The endpoint itself, with SIDR, peers and receives, is
+ * the runtime's {@link UdEndpoint}.
+ */
 final class EndpointLogic {
 
   private final ActorContext<Command> ctx;
@@ -44,16 +44,11 @@ final class EndpointLogic {
   private final Object incarnation = new Object();
   private CmDispatcher cm;
   private CmId listener;
+  private UdEndpoint core;
   private UdResources res;
-  private AddressHandles handles;
   private SendPath sends;
-  private ReceivePath receives;
-  private PeerBook peers;
-  private SidrAnswers answers;
   private Resolutions<SendPath.PendingSend> resolutions;
-  private byte[] hello;
   private int port;
-  private int sgidIndex;
   private String why = "unbound";
 
   private EndpointLogic(ActorContext<Command> ctx, RdmaRuntime runtime,
@@ -78,28 +73,18 @@ final class EndpointLogic {
       listener = cm.createId("datagram endpoint " + lineage.address, RdmaPortSpace.UDP,
           events::tell, stopped);
       listener.bind(lineage.address);
-      DeviceContext device = listener.verbs();
-      if (device == null) {
-        throw new IllegalArgumentException("the address is on no RDMA device (a wildcard"
-            + " address names none: bind to an address of the device)");
-      }
+      DeviceContext device = UdEndpoint.deviceOf(listener);
       port = listener.portNum();
       InetSocketAddress bound = listener.localAddress();
       CompletionHandler handler = UdBatch.to(b -> self.tell(new Completions(incarnation, b)),
           r -> self.tell(new CqFailed(incarnation, r)));
-      res = UdResources.open(runtime, device, port, settings.receiveBuffers(),
-          settings.sendBuffers(), true, "the datagram endpoint at " + SocketAddresses.format(bound),
-          settings.buffersSetting(), (hub, n) -> hub.createPolledCq(n, handler),
-          this::verbsQp, qp -> qp::close);
-      handles = new AddressHandles(res.pd(), settings.maxPeers());
-      sends = new SendPath(res, handles);
-      peers = new PeerBook(settings.maxPeers(), settings.peerTtl());
-      receives = new ReceivePath(res, peers::peer);
-      receives.postAll();
-      answers = new SidrAnswers(cm, settings.maxPeers());
-      hello = new SidrHello(res.qp().qpNum(), bound.getPort()).encode();
+      core = new UdEndpoint(cm, settings, key -> {});
+      res = core.open(runtime, device, port, true,
+          "the datagram endpoint at " + SocketAddresses.format(bound), settings.maxPeers(),
+          (hub, n) -> hub.createPolledCq(n, handler), this::verbsQp, qp -> qp::close);
+      sends = new SendPath(res, core.handles());
       resolutions = new Resolutions<>(cm, events::tell, stopped, settings.resolveTimeout());
-      resolutions.from(new InetSocketAddress(bound.getAddress(), 0), hello);
+      resolutions.from(new InetSocketAddress(bound.getAddress(), 0), core.hello(bound.getPort()));
       listener.listen(backlog);
       lineage.address = bound;
     } catch (RuntimeException e) {
@@ -140,9 +125,9 @@ final class EndpointLogic {
         .onMessageEquals(Unbind.INSTANCE, () -> stop("unbound"))
         .onMessageEquals(HandlerGone.INSTANCE, () -> stop("its handler stopped"))
         .onMessage(GetStatus.class, g -> {
-          g.replyTo().tell(new Status(lineage.address, res.qp().qpNum(), res.mtu, peers.routes(),
-              answers.size(), handles.size(), sends.waiting() + resolutions.waiting(),
-              receives.malformed()));
+          g.replyTo().tell(new Status(lineage.address, res.qp().qpNum(), res.mtu, core.routes(),
+              core.answers(), core.handles().size(), sends.waiting() + resolutions.waiting(),
+              core.malformed()));
           return Behaviors.same();
         })
         .onMessage(Inspect.class, i -> {
@@ -186,7 +171,7 @@ final class EndpointLogic {
 
   private Behavior<Command> send(Send s) {
     SendPath.PendingSend p =
-        new SendPath.PendingSend(peers.route(s.to()), s.data(), s.replyTo(), s.to());
+        new SendPath.PendingSend(core.route(s.to()), s.data(), s.replyTo(), s.to());
     if (!admit(p, "to " + SocketAddresses.format(s.to()))) return Behaviors.same();
     if (p.target() != null) {
       sends.add(p);
@@ -196,7 +181,7 @@ final class EndpointLogic {
     try {
       started = resolutions.await(s.to(), p);
     } catch (RuntimeException e) {
-      SendPath.answer(p, PeerBook.cannotResolve(s.to(), e.getMessage()));
+      SendPath.answer(p, UdEndpoint.cannotResolve(s.to(), e.getMessage()));
       return Behaviors.same();
     }
     if (started != null) {
@@ -211,7 +196,7 @@ final class EndpointLogic {
           + " GRH, so there is no GID to answer");
       return Behaviors.same();
     }
-    AddressVector av = AddressVector.global(r.to().gid(), sgidIndex, port);
+    AddressVector av = AddressVector.global(r.to().gid(), core.sgidIndex(), port);
     SendPath.PendingSend p = new SendPath.PendingSend(new UdTarget(av, r.to().qpn(),
         UdParameters.UDP_QKEY), r.data(), r.replyTo(), r.to().address());
     if (!admit(p, "to " + r.to())) return Behaviors.same();
@@ -221,17 +206,9 @@ final class EndpointLogic {
 
   /** Refuses, answering, what is over the path MTU or beyond max-pending-sends. */
   private boolean admit(SendPath.PendingSend p, String to) {
-    String over = Checks.overMtu(p.data().size(), res.mtu);
-    if (over != null) {
-      answer(p.replyTo(), p.to(), over + " (" + to + ")");
-      return false;
-    }
-    if (sends.waiting() + resolutions.waiting() >= settings.maxPendingSends()) {
-      answer(p.replyTo(), p.to(), "a datagram " + to + " finds " + settings.maxPendingSends()
-          + " sends waiting already (" + settings.setting("max-pending-sends") + ")");
-      return false;
-    }
-    return true;
+    String refused = core.refusal(p.data().size(), sends.waiting() + resolutions.waiting(), to);
+    if (refused != null) answer(p.replyTo(), p.to(), refused);
+    return refused == null;
   }
 
   private static void answer(ActorRef<SendResult> replyTo, InetSocketAddress to, String why) {
@@ -249,17 +226,11 @@ final class EndpointLogic {
 
   private void resolved(Resolutions.Resolved<SendPath.PendingSend> o) {
     if (o.failure() != null) {
-      String why = PeerBook.cannotResolve(o.to(), o.failure());
+      String why = UdEndpoint.cannotResolve(o.to(), o.failure());
       for (SendPath.PendingSend p : o.waiting()) SendPath.answer(p, why);
       return;
     }
-    UdParameters ud = o.ud();
-    AddressVector av = ud.addressVector();
-    sgidIndex = av.sgidIndex();
-    UdTarget t = new UdTarget(av, ud.qpNum(), ud.qkey());
-    peers.route(o.to(), t);
-    SidrHello h = SidrHello.parse(ud.privateData());
-    if (h != null) peers.knownAt(av.dgid(), h.qpn(), o.to());
+    UdTarget t = core.learned(o);
     for (SendPath.PendingSend p : o.waiting()) {
       sends.add(new SendPath.PendingSend(t, p.data(), p.replyTo(), p.to()));
     }
@@ -270,8 +241,8 @@ final class EndpointLogic {
 
   private Behavior<Command> cmEvent(CmEvent e) {
     if (e.type() == CmEventType.CONNECT_REQUEST && e.listenId() == listener) {
-      answerSidr(e);
-    } else if (e.id() == listener || answers.owns(e.id())) {
+      core.answerSidr(e);
+    } else if (e.id() == listener || core.answered(e.id())) {
       if (e.type() == CmEventType.DEVICE_REMOVAL) {
         return fatal("its device was removed (DEVICE_REMOVAL)");
       }
@@ -283,43 +254,6 @@ final class EndpointLogic {
     return Behaviors.same();
   }
 
-  /** A peer resolves us: a UD QP on the request's id, which the SIDR answer names. */
-  private void answerSidr(CmEvent e) {
-    CmId id = e.id();
-    UdParameters ud = e.ud();
-    if (id.verbs() != res.context) {
-      cm.destroy(id, true);
-      ctx.getLog().warn("datagram endpoint {}: a SIDR request came on another device",
-          lineage.address);
-      return;
-    }
-    try {
-      id.createQp(res.pd(), res.attributes(1));
-      id.accept(ConnectionParameters.withPrivateData(hello));
-    } catch (RuntimeException x) {
-      cm.destroy(id, true);
-      ctx.getLog().warn("datagram endpoint {}: answering a SIDR request failed: {}",
-          lineage.address, x.getMessage());
-      return;
-    }
-    PeerKey key = null;
-    SidrHello h = SidrHello.parse(ud != null && ud.privateData() != null ? ud.privateData()
-        : e.privateData());
-    if (ud != null && ud.addressVector() != null) {
-      AddressVector av = ud.addressVector();
-      sgidIndex = av.sgidIndex();
-      InetSocketAddress remote = id.remoteAddress();
-      if (h != null && remote != null) {
-        key = new PeerKey(av.dgid(), h.qpn());
-        InetSocketAddress at = new InetSocketAddress(remote.getAddress(), h.port());
-        peers.knownAt(av.dgid(), h.qpn(), at);
-        // it listens there, from that QP: answering by address needs no resolving
-        peers.route(at, new UdTarget(av, h.qpn(), UdParameters.UDP_QKEY));
-      }
-    }
-    answers.accepted(id, key);
-  }
-
   // ------------------------------------------------------------ completions
 
   private void deliver(ReceivedDatagram r) {
@@ -328,7 +262,8 @@ final class EndpointLogic {
 
   private Behavior<Command> completions(Completions c) {
     if (c.incarnation() != incarnation) return Behaviors.same();
-    String failed = c.batch().sortInto(sends, receives, this::deliver);
+    String failed = c.batch().sortInto(core, sends,
+        (gid, qpn) -> new Peer(gid, qpn, core.listensAt(new PeerKey(gid, qpn))), this::deliver);
     if (failed != null) return fatal(failed);
     try {
       res.flushReceives();
@@ -350,8 +285,7 @@ final class EndpointLogic {
       for (SendPath.PendingSend p : resolutions.closeAll()) SendPath.answer(p, reason);
     }
     if (sends != null) sends.failAll(reason);
-    if (answers != null) answers.closeAll();
-    if (res != null) res.close(handles == null ? () -> {} : handles::closeAll);
+    if (core != null) core.close();
     res = null;
   }
 }

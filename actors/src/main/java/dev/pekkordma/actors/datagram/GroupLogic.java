@@ -10,12 +10,11 @@ import dev.pekkordma.cm.UdParameters;
 import dev.pekkordma.runtime.RdmaRuntime;
 import dev.pekkordma.runtime.internal.CmDispatcher;
 import dev.pekkordma.runtime.internal.CompletionHandler;
-import dev.pekkordma.runtime.internal.datagram.AddressHandles;
 import dev.pekkordma.runtime.internal.datagram.DatagramSettings;
+import dev.pekkordma.runtime.internal.datagram.UdEndpoint;
 import dev.pekkordma.runtime.internal.datagram.UdResources;
 import dev.pekkordma.runtime.internal.datagram.UdTarget;
 import dev.pekkordma.verbs.DeviceContext;
-import dev.pekkordma.verbs.spi.Checks;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -33,10 +32,9 @@ final class GroupLogic {
   private final Object incarnation = new Object();
   private CmDispatcher cm;
   private CmId id;
+  private UdEndpoint core;
   private UdResources res;
-  private AddressHandles handles;
   private SendPath sends;
-  private ReceivePath receives;
   private UdTarget group;
   private final List<SendPath.PendingSend> early = new ArrayList<>();
   private boolean joined;
@@ -62,22 +60,16 @@ final class GroupLogic {
       id = cm.createId("multicast member of " + lineage.group, RdmaPortSpace.UDP, events::tell,
           x -> self.tell(new CmStopped(x.getMessage())));
       id.bind(lineage.local);
-      DeviceContext device = id.verbs();
-      if (device == null) {
-        throw new IllegalArgumentException("the local address is on no RDMA device (a"
-            + " wildcard address names none)");
-      }
+      DeviceContext device = UdEndpoint.deviceOf(id);
       CmId qpOwner = id;
       CompletionHandler handler = UdBatch.to(b -> self.tell(new Completions(incarnation, b)),
           r -> self.tell(new CqFailed(incarnation, r)));
-      res = UdResources.open(runtime, device, id.portNum(), settings.receiveBuffers(),
-          settings.sendBuffers(), false, "the multicast group " + SocketAddresses.format(lineage.group),
-          settings.buffersSetting(), (hub, n) -> hub.createPolledCq(n, handler),
-          qpOwner::createQp, qp -> qpOwner::destroyQp);
-      handles = new AddressHandles(res.pd(), 1);
-      sends = new SendPath(res, handles);
-      receives = new ReceivePath(res, (gid, qpn) -> new Peer(gid, qpn, null));
-      receives.postAll();
+      core = new UdEndpoint(cm, settings, key -> {});
+      res = core.open(runtime, device, id.portNum(), false,
+          "the multicast group " + SocketAddresses.format(lineage.group), 1,
+          (hub, n) -> hub.createPolledCq(n, handler), qpOwner::createQp,
+          qp -> qpOwner::destroyQp);
+      sends = new SendPath(res, core.handles());
       id.joinMulticast(lineage.group);
     } catch (RuntimeException e) {
       return failed(e.getMessage());
@@ -134,12 +126,9 @@ final class GroupLogic {
   private Behavior<Command> send(Send s) {
     String to = "to the group " + SocketAddresses.format(lineage.group);
     SendPath.PendingSend p = new SendPath.PendingSend(group, s.data(), s.replyTo(), lineage.group);
-    String over = Checks.overMtu(s.data().size(), res.mtu);
-    if (over != null) {
-      SendPath.answer(p, over + " (" + to + ")");
-    } else if (sends.waiting() + early.size() >= settings.maxPendingSends()) {
-      SendPath.answer(p, "a datagram " + to + " finds " + settings.maxPendingSends()
-          + " sends waiting already (" + settings.setting("max-pending-sends") + ")");
+    String refused = core.refusal(s.data().size(), sends.waiting() + early.size(), to);
+    if (refused != null) {
+      SendPath.answer(p, refused);
     } else if (!joined) {
       early.add(p);
     } else {
@@ -188,7 +177,8 @@ final class GroupLogic {
 
   private Behavior<Command> completions(Completions c) {
     if (c.incarnation() != incarnation) return Behaviors.same();
-    String failed = c.batch().sortInto(sends, receives, lineage.subscriber::tell);
+    String failed = c.batch().sortInto(core, sends, (gid, qpn) -> new Peer(gid, qpn, null),
+        lineage.subscriber::tell);
     if (failed != null) return fatal(failed);
     try {
       res.flushReceives();
@@ -212,7 +202,7 @@ final class GroupLogic {
       }
       joined = false;
     }
-    if (res != null) res.close(handles == null ? () -> {} : handles::closeAll);
+    if (core != null) core.close();
     res = null;
     if (id != null) cm.destroy(id, false);
     id = null;

@@ -71,20 +71,19 @@ final class SendPath {
     if (posted > 0) res.flushSends();
   }
 
-  /** A send's completion; false if it failed (the QP has gone to the error state then). */
-  boolean completed(int slot, int status) {
+  /** A send's completion: answers its sender, and frees its slot and address handle. */
+  void completed(int slot, int status) {
     PendingSend p = slotSend[slot];
-    if (p == null) return true;
+    if (p == null) return;
     handles.release(slotHandle[slot]);
     slotHandle[slot] = null;
     slotSend[slot] = null;
     free[freeCount++] = slot;
     if (status == 0) {
       if (p.replyTo() != null) p.replyTo().tell(new SendResult.Sent(p.to(), p.data().size()));
-      return true;
+    } else {
+      answer(p, "the send completed with " + WcStatus.of(status));
     }
-    answer(p, "the send completed with " + WcStatus.of(status));
-    return false;
   }
 
   /** Answers every send not yet completed and every waiting one: the actor is going. */

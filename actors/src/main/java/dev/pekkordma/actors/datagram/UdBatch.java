@@ -1,10 +1,12 @@
 package dev.pekkordma.actors.datagram;
 
 import dev.pekkordma.runtime.internal.CompletionHandler;
-import dev.pekkordma.runtime.internal.datagram.UdResources;
-import dev.pekkordma.verbs.WcStatus;
+import dev.pekkordma.runtime.internal.datagram.UdEndpoint;
+import dev.pekkordma.verbs.Gid;
 import dev.pekkordma.verbs.WorkCompletions;
+import java.util.function.BiFunction;
 import java.util.function.Consumer;
+import org.apache.pekko.util.ByteString;
 
 /** Completions copied out of the hub's reused array, with what a datagram's needs. */
 final class UdBatch {
@@ -37,24 +39,31 @@ final class UdBatch {
   }
 
   /**
-   * Sorts the batch: each send's completion to {@code sends}, each good receive's datagram to
-   * {@code deliver}. Returns why the endpoint must start again (a send or receive that completed
-   * with an error; the last such), or null.
+   * Sorts the batch by {@code core}'s rules: each send's completion to {@code sends}, each good
+   * receive's datagram, from the sender {@code peers} names, to {@code deliver}. Returns why the
+   * endpoint must start again (a send or receive that completed with an error; the last such),
+   * or null.
    */
-  String sortInto(SendPath sends, ReceivePath receives, Consumer<ReceivedDatagram> deliver) {
+  String sortInto(UdEndpoint core, SendPath sends, BiFunction<Gid, Integer, Peer> peers,
+      Consumer<ReceivedDatagram> deliver) {
+    UdEndpoint.Completions to = new UdEndpoint.Completions() {
+      @Override
+      public void sent(int slot, int status) {
+        sends.completed(slot, status);
+      }
+
+      @Override
+      public void received(int slot, int byteLength, int flags, int sourceQp) {
+        ByteString data = core.take(slot, byteLength, flags);
+        if (data != null) {
+          deliver.accept(new ReceivedDatagram(peers.apply(core.senderGid(), sourceQp), data));
+        }
+      }
+    };
     String failed = null;
     for (int i = 0; i < size; i++) {
-      long wrId = wrIds[i];
-      if (wrId >= UdResources.SEND_TAG) {
-        if (!sends.completed((int) (wrId - UdResources.SEND_TAG), status[i])) {
-          failed = "a send completed with " + WcStatus.of(status[i]);
-        }
-      } else if (status[i] != 0) {
-        failed = "a receive completed with " + WcStatus.of(status[i]);
-      } else {
-        ReceivedDatagram r = receives.take((int) wrId, byteLengths[i], flags[i], sourceQps[i]);
-        if (r != null) deliver.accept(r);
-      }
+      String why = core.sort(wrIds[i], status[i], byteLengths[i], flags[i], sourceQps[i], to);
+      if (why != null) failed = why;
     }
     return failed;
   }

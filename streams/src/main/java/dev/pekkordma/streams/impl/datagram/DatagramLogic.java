@@ -10,35 +10,27 @@ import dev.pekkordma.cm.UdParameters;
 import dev.pekkordma.runtime.internal.CmDispatcher;
 import dev.pekkordma.runtime.internal.CqDrain;
 import dev.pekkordma.runtime.internal.datagram.AddressHandles;
-import dev.pekkordma.runtime.internal.datagram.DatagramFormat;
-import dev.pekkordma.runtime.internal.datagram.DatagramFormat.MalformedDatagramException;
-import dev.pekkordma.runtime.internal.datagram.DatagramSettings;
-import dev.pekkordma.runtime.internal.datagram.SidrHello;
-import dev.pekkordma.runtime.internal.datagram.PeerKey;
-import dev.pekkordma.runtime.internal.datagram.PeerRoutes;
 import dev.pekkordma.runtime.internal.datagram.Resolutions;
-import dev.pekkordma.runtime.internal.datagram.SidrAnswers;
+import dev.pekkordma.runtime.internal.datagram.UdEndpoint;
 import dev.pekkordma.runtime.internal.datagram.UdResources;
 import dev.pekkordma.runtime.internal.datagram.UdTarget;
 import dev.pekkordma.streams.Datagram;
 import dev.pekkordma.streams.DatagramPeer;
 import dev.pekkordma.streams.RdmaStreamException;
 import dev.pekkordma.streams.impl.datagram.DatagramStage.Mode;
-import dev.pekkordma.verbs.AddressVector;
 import dev.pekkordma.verbs.CompletionQueue;
 import dev.pekkordma.verbs.DeviceContext;
 import dev.pekkordma.verbs.ProtectionDomain;
 import dev.pekkordma.verbs.QpInitAttributes;
 import dev.pekkordma.verbs.QueuePair;
-import dev.pekkordma.verbs.WcStatus;
 import dev.pekkordma.verbs.WorkCompletions;
-import dev.pekkordma.verbs.spi.Checks;
 import java.net.InetSocketAddress;
 import java.util.concurrent.CompletableFuture;
 import org.apache.pekko.stream.stage.AbstractInHandler;
 import org.apache.pekko.stream.stage.AbstractOutHandler;
 import org.apache.pekko.stream.stage.AsyncCallback;
 import org.apache.pekko.stream.stage.TimerGraphStageLogic;
+import org.apache.pekko.util.ByteString;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -47,8 +39,8 @@ import org.slf4j.LoggerFactory;
  * a send slot is free and its peer is resolved, so a sender faster than the wire waits and
  * nothing is dropped here; the ready sends of a burst are posted in one call. Receives: every
  * slot is posted at start; a completed one waits for downstream's demand with its slot taken,
- * and is posted again (in batches) once its bytes were copied into the element. Lengths are
- * checked against the slot before anything is read.
+ * and is posted again (in batches) once its bytes were copied into the element. The endpoint
+ * itself (SIDR, peers, reading a slot, sorting completions) is the runtime's {@link UdEndpoint}.
  */
 final class DatagramLogic extends TimerGraphStageLogic {
   private static final Logger log = LoggerFactory.getLogger(DatagramLogic.class);
@@ -57,7 +49,6 @@ final class DatagramLogic extends TimerGraphStageLogic {
 
   private final DatagramStage stage;
   private final CompletableFuture<InetSocketAddress> bound;
-  private final long[] gid = new long[2];
   private AsyncCallback<CmEvent> cmEvents;
   private AsyncCallback<String> cmStopped;
   private AsyncCallback<Boolean> wake;
@@ -66,33 +57,39 @@ final class DatagramLogic extends TimerGraphStageLogic {
   private boolean burstEndDue;
   private CmDispatcher cm;
   private CmId id;
+  private UdEndpoint core;
   private UdResources res;
   /** The completions of one poll, reused. */
   private WorkCompletions wcs;
-  private AddressHandles handles;
   private SendSlots slots;
   private CompletedReceives arrivals;
-  private Senders senders;
-  private PeerRoutes<UdTarget> routes;
-  private SidrAnswers answers;
+  private final Senders senders;
+  private final UdEndpoint.Completions sorted = new UdEndpoint.Completions() {
+    @Override
+    public void sent(int slot, int status) {
+      AddressHandles.CountedHandle h = slots.complete(slot);
+      if (h != null) core.handles().release(h);
+    }
+
+    @Override
+    public void received(int slot, int byteLength, int flags, int sourceQp) {
+      arrivals.add(slot, byteLength, flags, sourceQp);
+    }
+  };
   /** Nothing waits in them: the stage holds its one datagram itself. */
   private Resolutions<Void> resolutions;
   private Datagram held;
   private boolean upstreamDone;
   private boolean joined;
-  private int sgidIndex;
   /** The port the resources are on: the id's, or for a send-only stage its first peer's. */
   private int port = 1;
-  private long malformed;
   private boolean tornDown;
 
   DatagramLogic(DatagramStage stage, CompletableFuture<InetSocketAddress> bound) {
     super(stage.shape());
     this.stage = stage;
     this.bound = bound;
-    int max = stage.settings.maxPeers();
-    senders = new Senders(max);
-    routes = new PeerRoutes<>(max, stage.settings.peerTtl());
+    senders = new Senders(stage.settings.maxPeers(), key -> core.listensAt(key));
     setHandler(stage.in, new AbstractInHandler() {
       @Override
       public void onPush() {
@@ -129,6 +126,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
     });
     try {
       cm = stage.rt.cm();
+      core = new UdEndpoint(cm, stage.settings, senders::forget);
       resolutions = new Resolutions<>(cm, cmEvents::invoke,
           x -> cmStopped.invoke(String.valueOf(x.getMessage())), stage.settings.resolveTimeout());
       if (stage.local != null) bindLocal();
@@ -149,12 +147,8 @@ final class DatagramLogic extends TimerGraphStageLogic {
         cmEvents::invoke,
         x -> cmStopped.invoke(String.valueOf(x.getMessage())));
     id.bind(stage.local);
-    DeviceContext device = id.verbs();
+    DeviceContext device = UdEndpoint.deviceOf(id);
     port = id.portNum();
-    if (device == null) {
-      throw new IllegalArgumentException("the address is on no RDMA device (a wildcard"
-          + " address names none: bind to an address of the device)");
-    }
     if (stage.mode == Mode.MULTICAST) {
       CmId owner = id;
       open(device, port, false, owner::createQp, qp -> owner::destroyQp);
@@ -164,8 +158,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
     }
     open(device, port, stage.mode == Mode.BIND, this::verbsQp, qp -> qp::close);
     InetSocketAddress at = id.localAddress();
-    resolutions.from(new InetSocketAddress(at.getAddress(), 0),
-        new SidrHello(res.qp().qpNum(), at.getPort()).encode());
+    resolutions.from(new InetSocketAddress(at.getAddress(), 0), core.hello(at.getPort()));
     if (stage.mode == Mode.BIND) id.listen(stage.backlog);
     bound.complete(at);
   }
@@ -178,20 +171,15 @@ final class DatagramLogic extends TimerGraphStageLogic {
         + (stage.local == null ? "an address of " + device.device().name()
             : SocketAddresses.format(stage.local));
     Runnable woken = () -> wake.invoke(Boolean.TRUE);
-    res = UdResources.open(stage.rt.runtime, device, port, stage.settings.receiveBuffers(),
-        stage.settings.sendBuffers(), shared, what, stage.settings.buffersSetting(),
+    res = core.open(stage.rt.runtime, device, port, shared, what, stage.settings.maxPeers(),
         (hub, n) -> {
           CompletionQueue cq = hub.createCq(n, woken);
           cq.requestNotify(false); // nothing can complete before the QP is made
           return cq;
         }, makeQp, destroyQp);
     wcs = new WorkCompletions(POLL_BATCH);
-    handles = new AddressHandles(res.pd(), stage.settings.maxPeers());
     slots = new SendSlots(res.sends);
     arrivals = new CompletedReceives(res.receives);
-    answers = new SidrAnswers(cm, stage.settings.maxPeers());
-    for (int i = 0; i < res.receives; i++) res.addReceive(i);
-    res.flushReceives();
   }
 
   /** The endpoint's own QP, by verbs on its port (the listening id stays a listener only). */
@@ -204,13 +192,13 @@ final class DatagramLogic extends TimerGraphStageLogic {
   private void send(Datagram d) {
     DatagramPeer peer = d.peer();
     InetSocketAddress to = peer.address();
-    String over = res == null ? null : Checks.overMtu(d.data().size(), res.mtu);
+    String over = core.overMtu(d.data().size());
     if (over != null) {
       fail(new RdmaStreamException("RDMA datagram to", to, over
           + (to == null ? " (to " + peer + ")" : "")));
       return;
     }
-    UdTarget route = peer.hasQp() ? null : routes.get(to);
+    UdTarget route = peer.hasQp() ? null : core.route(to);
     if (!peer.hasQp() && route == null) {
       held = d;
       try {
@@ -233,8 +221,9 @@ final class DatagramLogic extends TimerGraphStageLogic {
     }
     AddressHandles.CountedHandle h;
     try {
-      h = route != null ? handles.acquire(route.av().dgid(), route.av(), sgidIndex, res.port)
-          : handles.acquire(peer.gid(), null, sgidIndex, res.port);
+      AddressHandles handles = core.handles();
+      h = route != null ? handles.acquire(route.av().dgid(), route.av(), core.sgidIndex(),
+          res.port) : handles.acquire(peer.gid(), null, core.sgidIndex(), res.port);
     } catch (RuntimeException e) {
       fail(new RdmaStreamException("RDMA datagram to", to, "no address handle to " + peer
           + ": " + e.getMessage(), e));
@@ -294,19 +283,11 @@ final class DatagramLogic extends TimerGraphStageLogic {
       int flags = arrivals.flags();
       int source = arrivals.sourceQp();
       arrivals.pop();
-      Datagram d = null;
-      try {
-        int length = DatagramFormat.dataLength(byteLength, res.receiveSize);
-        DatagramFormat.sourceGid(res.receiveArea(), slot * res.receiveSize, flags, gid);
-        d = new Datagram(res.copyOut(slot, DatagramFormat.GRH_BYTES, length),
-            senders.peer(gid[0], gid[1], source));
-      } catch (MalformedDatagramException e) {
-        if (malformed++ % 1000 == 0) {
-          log.warn("dropped a datagram ({} so far): {}", malformed, e.getMessage());
-        }
+      ByteString data = core.take(slot, byteLength, flags);
+      if (data != null) {
+        push(stage.out, new Datagram(data,
+            senders.peer(core.senderHi(), core.senderLo(), source)));
       }
-      res.addReceive(slot);
-      if (d != null) push(stage.out, d);
     }
     if (res != null && res.receivesQueued() > 0) {
       if (res.receivesQueued() >= res.receives / 4 + 1) flush(); else flushAtBurstEnd();
@@ -327,22 +308,10 @@ final class DatagramLogic extends TimerGraphStageLogic {
   }
 
   private boolean completion(WorkCompletions wcs, int i) {
-    long wrId = wcs.wrId(i);
-    int status = wcs.statusCode(i);
-    if (wrId >= UdResources.SEND_TAG) {
-      AddressHandles.CountedHandle h = slots.complete((int) (wrId - UdResources.SEND_TAG));
-      if (h != null) handles.release(h);
-      if (status != 0) {
-        fail("a send completed with " + WcStatus.of(status));
-        return false;
-      }
-    } else if (status != 0) {
-      fail("a receive completed with " + WcStatus.of(status));
-      return false;
-    } else if (wrId >= 0 && wrId < res.receives) {
-      arrivals.add((int) wrId, wcs.byteLength(i), wcs.flags(i), wcs.sourceQp(i));
-    }
-    return true;
+    String failed = core.sort(wcs.wrId(i), wcs.statusCode(i), wcs.byteLength(i), wcs.flags(i),
+        wcs.sourceQp(i), sorted);
+    if (failed != null) fail(failed);
+    return failed == null;
   }
 
   // ------------------------------------------------------------ the CM
@@ -350,7 +319,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
   private void cmEvent(CmEvent e) {
     if (tornDown) return;
     if (e.type() == CmEventType.CONNECT_REQUEST && e.listenId() == id && id != null) {
-      answerSidr(e);
+      core.answerSidr(e);
     } else if (e.id() == id && id != null) {
       if (e.type() == CmEventType.MULTICAST_JOIN && !joined && e.ud() != null) {
         joined(e.ud());
@@ -367,7 +336,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
   private void joined(UdParameters ud) {
     cancelTimer(JOIN);
     joined = true;
-    routes.putLasting(stage.group, new UdTarget(ud.addressVector(), ud.qpNum(), ud.qkey()));
+    core.routeLasting(stage.group, new UdTarget(ud.addressVector(), ud.qpNum(), ud.qkey()));
     bound.complete(id.localAddress());
     resume();
   }
@@ -379,7 +348,6 @@ final class DatagramLogic extends TimerGraphStageLogic {
           + o.failure()));
       return;
     }
-    AddressVector av = o.ud().addressVector();
     if (res == null) { // a send-only stage: it works on the device the first peer is on
       try {
         port = o.port();
@@ -391,45 +359,8 @@ final class DatagramLogic extends TimerGraphStageLogic {
         return;
       }
     }
-    sgidIndex = av.sgidIndex();
-    routes.put(o.to(), new UdTarget(av, o.ud().qpNum(), o.ud().qkey()));
-    SidrHello h = SidrHello.parse(o.ud().privateData());
-    if (h != null) senders.knownAt(new PeerKey(av.dgid(), h.qpn()), o.to());
+    core.learned(o);
     resume();
-  }
-
-  /** A peer resolves us: a UD QP on the request's id, which the SIDR answer names. */
-  private void answerSidr(CmEvent e) {
-    CmId request = e.id();
-    if (request.verbs() != res.context) {
-      cm.destroy(request, true);
-      log.warn("{}: a SIDR request came on another device", stage.local);
-      return;
-    }
-    byte[] hello = new SidrHello(res.qp().qpNum(), id.localAddress().getPort()).encode();
-    try {
-      request.createQp(res.pd(), res.attributes(1));
-      request.accept(ConnectionParameters.withPrivateData(hello));
-    } catch (RuntimeException x) {
-      cm.destroy(request, true);
-      log.warn("{}: answering a SIDR request failed: {}", stage.local, x.getMessage());
-      return;
-    }
-    UdParameters ud = e.ud();
-    SidrHello h = SidrHello.parse(ud != null && ud.privateData() != null ? ud.privateData()
-        : e.privateData());
-    PeerKey key = null;
-    InetSocketAddress remote = request.remoteAddress();
-    if (ud != null && ud.addressVector() != null && h != null && remote != null) {
-      AddressVector av = ud.addressVector();
-      sgidIndex = av.sgidIndex();
-      key = new PeerKey(av.dgid(), h.qpn());
-      InetSocketAddress at = new InetSocketAddress(remote.getAddress(), h.port());
-      senders.knownAt(key, at);
-      // it listens there, from that QP: sending to its address needs no resolving
-      routes.put(at, new UdTarget(av, h.qpn(), UdParameters.UDP_QKEY));
-    }
-    answers.accepted(request, key);
   }
 
   @Override
@@ -481,8 +412,7 @@ final class DatagramLogic extends TimerGraphStageLogic {
         log.debug("leaving {} failed: {}", stage.group, e.getMessage());
       }
     }
-    if (answers != null) answers.closeAll();
-    if (res != null) res.close(handles == null ? () -> {} : handles::closeAll);
+    if (core != null) core.close();
     if (wcs != null) wcs.close();
     if (id != null) cm.destroy(id, false);
   }

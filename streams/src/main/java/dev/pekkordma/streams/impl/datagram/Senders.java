@@ -5,13 +5,12 @@ import dev.pekkordma.runtime.internal.datagram.PeerKey;
 import dev.pekkordma.streams.DatagramPeer;
 import dev.pekkordma.verbs.Gid;
 import java.net.InetSocketAddress;
-import java.util.LinkedHashMap;
-import java.util.Map;
+import java.util.function.Function;
 
 /**
  * The peers received datagrams came from, so that a datagram from a known sender allocates no
- * {@link DatagramPeer}: a direct-mapped table by GID and QPN (a collision replaces), and the
- * addresses senders said they listen on (at most {@code max}, the least recently used goes).
+ * {@link DatagramPeer}: a direct-mapped table by GID and QPN (a collision replaces), each with
+ * the address the sender said it listens on, as the endpoint knows it.
  */
 final class Senders {
   private final long[] his;
@@ -19,21 +18,17 @@ final class Senders {
   private final int[] qpns;
   private final DatagramPeer[] peers;
   private final int mask;
-  private final Map<PeerKey, InetSocketAddress> addresses;
+  private final Function<PeerKey, InetSocketAddress> addresses;
 
-  Senders(int max) {
+  /** A table for {@code max} peers, their addresses from {@code addresses}. */
+  Senders(int max, Function<PeerKey, InetSocketAddress> addresses) {
     int size = Integer.highestOneBit(Math.max(2, max) * 2 - 1) << 1;
     his = new long[size];
     los = new long[size];
     qpns = new int[size];
     peers = new DatagramPeer[size];
     mask = size - 1;
-    addresses = new LinkedHashMap<>(16, 0.75f, true) {
-      @Override
-      protected boolean removeEldestEntry(Map.Entry<PeerKey, InetSocketAddress> eldest) {
-        return size() > max;
-      }
-    };
+    this.addresses = addresses;
   }
 
   /** The sender with source GID {@code hi:lo} (big-endian halves) and QP {@code qpn}. */
@@ -42,7 +37,7 @@ final class Senders {
     DatagramPeer p = peers[i];
     if (p != null && his[i] == hi && los[i] == lo && qpns[i] == qpn) return p;
     Gid gid = DatagramFormat.gid(hi, lo);
-    p = new DatagramPeer(addresses.get(new PeerKey(gid, qpn)), gid, qpn);
+    p = new DatagramPeer(addresses.apply(new PeerKey(gid, qpn)), gid, qpn);
     his[i] = hi;
     los[i] = lo;
     qpns[i] = qpn;
@@ -50,9 +45,8 @@ final class Senders {
     return p;
   }
 
-  /** The sender {@code key} listens at {@code address}. */
-  void knownAt(PeerKey key, InetSocketAddress address) {
-    addresses.put(key, address);
+  /** Where sender {@code key} listens was just learned: it is looked up again. */
+  void forget(PeerKey key) {
     byte[] b = key.gid().toBytes();
     long hi = 0;
     long lo = 0;
@@ -60,7 +54,7 @@ final class Senders {
       hi = hi << 8 | (b[k] & 0xff);
       lo = lo << 8 | (b[8 + k] & 0xff);
     }
-    peers[index(hi, lo, key.qpn())] = null; // looked up again, with the address
+    peers[index(hi, lo, key.qpn())] = null;
   }
 
   private int index(long hi, long lo, int qpn) {
