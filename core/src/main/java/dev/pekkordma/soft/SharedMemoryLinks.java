@@ -49,11 +49,14 @@ final class SharedMemoryLinks {
         write(s.getOutputStream(), o.message());
         next = offering.answered(FabricHandshakes.read(s, deadline));
       }
+      return ends(next, "the link to " + peer, file, true,
+          FabricConnection.Ends.of(s), s.getInputStream(), s.getOutputStream());
+    } catch (IOException | RuntimeException e) {
+      if (file != null) file.close();
+      throw e;
     } finally {
       if (file != null) file.unlink(); // both sides have it mapped, or never will
     }
-    return ends(next, "the link to " + peer, file, true,
-        FabricConnection.Ends.of(s), s.getInputStream(), s.getOutputStream());
   }
 
   /**
@@ -86,7 +89,12 @@ final class SharedMemoryLinks {
         }
       }
     }
-    return ends(next, "the link from " + peer, file, false, tcp, tcp.in(), tcp.out());
+    try {
+      return ends(next, "the link from " + peer, file, false, tcp, tcp.in(), tcp.out());
+    } catch (IOException | RuntimeException e) {
+      if (file != null) file.close();
+      throw e;
+    }
   }
 
   /** Does the last action: the frames' ends, after sending what it says to send. */
@@ -97,6 +105,7 @@ final class SharedMemoryLinks {
       throw new FabricWire.FabricViolation(drop.why());
     }
     if (last instanceof SharedMemoryHandshake.Tcp stay) {
+      if (file != null) file.close(); // made, then refused: the link stays on TCP
       if (stay.message() != null) write(tcp.out(), stay.message());
       if (stay.quiet()) {
         LOG.debug("soft fabric: {} stays on TCP: {}", link, stay.why());

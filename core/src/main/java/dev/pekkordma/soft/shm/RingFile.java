@@ -30,9 +30,13 @@ import java.util.regex.Pattern;
  * {@link #open}s it only after checking that it is a regular file of ours, of the exact size, whose
  * header names this very connection. Once both have mapped it the connecting side unlinks it, so a
  * process killed later leaves nothing behind: the mapping lives as long as the processes do.
+ *
+ * <p>Each side keeps its descriptor of the file open, to see its size: the peer (a process of
+ * this user, the only one that can open the file) may shrink it, and touching a mapped page the
+ * file no longer has faults. {@link #checkIntact} finds that before the ring is touched.
  */
 @InternalApi
-public final class RingFile {
+public final class RingFile implements java.io.Closeable {
   /** Every ring file's name: this, then 128 random bits in hex. */
   public static final String PREFIX = "pekko-rdma-shm-";
   private static final Pattern NAME = Pattern.compile(Pattern.quote(PREFIX) + "[0-9a-f]{32}");
@@ -98,11 +102,13 @@ public final class RingFile {
 
   private final Path path;
   private final int capacity;
+  private final FileChannel channel;
   final MappedByteBuffer map;
 
-  private RingFile(Path path, int capacity, MappedByteBuffer map) {
+  private RingFile(Path path, int capacity, FileChannel channel, MappedByteBuffer map) {
     this.path = path;
     this.capacity = capacity;
+    this.channel = channel;
     this.map = map;
   }
 
@@ -145,26 +151,29 @@ public final class RingFile {
     RANDOM.nextBytes(random);
     Path path = dir.resolve(PREFIX + HexFormat.of().formatHex(random));
     long size = size(capacity);
-    try (FileChannel ch = FileChannel.open(path, java.util.Set.of(StandardOpenOption.CREATE_NEW,
-        StandardOpenOption.READ, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS),
-        PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")))) {
-      try {
-        ByteBuffer zeros = ByteBuffer.allocateDirect(ZEROS);
-        for (long at = 0; at < size; at += ZEROS) {
-          zeros.clear().limit((int) Math.min(ZEROS, size - at));
-          while (zeros.hasRemaining()) ch.write(zeros, at + zeros.position());
-        }
-        MappedByteBuffer map = ch.map(FileChannel.MapMode.READ_WRITE, 0, size);
-        map.order(ByteOrder.LITTLE_ENDIAN);
-        map.putLong(H_MAGIC, MAGIC).putInt(H_VERSION, VERSION).putInt(H_CAPACITY, capacity);
-        map.put(H_BINDING, binding, 0, BINDING_BYTES);
-        return new RingFile(path, capacity, map);
-      } catch (IOException | RuntimeException e) {
-        Files.deleteIfExists(path);
-        throw e;
-      }
+    FileChannel ch;
+    try {
+      ch = FileChannel.open(path, java.util.Set.of(StandardOpenOption.CREATE_NEW,
+          StandardOpenOption.READ, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS),
+          PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
     } catch (FileAlreadyExistsException e) {
       throw new IOException("a file named " + path + " exists already", e);
+    }
+    try {
+      ByteBuffer zeros = ByteBuffer.allocateDirect(ZEROS);
+      for (long at = 0; at < size; at += ZEROS) {
+        zeros.clear().limit((int) Math.min(ZEROS, size - at));
+        while (zeros.hasRemaining()) ch.write(zeros, at + zeros.position());
+      }
+      MappedByteBuffer map = ch.map(FileChannel.MapMode.READ_WRITE, 0, size);
+      map.order(ByteOrder.LITTLE_ENDIAN);
+      map.putLong(H_MAGIC, MAGIC).putInt(H_VERSION, VERSION).putInt(H_CAPACITY, capacity);
+      map.put(H_BINDING, binding, 0, BINDING_BYTES);
+      return new RingFile(path, capacity, ch, map);
+    } catch (IOException | RuntimeException e) {
+      ch.close();
+      Files.deleteIfExists(path);
+      throw e;
     }
   }
 
@@ -190,29 +199,70 @@ public final class RingFile {
     if ((Long) seen.get("size") != size) {
       throw new RingFileRefused(RingRefusal.WRONG_SIZE, seen.get("size") + " bytes, " + size + " expected");
     }
-    MappedByteBuffer map;
-    try (FileChannel ch = FileChannel.open(path, StandardOpenOption.READ,
-        StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS)) {
+    FileChannel ch = null;
+    try {
+      ch = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE,
+          LinkOption.NOFOLLOW_LINKS);
       if (!attributes(path).get("ino").equals(seen.get("ino")) || ch.size() != size) {
         throw new RingFileRefused(RingRefusal.WRONG_SIZE, "it changed while it was opened");
       }
-      map = ch.map(FileChannel.MapMode.READ_WRITE, 0, size);
+      MappedByteBuffer map = ch.map(FileChannel.MapMode.READ_WRITE, 0, size);
+      map.order(ByteOrder.LITTLE_ENDIAN);
+      RingFile file = new RingFile(path, (int) capacity, ch, map);
+      file.checkIntact("the offered ring file"); // the peer may have shrunk it since
+      if (map.getLong(H_MAGIC) != MAGIC || map.getInt(H_VERSION) != VERSION
+          || map.getInt(H_CAPACITY) != capacity) {
+        throw new RingFileRefused(RingRefusal.BAD_HEADER, "");
+      }
+      byte[] theirs = new byte[BINDING_BYTES];
+      map.get(H_BINDING, theirs, 0, BINDING_BYTES);
+      if (binding.length != BINDING_BYTES || !MessageDigest.isEqual(theirs, binding)) {
+        throw new RingFileRefused(RingRefusal.OTHER_CONNECTION, "");
+      }
+      return file;
     } catch (RingFileRefused r) {
+      closeQuietly(ch);
       throw r;
+    } catch (RingViolation v) {
+      closeQuietly(ch);
+      throw new RingFileRefused(RingRefusal.WRONG_SIZE, v.getMessage());
     } catch (IOException | RuntimeException e) {
+      closeQuietly(ch);
       throw new RingFileRefused(RingRefusal.CANNOT_MAP, e.toString());
     }
-    map.order(ByteOrder.LITTLE_ENDIAN);
-    if (map.getLong(H_MAGIC) != MAGIC || map.getInt(H_VERSION) != VERSION
-        || map.getInt(H_CAPACITY) != capacity) {
-      throw new RingFileRefused(RingRefusal.BAD_HEADER, "");
+  }
+
+  /**
+   * Whether the file still has every byte the mapping covers, before anything touches it: a
+   * shrunk file is {@code what}'s violation (one system call, fstat).
+   */
+  void checkIntact(String what) throws RingViolation {
+    long now;
+    try {
+      now = channel.size();
+    } catch (IOException e) {
+      throw new RingViolation(what + ": its file cannot be checked (" + e + ")");
     }
-    byte[] theirs = new byte[BINDING_BYTES];
-    map.get(H_BINDING, theirs, 0, BINDING_BYTES);
-    if (binding.length != BINDING_BYTES || !MessageDigest.isEqual(theirs, binding)) {
-      throw new RingFileRefused(RingRefusal.OTHER_CONNECTION, "");
+    long size = size(capacity);
+    if (now < size) {
+      throw new RingViolation(what + ": its file was truncated to " + now + " of its " + size
+          + " bytes (by the peer, the only other process that can open it)");
     }
-    return new RingFile(path, (int) capacity, map);
+  }
+
+  private static void closeQuietly(FileChannel ch) {
+    if (ch == null) return;
+    try {
+      ch.close();
+    } catch (IOException e) {
+      // nothing was mapped through it for anyone
+    }
+  }
+
+  /** Lets go of the file's descriptor; the mapping stays until nothing refers to it. */
+  @Override
+  public void close() {
+    closeQuietly(channel);
   }
 
   private static Map<String, Object> attributes(Path path) throws RingFileRefused {

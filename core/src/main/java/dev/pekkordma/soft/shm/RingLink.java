@@ -18,6 +18,7 @@ public final class RingLink implements Closeable {
   private final RingReader in;
   private final RingWriter out;
   private final Closeable socket;
+  private final RingFile file;
   final long spaceTimeoutNanos;
   final String spaceTimeoutSetting;
   private volatile boolean closed;
@@ -37,6 +38,7 @@ public final class RingLink implements Closeable {
     this.in = new RingReader(inbound, doorbellIn, this);
     this.out = new RingWriter(outbound, doorbellOut, this);
     this.socket = socket;
+    this.file = file;
     this.spaceTimeoutNanos = spaceTimeoutNanos;
     this.spaceTimeoutSetting = spaceTimeoutSetting;
   }
@@ -61,5 +63,6 @@ public final class RingLink implements Closeable {
     } catch (IOException e) {
       // closing is all we wanted
     }
+    file.close();
   }
 }

@@ -42,7 +42,8 @@ final class RingReader extends InputStream {
     java.util.Objects.checkFromIndexSize(off, len, b.length);
     if (len == 0) return 0;
     try {
-      long available = await();
+      long available = produced - consumed; // what the last look at the producer showed
+      if (available <= 0) available = await();
       if (available < 0) return -1;
       int n = (int) Math.min(available, len);
       ring.copyOut(consumed, b, off, n);
@@ -57,7 +58,12 @@ final class RingReader extends InputStream {
   @Override
   public int available() throws IOException {
     try {
-      return (int) Math.min(Integer.MAX_VALUE, producedNow() - consumed);
+      long n = produced - consumed;
+      if (n <= 0) {
+        ring.checkIntact();
+        n = producedNow() - consumed;
+      }
+      return (int) Math.min(Integer.MAX_VALUE, n);
     } catch (InternalError e) {
       throw ring.gone(e);
     }
@@ -65,6 +71,7 @@ final class RingReader extends InputStream {
 
   /** Bytes ready to read, waiting for some; -1 once the socket ended and the ring is empty. */
   private long await() throws IOException {
+    ring.checkIntact();
     for (int i = 0; i < SPINS; i++) {
       long n = producedNow() - consumed;
       if (n > 0) return n;

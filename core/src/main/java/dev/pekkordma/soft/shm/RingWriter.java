@@ -43,6 +43,7 @@ final class RingWriter extends OutputStream {
   @Override
   public void write(byte[] b, int off, int len) throws IOException {
     java.util.Objects.checkFromIndexSize(off, len, b.length);
+    if (produced == published) ring.checkIntact(); // a burst begins
     try {
       while (len > 0) {
         long room = room();

@@ -17,6 +17,7 @@ final class SharedRing {
       MethodHandles.byteBufferViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
 
   final MappedByteBuffer map;
+  private final RingFile file;
   final String name;
   final int capacity;
   private final int mask;
@@ -24,9 +25,14 @@ final class SharedRing {
   final int consumerAt;
   final int waitingAt;
   private final int dataAt;
+  private static final long CHECK_EVERY_NANOS = 1_000_000;
+  /** When this end last found the file whole (each end is one thread's at a time). */
+  private long lastCheck;
+  private boolean checked;
 
   SharedRing(RingFile file, int ring, String name) {
     this.map = file.map;
+    this.file = file;
     this.name = name;
     this.capacity = file.capacity();
     this.mask = capacity - 1;
@@ -52,9 +58,23 @@ final class SharedRing {
   }
 
   /**
-   * What touching the mapping failed with, when its file shrank under it (the peer may truncate
-   * it through a descriptor of its own): the JVM turns the fault into an InternalError, which
-   * here becomes the peer's violation, as a bad position is.
+   * Checks, before the ring is touched, that its file was not shrunk under the mapping: each end
+   * does at the start of a burst it writes or of a wait for bytes, at most once a millisecond (a
+   * system call each time would cost a busy link more than its frames do).
+   */
+  void checkIntact() throws RingViolation {
+    long now = System.nanoTime();
+    if (checked && now - lastCheck < CHECK_EVERY_NANOS) return;
+    file.checkIntact(name);
+    checked = true;
+    lastCheck = now;
+  }
+
+  /**
+   * What touching the mapping failed with when its file shrank between that check and the touch:
+   * where the JVM raises the fault at once (interpreted code) it is an InternalError, which here
+   * becomes the peer's violation, as a bad position is. Compiled code may raise it later, on
+   * whichever thread touched the ring (see docs/security.md).
    */
   RingViolation gone(InternalError e) {
     return new RingViolation(name + ": its memory faulted when touched (the peer truncated the"
