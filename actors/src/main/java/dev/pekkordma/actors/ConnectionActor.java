@@ -92,13 +92,13 @@ public final class ConnectionActor {
   /** What a client connection tells its connector. */
   sealed interface ConnectOutcome {}
 
-  record Established(ActorRef<Command> connection) implements ConnectOutcome {}
+  record Established(ActorRef<Command> connection, CmEvent event) implements ConnectOutcome {}
 
   /** The attempt failed before it was established; {@code retry} if trying again may help. */
   record AttemptFailed(String reason, boolean retry)
       implements ConnectOutcome, DeadLetterSuppression {}
 
-  record RejectedByPeer(byte[] privateData) implements ConnectOutcome {}
+  record RejectedByPeer(CmEvent event) implements ConnectOutcome {}
 
   /**
    * An established connection ended: lost (a failure) or disconnected. Like AttemptFailed, the
@@ -108,20 +108,22 @@ public final class ConnectionActor {
 
   /**
    * What makes a connection: its id and side. A server connection has the listener's handler, a
-   * client connection its connector, private data and handler.
+   * client connection its connector, private data, handler and what is left of its attempt's
+   * deadline ({@code connectWithin}).
    */
   record ConnectionSpec(CmRouter router, CmId id, boolean active, QpSpec qp, byte[] privateData,
       ActorRef<Event> handler, ActorRef<ListenerActor.Event> listener,
-      ActorRef<ConnectOutcome> connector) {
+      ActorRef<ConnectOutcome> connector, Duration connectWithin) {
 
     static ConnectionSpec passive(CmRouter router, CmId id, QpSpec qp, byte[] privateData,
         ActorRef<ListenerActor.Event> listener) {
-      return new ConnectionSpec(router, id, false, qp, privateData, null, listener, null);
+      return new ConnectionSpec(router, id, false, qp, privateData, null, listener, null, null);
     }
 
     static ConnectionSpec active(CmRouter router, CmId id, QpSpec qp, byte[] privateData,
-        ActorRef<Event> handler, ActorRef<ConnectOutcome> connector) {
-      return new ConnectionSpec(router, id, true, qp, privateData, handler, null, connector);
+        ActorRef<Event> handler, ActorRef<ConnectOutcome> connector, Duration connectWithin) {
+      return new ConnectionSpec(router, id, true, qp, privateData, handler, null, connector,
+          connectWithin);
     }
 
     /** No connection actor could be made for it: refuse or fail the attempt, destroy the id. */
@@ -213,21 +215,22 @@ public final class ConnectionActor {
         return failAttempt("rdma_connect: " + e.getMessage());
       }
       phase = Phase.CONNECTING;
-      timers.startSingleTimer(new Timeout("connect"), settings.connectTimeout);
+      // the connector's deadline ends the attempt; this one gives the id back with it
+      timers.startSingleTimer(new Timeout("connect"), spec.connectWithin());
       return done(receive()
           .onMessage(CmEventArrived.class, e -> {
             CmEvent ev = e.event();
-            if (ev.type() == CmEventType.ESTABLISHED) return established(ev.privateData());
+            if (ev.type() == CmEventType.ESTABLISHED) return established(ev);
             if (ev.type() == CmEventType.REJECTED
                 && ev.status() == CmEvent.REJECT_CONSUMER_DEFINED) {
               told = true;
-              spec.connector().tell(new RejectedByPeer(ev.privateData()));
+              spec.connector().tell(new RejectedByPeer(ev));
               return Behaviors.stopped();
             }
             return unexpectedBeforeEstablished(ev);
           })
           .onMessage(Timeout.class, t -> failAttempt("no answer to the connect within "
-              + settings.connectTimeout)));
+              + spec.connectWithin() + " (the rest of pekko-rdma.actors.cm.connect-timeout)")));
     }
 
     // -------------------------------------------------------------- server side
@@ -270,22 +273,22 @@ public final class ConnectionActor {
       timers.startSingleTimer(new Timeout("accept"), settings.connectTimeout);
       return done(receive()
           .onMessage(CmEventArrived.class, e -> e.event().type() == CmEventType.ESTABLISHED
-              ? established(e.event().privateData()) : unexpectedBeforeEstablished(e.event()))
+              ? established(e.event()) : unexpectedBeforeEstablished(e.event()))
           .onMessage(Timeout.class, t -> failAttempt("the client did not confirm within "
               + settings.connectTimeout)));
     }
 
     // -------------------------------------------------------------- both sides
 
-    private Behavior<Command> established(byte[] privateData) {
+    private Behavior<Command> established(CmEvent ev) {
       timers.cancelAll();
       phase = Phase.ESTABLISHED;
       qp.tell(new QpActor.Sync("ESTABLISHED"));
       if (handler != null) {
-        handler.tell(new Connected(ctx.getSelf(), qp, pool, privateData, id.localAddress(),
+        handler.tell(new Connected(ctx.getSelf(), qp, pool, ev.privateData(), id.localAddress(),
             remote));
       }
-      if (spec.active()) spec.connector().tell(new Established(ctx.getSelf()));
+      if (spec.active()) spec.connector().tell(new Established(ctx.getSelf(), ev));
       return done(receive()
           .onMessage(Disconnect.class, d -> disconnect())
           .onMessage(CmEventArrived.class, e -> eventWhileConnected(e.event())));

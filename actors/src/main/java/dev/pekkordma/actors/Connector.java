@@ -3,6 +3,7 @@ package dev.pekkordma.actors;
 import dev.pekkordma.actors.ConnectionActor.ConnectOutcome;
 import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmId;
+import dev.pekkordma.runtime.internal.ConnectAttempt;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -13,14 +14,17 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.actor.typed.javadsl.TimerScheduler;
 
 /**
- * A client connection's supervisor: resolves the address, then the route, then hands the id to
- * a {@link ConnectionActor} that connects. Each step has a timeout; a failed attempt is retried
- * with backoff up to {@code max-attempts}, and an established connection that is lost (its QP
- * failed, its device went) is made again the same way. A connection that is disconnected, or
- * rejected by the server, is not. Stops when its handler stops.
+ * A client connection's supervisor: runs a {@link ConnectAttempt} (resolve the address, the
+ * route, then hand the id to a {@link ConnectionActor} that connects; one deadline, {@code
+ * pekko-rdma.actors.cm.connect-timeout}, for all of it). A failed attempt is retried with backoff
+ * up to {@code max-attempts}, and an established connection that is lost (its QP failed, its
+ * device went) is made again the same way. A connection that is disconnected, or rejected by the
+ * server, is not. Stops when its handler stops.
  */
 final class Connector {
   private Connector() {}
+
+  static final String CONNECT_TIMEOUT = "pekko-rdma.actors.cm.connect-timeout";
 
   interface Command {}
 
@@ -28,7 +32,7 @@ final class Connector {
 
   record OutcomeArrived(ConnectOutcome outcome) implements Command {}
 
-  private record StepTimedOut(long step, String what) implements Command {}
+  private enum DeadlinePassed implements Command { INSTANCE }
 
   private enum Retry implements Command { INSTANCE }
 
@@ -46,8 +50,8 @@ final class Connector {
     }));
   }
 
-  private static final class State {
-    private static final String STEP = "step";
+  private static final class State implements ConnectAttempt.Actions {
+    private static final String DEADLINE = "deadline";
     private static final String RETRY = "retry";
     private final ActorContext<Command> ctx;
     private final TimerScheduler<Command> timers;
@@ -60,8 +64,10 @@ final class Connector {
     private final RdmaActorsSettings settings;
     private final ActorRef<CmEvent> events;
     private final ActorRef<ConnectOutcome> outcomes;
-    private int attempt;
-    private long step;
+    private int attemptNumber;
+    private ConnectAttempt attempt;
+    /** What the attempt's last action decided: the behaviour to go on with. */
+    private Behavior<Command> next;
     private CmId id; // ours while resolving; the connection's after
     private ActorRef<ConnectionActor.Command> connection;
 
@@ -83,79 +89,106 @@ final class Connector {
     }
 
     Behavior<Command> attempt(int n) {
-      attempt = n;
-      try {
-        id = router.createId("client to " + remote);
-        router.own(id, events);
-        id.resolveAddress(null, remote, settings.resolveAddressTimeout);
-      } catch (RuntimeException e) {
-        return failed("rdma_resolve_addr: " + e.getMessage());
-      }
-      guard("ADDR_RESOLVED", settings.resolveAddressTimeout);
-      return Behaviors.receive(Command.class)
-          .onMessage(CmEventArrived.class, e -> e.event().id() != id ? Behaviors.same()
-              : switch (e.event().type()) {
-                case ADDR_RESOLVED -> resolveRoute();
-                default -> failed(e.event().outcome());
-              })
-          .onMessage(StepTimedOut.class, this::timedOut)
+      attemptNumber = n;
+      next = null;
+      attempt = new ConnectAttempt(settings.connectTimeout, CONNECT_TIMEOUT, System::nanoTime,
+          this);
+      attempt.resolve();
+      return decided(Behaviors.receive(Command.class)
+          .onMessage(CmEventArrived.class, e -> {
+            if (e.event().id() == id) attempt.cmEvent(e.event()); // else an id given away
+            return decided(Behaviors.same());
+          })
+          .onMessage(OutcomeArrived.class, o -> {
+            outcome(o.outcome());
+            return decided(Behaviors.same());
+          })
+          .onMessageEquals(DeadlinePassed.INSTANCE, () -> {
+            attempt.deadlinePassed();
+            return decided(Behaviors.same());
+          })
           .onMessageEquals(HandlerGone.INSTANCE, Behaviors::stopped)
           .onSignal(PostStop.class, s -> stop())
-          .build();
+          .build());
     }
 
-    private Behavior<Command> resolveRoute() {
-      try {
-        id.resolveRoute(settings.resolveRouteTimeout);
-      } catch (RuntimeException e) {
-        return failed("rdma_resolve_route: " + e.getMessage());
+    /** The behaviour the attempt's actions chose, or {@code otherwise}. */
+    private Behavior<Command> decided(Behavior<Command> otherwise) {
+      Behavior<Command> b = next;
+      next = null;
+      return b != null ? b : otherwise;
+    }
+
+    /** How the connection actor's connect ended, as the attempt's events. */
+    private void outcome(ConnectOutcome o) {
+      if (o instanceof ConnectionActor.Established est) {
+        connection = est.connection();
+        attempt.cmEvent(est.event());
+      } else if (o instanceof ConnectionActor.RejectedByPeer r) {
+        attempt.cmEvent(r.event());
+      } else if (o instanceof ConnectionActor.AttemptFailed f) {
+        attempt.stepFailed(f.reason());
       }
-      guard("ROUTE_RESOLVED", settings.resolveRouteTimeout);
-      return Behaviors.receive(Command.class)
-          .onMessage(CmEventArrived.class, e -> e.event().id() != id ? Behaviors.same()
-              : switch (e.event().type()) {
-                case ROUTE_RESOLVED -> connect();
-                default -> failed(e.event().outcome());
-              })
-          .onMessage(StepTimedOut.class, this::timedOut)
-          .onMessageEquals(HandlerGone.INSTANCE, Behaviors::stopped)
-          .onSignal(PostStop.class, s -> stop())
-          .build();
     }
 
-    /** The id goes to a connection actor on its device; it reports how the attempt ends. */
-    private Behavior<Command> connect() {
+    // ------------------------------------------------------------ the attempt's actions
+
+    @Override
+    public void deadlineIn(Duration after) {
+      timers.startSingleTimer(DEADLINE, DeadlinePassed.INSTANCE, after);
+    }
+
+    @Override
+    public void resolveAddress(Duration timeLeft) {
+      id = router.createId("client to " + remote);
+      router.own(id, events);
+      id.resolveAddress(null, remote, timeLeft);
+    }
+
+    @Override
+    public void resolveRoute(Duration timeLeft) {
+      id.resolveRoute(timeLeft);
+    }
+
+    /** The id goes to a connection actor on its device; it reports how the connect ends. */
+    @Override
+    public void connect(Duration timeLeft) {
       CmId handed = id;
       id = null;
-      cm.tell(
-          new CmActor.SpawnConnection(
-              ConnectionActor.ConnectionSpec.active(
-                  router, handed, qp, privateData, handler, outcomes)));
-      // the connection has its own connect timeout; this covers one that never starts
-      guard("an established connection", settings.connectTimeout.multipliedBy(2));
-      return Behaviors.receive(Command.class)
-          .onMessage(OutcomeArrived.class, o -> outcome(o.outcome()))
-          .onMessage(StepTimedOut.class, this::timedOut)
-          .onMessage(CmEventArrived.class, e -> Behaviors.same()) // an id given away
-          .onMessageEquals(HandlerGone.INSTANCE, Behaviors::stopped)
-          .onSignal(PostStop.class, s -> stop())
-          .build();
+      cm.tell(new CmActor.SpawnConnection(ConnectionActor.ConnectionSpec.active(
+          router, handed, qp, privateData, handler, outcomes, timeLeft)));
     }
 
-    private Behavior<Command> outcome(ConnectOutcome o) {
-      if (o instanceof ConnectionActor.Established est) {
-        timers.cancel(STEP);
-        connection = est.connection();
-        ctx.watchWith(connection, new ConnectionGone(connection));
-        return connected();
-      }
-      if (o instanceof ConnectionActor.AttemptFailed f) return failed(f.reason());
-      if (o instanceof ConnectionActor.RejectedByPeer r) {
-        handler.tell(new ConnectionActor.Rejected(remote, r.privateData()));
-        return Behaviors.stopped();
-      }
-      return Behaviors.same();
+    @Override
+    public void established(CmEvent event) {
+      timers.cancel(DEADLINE);
+      ctx.watchWith(connection, new ConnectionGone(connection));
+      next = connected();
     }
+
+    @Override
+    public void rejected(CmEvent event) {
+      timers.cancel(DEADLINE);
+      handler.tell(new ConnectionActor.Rejected(remote, event.privateData()));
+      next = Behaviors.stopped();
+    }
+
+    @Override
+    public void failed(ConnectAttempt.Failure why) {
+      timers.cancel(DEADLINE);
+      if (id != null) {
+        router.destroy(id, ctx.getLog());
+        id = null;
+      }
+      if (attemptNumber >= settings.maxConnectAttempts) {
+        handler.tell(new ConnectionActor.ConnectFailed(remote, why.reason(), attemptNumber));
+        next = Behaviors.stopped();
+      } else {
+        next = retry(attemptNumber + 1, why.reason());
+      }
+    }
+
+    // ------------------------------------------------------------ after the attempt
 
     private Behavior<Command> connected() {
       return Behaviors.receive(Command.class)
@@ -163,63 +196,40 @@ final class Connector {
             if (o.outcome() instanceof ConnectionActor.Ended end) {
               ctx.unwatch(connection);
               connection = null;
-              return end.lost() ? lost(end.reason()) : Behaviors.stopped();
+              return end.lost() ? retry(1, end.reason()) : Behaviors.stopped();
             }
             return Behaviors.same();
           })
           .onMessage(ConnectionGone.class, g -> {
             connection = null;
-            return lost("the connection actor stopped");
+            return retry(1, "the connection actor stopped"); // a fresh count of attempts
           })
           .onMessage(CmEventArrived.class, e -> Behaviors.same())
-          .onMessage(StepTimedOut.class, t -> Behaviors.same())
+          .onMessageEquals(DeadlinePassed.INSTANCE, Behaviors::same)
           .onMessageEquals(HandlerGone.INSTANCE, Behaviors::stopped)
           .onSignal(PostStop.class, s -> stop())
           .build();
     }
 
-    /** An established connection failed: connect again, with a fresh count of attempts. */
-    private Behavior<Command> lost(String reason) {
-      return retry(1, reason);
-    }
-
-    private Behavior<Command> failed(String reason) {
-      timers.cancel(STEP);
-      if (id != null) {
-        router.destroy(id, ctx.getLog());
-        id = null;
-      }
-      if (attempt >= settings.maxConnectAttempts) {
-        handler.tell(new ConnectionActor.ConnectFailed(remote, reason, attempt));
-        return Behaviors.stopped();
-      }
-      return retry(attempt + 1, reason);
-    }
-
-    private Behavior<Command> retry(int next, String reason) {
-      Duration delay = settings.connectRetry.delay(Math.max(1, next - 1));
-      handler.tell(new ConnectionActor.Reconnecting(remote, next, delay, reason));
+    private Behavior<Command> retry(int nextAttempt, String reason) {
+      Duration delay = settings.connectRetry.delay(Math.max(1, nextAttempt - 1));
+      handler.tell(new ConnectionActor.Reconnecting(remote, nextAttempt, delay, reason));
       timers.startSingleTimer(RETRY, Retry.INSTANCE, delay);
       return Behaviors.receive(Command.class)
-          .onMessageEquals(Retry.INSTANCE, () -> attempt(next))
-          .onMessage(OutcomeArrived.class, o -> Behaviors.same())
+          .onMessageEquals(Retry.INSTANCE, () -> attempt(nextAttempt))
+          .onMessage(OutcomeArrived.class, o -> {
+            // the deadline passed as the connection came up: the attempt is over, so is it
+            if (o.outcome() instanceof ConnectionActor.Established est) {
+              est.connection().tell(ConnectionActor.Disconnect.INSTANCE);
+            }
+            return Behaviors.same();
+          })
           .onMessage(CmEventArrived.class, e -> Behaviors.same())
-          .onMessage(StepTimedOut.class, t -> Behaviors.same())
+          .onMessageEquals(DeadlinePassed.INSTANCE, Behaviors::same)
           .onMessage(ConnectionGone.class, g -> Behaviors.same())
           .onMessageEquals(HandlerGone.INSTANCE, Behaviors::stopped)
           .onSignal(PostStop.class, s -> stop())
           .build();
-    }
-
-    private void guard(String what, Duration timeout) {
-      // the provider enforces the timeout itself; this is for an answer that never comes
-      timers.startSingleTimer(STEP, new StepTimedOut(++step, what),
-          timeout.plus(Duration.ofSeconds(1)));
-    }
-
-    private Behavior<Command> timedOut(StepTimedOut t) {
-      if (t.step() != step) return Behaviors.same();
-      return failed("no " + t.what() + " in time");
     }
 
     private Behavior<Command> stop() {

@@ -26,8 +26,6 @@ public final class RdmaActorsSettings {
   public final int bufferSize;
   public final int slabSize;
   public final int slabs;
-  public final Duration resolveAddressTimeout;
-  public final Duration resolveRouteTimeout;
   public final Duration connectTimeout;
   public final Duration acceptTimeout;
   public final Duration disconnectTimeout;
@@ -60,8 +58,6 @@ public final class RdmaActorsSettings {
     bufferSize = (int) buffer;
     slabSize = (int) slab;
     slabs = atLeast(c, p + "buffer-pool.slabs", 1);
-    resolveAddressTimeout = positive(c, p + "cm.resolve-address-timeout");
-    resolveRouteTimeout = positive(c, p + "cm.resolve-route-timeout");
     connectTimeout = positive(c, p + "cm.connect-timeout");
     if (c.hasPath("pekko-rdma.cm.connect-timeout")) {
       Duration provider = c.getDuration("pekko-rdma.cm.connect-timeout");

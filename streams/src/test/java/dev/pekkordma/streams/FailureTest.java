@@ -12,6 +12,7 @@ import dev.pekkordma.verbs.ResourceCounts;
 import dev.pekkordma.verbs.spi.FaultInjection;
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.CountDownLatch;
@@ -95,6 +96,37 @@ class FailureTest {
       }
       awaitResources(rdma, start);
     }
+  }
+
+  @Test
+  void aServerThatNeverAnswersFailsTheConnectAtItsOneDeadlineNamingIt() throws Exception {
+    dev.pekkordma.verbs.RdmaProvider provider =
+        dev.pekkordma.runtime.RdmaRuntime.get(system).provider();
+    ResourceCounts start = rdma.liveResources();
+    // a listener whose application never accepts: the request is left unanswered
+    try (dev.pekkordma.cm.CmEventChannel channel = provider.createCmEventChannel();
+        dev.pekkordma.cm.CmId listener = channel.createId("never answers")) {
+      listener.bind(new InetSocketAddress(HOST, 0));
+      listener.listen(1);
+      InetSocketAddress at = new InetSocketAddress(HOST, listener.localAddress().getPort());
+      long began = System.nanoTime();
+      CompletionStage<?> connected = Source.<ByteString>never()
+          .viaMat(rdma.outgoingConnection(at, Optional.empty(), java.util.List.of(), true,
+              Optional.of(Duration.ofMillis(1500)), Optional.empty()), Keep.right())
+          .to(Sink.ignore()).run(system);
+      ExecutionException e = assertThrows(ExecutionException.class, () -> await(connected));
+      long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - began);
+      RdmaStreamException failed = assertInstanceOf(RdmaStreamException.class, e.getCause());
+      assertTrue(failed.reason().contains("not connected within PT1.5S (pekko-rdma.streams"
+          + ".connect-timeout)"), failed.reason());
+      assertTrue(tookMs >= 1400 && tookMs < 4500, "one deadline for every step: " + tookMs);
+      // the request it left unanswered has an id of its own (the kernel keeps it in the channel)
+      dev.pekkordma.cm.CmEvent request = channel.awaitEvent(Duration.ofSeconds(5));
+      assertTrue(request != null
+          && request.type() == dev.pekkordma.cm.CmEventType.CONNECT_REQUEST, "" + request);
+      request.id().close();
+    }
+    awaitResources(rdma, start);
   }
 
   @Test

@@ -5,6 +5,7 @@ import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
 import dev.pekkordma.cm.ConnectionParameters;
 import dev.pekkordma.cm.SocketAddresses;
+import dev.pekkordma.runtime.internal.ConnectAttempt;
 import dev.pekkordma.runtime.internal.CqDrain;
 import dev.pekkordma.streams.RdmaStreamException;
 import dev.pekkordma.streams.RdmaStreamSettings;
@@ -26,9 +27,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The running half of a {@link ConnectionStage}: it sets the connection up (listens, resolves,
- * connects or takes over what a binding accepted, with the CM events the CM dispatcher hands
- * it), and from then on connects the connection's {@link ConnectionProtocol} to the stage: its
+ * The running half of a {@link ConnectionStage}: it sets the connection up (listens, runs a
+ * client's {@link ConnectAttempt} or takes over what a binding accepted, with the CM events the
+ * CM dispatcher hands it), and from then on connects the connection's {@link ConnectionProtocol} to the stage: its
  * ports, the CQ's wake-ups (it polls the CQ on the stage's own thread) and the CM's events
  * become the protocol's events, and the protocol's actions become the stage's. What it opens
  * is {@link ConnectionResources}'.
@@ -37,9 +38,8 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   private static final Logger log = LoggerFactory.getLogger(ConnectionStage.class);
   private static final String CONNECT_TIMER = "connect";
 
-  private enum StagePhase {
-    LISTENING, RESOLVING_HOST, RESOLVING_ADDRESS, RESOLVING_ROUTE, CONNECTING, RUNNING
-  }
+  /** Where the stage is; a client's steps while CONNECTING are its attempt's. */
+  private enum StagePhase { LISTENING, RESOLVING_HOST, CONNECTING, RUNNING }
 
   private final StreamsRuntime rt;
   private final RdmaStreamSettings settings;
@@ -54,7 +54,8 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   private CmId listener;
   private InetSocketAddress bound; // the listener's address, once bound
   private final CompletableFuture<Done> unbound = new CompletableFuture<>();
-  private StagePhase phase = StagePhase.RESOLVING_ADDRESS;
+  private StagePhase phase = StagePhase.CONNECTING;
+  private final ConnectAttempt attempt; // a client's; null for a server
   private CmId id;
   private ConnectionResources res; // with the id; opened by setUp
   private EarlyAccept adopted; // what the binding accepted, when it did
@@ -86,6 +87,8 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     this.plan = ConnectionPlan.of(rt, settings, stage.framing, lend);
     this.protocol = new ConnectionProtocol(plan, stage.closing, active(), this::failure,
         new Ports());
+    this.attempt = active() ? new ConnectAttempt(settings.connectTimeout(),
+        settings.path() + ".connect-timeout", System::nanoTime, new ClientSteps()) : null;
     setHandler(in, new AbstractInHandler() {
       @Override
       public void onPush() {
@@ -227,9 +230,9 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     wake = createAsyncCallback(x -> drainCq());
     burstEnd = createAsyncCallback(x -> protocol.burstOver());
     stop = createAsyncCallback(x -> completeStage());
+    if (active()) attempt.begin(); // the host's resolution counts, as Tcp's
     if (active() && remote.isUnresolved()) { // as Tcp's: resolved first
       phase = StagePhase.RESOLVING_HOST;
-      scheduleOnce(CONNECT_TIMER, settings.connectTimeout());
       AsyncCallback<Object> resolved = createAsyncCallback(this::onResolved);
       HostResolver.resolve(rt.system, remote).whenComplete((address, failure) ->
           resolved.invoke(failure != null ? failure : address));
@@ -258,15 +261,13 @@ final class ConnectionLogic extends TimerGraphStageLogic {
         listenOnce(once.address());
         return;
       }
-      if (phase != StagePhase.RESOLVING_HOST)
-        scheduleOnce(CONNECT_TIMER, settings.connectTimeout());
-      phase = StagePhase.RESOLVING_ADDRESS;
+      phase = StagePhase.CONNECTING;
       if (active()) {
         id = rt.createId("stream to " + peerName(), cmEvents, cmStopped);
         res = plan.resources(rt, id); // what it opens goes with the id
-        id.resolveAddress(((ConnectionStage.Role.Connecting) role).local(), remote,
-            settings.connectTimeout());
+        attempt.resolve();
       } else {
+        scheduleOnce(CONNECT_TIMER, settings.connectTimeout());
         ConnectionStage.Passive passive = ((ConnectionStage.Role.Accepting) role).request();
         adopt(passive.accepted(), passive.acceptTimeoutSetting());
       }
@@ -313,23 +314,13 @@ final class ConnectionLogic extends TimerGraphStageLogic {
         }
         return;
       }
+      if (attempt != null && !attempt.step().over()) {
+        attempt.cmEvent(e);
+        return;
+      }
       switch (e.type()) {
-        case ADDR_RESOLVED:
-          if (phase != StagePhase.RESOLVING_ADDRESS) break;
-          phase = StagePhase.RESOLVING_ROUTE;
-          id.resolveRoute(settings.connectTimeout());
-          setUp(); // the address names the device: its QP opens while the route resolves
-          return;
-        case ROUTE_RESOLVED:
-          if (phase != StagePhase.RESOLVING_ROUTE) break;
-          phase = StagePhase.CONNECTING;
-          id.connect(ConnectionParameters.withPrivateData(
-              res.ring.describe(res.ringFlags).encode()));
-          return;
         case ESTABLISHED:
-          if (phase != StagePhase.CONNECTING) break;
-          if (active()) protocol.peerRing(Wire.Ring.decode(e.privateData()));
-          running();
+          if (phase == StagePhase.CONNECTING) running(); // a server's
           return;
         case DISCONNECTED:
           disconnected = true;
@@ -346,11 +337,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
         case TIMEWAIT_EXIT:
           return;
         default:
-          if (phase != StagePhase.RUNNING) {
-            drainCq(); // a QP the peer broke first: its completion says so better than the CM
-            if (!stopped()) fail(failure(doing() + CompletionFailure.connecting(e,
-                role instanceof ConnectionStage.Role.Connecting o ? o.local() : null)));
-          }
+          if (phase != StagePhase.RUNNING) failedBy(e);
       }
     } catch (RuntimeException ex) {
       fail(failure(doing() + e.type() + ": " + ex.getMessage()));
@@ -367,6 +354,63 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     }
     fail(failure((phase == StagePhase.LISTENING ? "" : doing()) + "the CM event reader stopped: "
         + why.getMessage()));
+  }
+
+  /** A CM event ends the setting up; a QP the peer broke first says so better: it comes first. */
+  private void failedBy(CmEvent e) {
+    if (e.type() == CmEventType.DEVICE_REMOVAL) {
+      fail(failure("the RDMA device was removed (DEVICE_REMOVAL)"));
+      return;
+    }
+    drainCq();
+    if (!stopped()) fail(failure(doing() + CompletionFailure.connecting(e,
+        role instanceof ConnectionStage.Role.Connecting o ? o.local() : null)));
+  }
+
+  /** A client's steps, as its {@link ConnectAttempt} asks for them. */
+  private final class ClientSteps implements ConnectAttempt.Actions {
+    @Override
+    public void deadlineIn(Duration after) {
+      scheduleOnce(CONNECT_TIMER, after);
+    }
+
+    @Override
+    public void resolveAddress(Duration timeLeft) {
+      id.resolveAddress(((ConnectionStage.Role.Connecting) role).local(), remote, timeLeft);
+    }
+
+    @Override
+    public void resolveRoute(Duration timeLeft) {
+      id.resolveRoute(timeLeft);
+      setUp(); // the address names the device: its QP opens while the route resolves
+    }
+
+    @Override
+    public void connect(Duration timeLeft) {
+      id.connect(ConnectionParameters.withPrivateData(res.ring.describe(res.ringFlags).encode()));
+    }
+
+    @Override
+    public void established(CmEvent event) {
+      protocol.peerRing(Wire.Ring.decode(event.privateData()));
+      running();
+    }
+
+    @Override
+    public void rejected(CmEvent event) {
+      failedBy(event);
+    }
+
+    @Override
+    public void failed(ConnectAttempt.Failure why) {
+      if (why.event() != null) {
+        failedBy(why.event());
+      } else if (why.threw() != null) { // from a local address in use: Tcp's bind failure
+        fail(RdmaStreamException.bindFailure(failure(doing() + why.reason()), why.threw()));
+      } else {
+        fail(failure(doing() + why.reason()));
+      }
+    }
   }
 
   /** What a failure was doing: "connecting: ", "accepting: ", or nothing once running. */
@@ -436,8 +480,12 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     } else if (key instanceof ConnectionProtocol.Timer t) {
       protocol.timer(t);
     } else if (CONNECT_TIMER.equals(key)) {
-      fail(failure("not connected within " + settings.connectTimeout() + " ("
-          + settings.path() + ".connect-timeout)"));
+      if (attempt != null) {
+        attempt.deadlinePassed();
+      } else {
+        fail(failure("not connected within " + settings.connectTimeout() + " ("
+            + settings.path() + ".connect-timeout)"));
+      }
     }
   }
 
