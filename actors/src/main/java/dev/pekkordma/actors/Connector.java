@@ -50,7 +50,7 @@ final class Connector {
     }));
   }
 
-  private static final class State implements ConnectAttempt.Actions {
+  private static final class State implements ConnectAttempt.ConnectSteps {
     private static final String DEADLINE = "deadline";
     private static final String RETRY = "retry";
     private final ActorContext<Command> ctx;

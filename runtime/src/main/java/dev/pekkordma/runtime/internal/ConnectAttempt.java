@@ -34,7 +34,7 @@ public final class ConnectAttempt {
    * What the attempt asks of its facade. A step that throws fails the attempt with its message;
    * the facade passes the CM events of the attempt's id to {@link #cmEvent}.
    */
-  public interface Actions {
+  public interface ConnectSteps {
     /** Arm the one timer: {@link #deadlinePassed} after {@code after}. */
     void deadlineIn(Duration after);
 
@@ -64,7 +64,7 @@ public final class ConnectAttempt {
   private final Duration timeout;
   private final String setting;
   private final LongSupplier nanoClock;
-  private final Actions actions;
+  private final ConnectSteps actions;
   private Step step = Step.NOT_STARTED;
   private long deadline;
   private boolean begun;
@@ -74,7 +74,7 @@ public final class ConnectAttempt {
    * setting} (named by a failure); {@code nanoClock} is {@link System#nanoTime} but in tests.
    */
   public ConnectAttempt(Duration timeout, String setting, LongSupplier nanoClock,
-      Actions actions) {
+      ConnectSteps actions) {
     if (timeout.isNegative() || timeout.isZero()) {
       throw new IllegalArgumentException(setting + " must be positive, was " + timeout);
     }
@@ -130,7 +130,7 @@ public final class ConnectAttempt {
     // the rest (an ADDR_CHANGE, a late TIMEWAIT_EXIT) says nothing about the attempt
   }
 
-  /** The facade's timer, armed by {@link Actions#deadlineIn}. */
+  /** The facade's timer, armed by {@link ConnectSteps#deadlineIn}. */
   public void deadlinePassed() {
     if (step.over()) return;
     fail(new Failure("not connected within " + timeout + " (" + setting + ")", null, null));

@@ -20,7 +20,7 @@ class ConnectAttemptTest {
   private static final String SETTING = "pekko-rdma.test.connect-timeout";
 
   /** Records every action as a line; a step may be told to throw. */
-  private static final class Recorder implements ConnectAttempt.Actions {
+  private static final class Recorder implements ConnectAttempt.ConnectSteps {
     final List<String> done = new ArrayList<>();
     String failing;
 

@@ -368,7 +368,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
   }
 
   /** A client's steps, as its {@link ConnectAttempt} asks for them. */
-  private final class ClientSteps implements ConnectAttempt.Actions {
+  private final class ClientSteps implements ConnectAttempt.ConnectSteps {
     @Override
     public void deadlineIn(Duration after) {
       scheduleOnce(CONNECT_TIMER, after);
