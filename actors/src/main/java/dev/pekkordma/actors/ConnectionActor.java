@@ -4,6 +4,8 @@ import dev.pekkordma.cm.CmEvent;
 import dev.pekkordma.cm.CmEventType;
 import dev.pekkordma.cm.CmId;
 import dev.pekkordma.cm.ConnectionParameters;
+import dev.pekkordma.runtime.internal.AcceptAttempt;
+import dev.pekkordma.runtime.internal.ConnectAttempt;
 import dev.pekkordma.verbs.ProtectionDomain;
 import dev.pekkordma.verbs.QpInitAttributes;
 import dev.pekkordma.verbs.QueuePair;
@@ -144,6 +146,8 @@ public final class ConnectionActor {
   }
 
   private static final class State {
+    private static final String ACCEPT_TIMEOUT = "pekko-rdma.actors.cm.accept-timeout";
+    private static final Object SERVER_TIMER = "server";
     private final ActorContext<Command> ctx;
     private final TimerScheduler<Command> timers;
     private final ConnectionSpec spec;
@@ -235,47 +239,80 @@ public final class ConnectionActor {
 
     // -------------------------------------------------------------- server side
 
+    /** The server's request, decided by the listener's handler: an {@link AcceptAttempt}. */
     private Behavior<Command> askHandler() {
+      phase = Phase.DECIDING;
+      ServerSteps steps = new ServerSteps();
+      AcceptAttempt attempt = new AcceptAttempt(settings.acceptTimeout, ACCEPT_TIMEOUT,
+          settings.connectTimeout, Connector.CONNECT_TIMEOUT, steps);
       spec.listener().tell(new ListenerActor.ConnectionRequested(ctx.getSelf(),
           spec.privateData(), remote));
-      phase = Phase.DECIDING;
-      timers.startSingleTimer(new Timeout("decide"), settings.acceptTimeout);
       return done(receive()
-          .onMessage(Accept.class, this::accept)
-          .onMessage(Reject.class, r -> reject(r.privateData()))
-          .onMessage(Timeout.class, t -> {
-            ctx.getLog().warn("nobody accepted or rejected the request from {} within {}; "
-                + "rejecting it", remote, settings.acceptTimeout);
-            return reject(null);
+          .onMessage(Accept.class, a -> {
+            if (attempt.step() == AcceptAttempt.RequestStep.REQUESTED) {
+              handler = a.handler();
+              steps.privateData = a.privateData();
+            }
+            attempt.accept();
+            return steps.decided();
           })
-          .onMessage(CmEventArrived.class, e -> unexpectedBeforeEstablished(e.event())));
+          .onMessage(Reject.class, r -> {
+            attempt.reject(r.privateData());
+            return steps.decided();
+          })
+          .onMessage(Timeout.class, t -> {
+            attempt.deadlinePassed();
+            return steps.decided();
+          })
+          .onMessage(CmEventArrived.class, e -> {
+            attempt.cmEvent(e.event());
+            return steps.decided();
+          }));
     }
 
-    private Behavior<Command> reject(byte[] privateData) {
-      told = true; // the handler has not taken the connection: nobody else to tell
-      try {
-        id.reject(privateData);
-      } catch (RuntimeException e) {
-        ctx.getLog().debug("rejecting {} failed: {}", id, e.getMessage());
-      }
-      return Behaviors.stopped();
-    }
+    /** What the server's attempt asks for, and the behaviour it leads to. */
+    private final class ServerSteps implements AcceptAttempt.AcceptSteps {
+      private byte[] privateData;
+      private Behavior<Command> next;
 
-    private Behavior<Command> accept(Accept a) {
-      timers.cancel(new Timeout("decide"));
-      handler = a.handler();
-      try {
-        id.accept(ConnectionParameters.withPrivateData(a.privateData()));
-      } catch (RuntimeException e) {
-        return failAttempt("rdma_accept: " + e.getMessage());
+      Behavior<Command> decided() {
+        Behavior<Command> b = next;
+        next = null;
+        return b != null ? b : Behaviors.same();
       }
-      phase = Phase.ACCEPTING;
-      timers.startSingleTimer(new Timeout("accept"), settings.connectTimeout);
-      return done(receive()
-          .onMessage(CmEventArrived.class, e -> e.event().type() == CmEventType.ESTABLISHED
-              ? established(e.event()) : unexpectedBeforeEstablished(e.event()))
-          .onMessage(Timeout.class, t -> failAttempt("the client did not confirm within "
-              + settings.connectTimeout)));
+
+      @Override
+      public void deadlineIn(Duration after) {
+        timers.startSingleTimer(SERVER_TIMER, new Timeout("server"), after);
+      }
+
+      @Override
+      public void accept() {
+        id.accept(ConnectionParameters.withPrivateData(privateData));
+        phase = Phase.ACCEPTING;
+      }
+
+      @Override
+      public void reject(byte[] privateData, String why) {
+        if (why != null) ctx.getLog().warn("the request from {}: {}; rejecting it", remote, why);
+        told = true; // the handler has not taken the connection: nobody else to tell
+        try {
+          id.reject(privateData);
+        } catch (RuntimeException e) {
+          ctx.getLog().debug("rejecting {} failed: {}", id, e.getMessage());
+        }
+        next = Behaviors.stopped();
+      }
+
+      @Override
+      public void established(CmEvent event) {
+        next = ConnectionActor.State.this.established(event);
+      }
+
+      @Override
+      public void failed(ConnectAttempt.Failure why) {
+        next = failAttempt(why.reason());
+      }
     }
 
     // -------------------------------------------------------------- both sides

@@ -75,10 +75,7 @@ public final class ConnectAttempt {
    */
   public ConnectAttempt(Duration timeout, String setting, LongSupplier nanoClock,
       ConnectSteps actions) {
-    if (timeout.isNegative() || timeout.isZero()) {
-      throw new IllegalArgumentException(setting + " must be positive, was " + timeout);
-    }
-    this.timeout = timeout;
+    this.timeout = positive(timeout, setting);
     this.setting = setting;
     this.nanoClock = nanoClock;
     this.actions = actions;
@@ -124,7 +121,7 @@ public final class ConnectAttempt {
         && step == Step.CONNECTING) {
       step = Step.FAILED;
       actions.rejected(e);
-    } else if (ends(t)) {
+    } else if (endsAnAttempt(t)) {
       fail(new Failure(e.outcome(), e, null));
     }
     // the rest (an ADDR_CHANGE, a late TIMEWAIT_EXIT) says nothing about the attempt
@@ -141,13 +138,21 @@ public final class ConnectAttempt {
     if (!step.over()) fail(new Failure(reason, null, null));
   }
 
-  /** Before ESTABLISHED, these end the attempt. */
-  private static boolean ends(CmEventType t) {
+  /** Before ESTABLISHED, these end an attempt, a client's or a server's. */
+  static boolean endsAnAttempt(CmEventType t) {
     return switch (t) {
       case ADDR_ERROR, ROUTE_ERROR, CONNECT_ERROR, UNREACHABLE, REJECTED, DISCONNECTED,
           DEVICE_REMOVAL -> true;
       default -> false;
     };
+  }
+
+  /** {@code timeout}, refused naming {@code setting} unless positive. */
+  static Duration positive(Duration timeout, String setting) {
+    if (timeout.isNegative() || timeout.isZero()) {
+      throw new IllegalArgumentException(setting + " must be positive, was " + timeout);
+    }
+    return timeout;
   }
 
   /** What is left of the deadline; at least a millisecond, since the CM takes no zero. */

@@ -67,6 +67,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
 
   private AsyncCallback<CmEvent> cmEvents;
   private AsyncCallback<RuntimeException> cmStopped;
+  private AsyncCallback<ConnectAttempt.Failure> acceptFailed;
   private AsyncCallback<Boolean> wake;
   /** Made once: the CQ is drained on every wake. */
   private final CqDrain.Sink toProtocol = this::toProtocol;
@@ -227,6 +228,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     setKeepGoing(true);
     cmEvents = createAsyncCallback(this::onCmEvent);
     cmStopped = createAsyncCallback(this::onCmStopped);
+    acceptFailed = createAsyncCallback(this::onAcceptFailed);
     wake = createAsyncCallback(x -> drainCq());
     burstEnd = createAsyncCallback(x -> protocol.burstOver());
     stop = createAsyncCallback(x -> completeStage());
@@ -267,7 +269,6 @@ final class ConnectionLogic extends TimerGraphStageLogic {
         res = plan.resources(rt, id); // what it opens goes with the id
         attempt.resolve();
       } else {
-        scheduleOnce(CONNECT_TIMER, settings.connectTimeout());
         ConnectionStage.Passive passive = ((ConnectionStage.Role.Accepting) role).request();
         adopt(passive.accepted(), passive.acceptTimeoutSetting());
       }
@@ -304,7 +305,6 @@ final class ConnectionLogic extends TimerGraphStageLogic {
         }
         unlisten();
         remote = e.id().remoteAddress();
-        scheduleOnce(CONNECT_TIMER, settings.connectTimeout());
         adopt(EarlyAccept.accept(rt, e, plan), null);
         return;
       }
@@ -436,9 +436,9 @@ final class ConnectionLogic extends TimerGraphStageLogic {
           + timeoutSetting + " with no flow to take it"));
       return;
     }
-    if (early.failure() != null) {
-      fail(new RdmaStreamException("RDMA connection to", remote,
-          "accepting: " + early.failure().getMessage(), early.failure()));
+    ConnectAttempt.Failure failed = early.failure();
+    if (failed != null) {
+      onAcceptFailed(failed);
       return;
     }
     adopted = early;
@@ -447,7 +447,19 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     protocol.open(res, lend ? lendRing() : null, true);
     protocol.peerRing(early.peerRing());
     phase = StagePhase.CONNECTING;
-    early.attach(cmEvents::invoke, cmStopped::invoke, () -> wake.invoke(Boolean.TRUE));
+    early.attach(cmEvents::invoke, cmStopped::invoke, acceptFailed::invoke,
+        () -> wake.invoke(Boolean.TRUE));
+  }
+
+  /** The accepted connection's handshake failed: the CM's word, or the client never confirmed. */
+  private void onAcceptFailed(ConnectAttempt.Failure why) {
+    if (stopped()) return;
+    if (why.event() != null) {
+      failedBy(why.event());
+    } else {
+      fail(new RdmaStreamException("RDMA connection to", remote, "accepting: " + why.reason(),
+          why.threw()));
+    }
   }
 
   /** The ring goes to a {@link LeasedRing}, which wakes us on releases. */
@@ -480,12 +492,7 @@ final class ConnectionLogic extends TimerGraphStageLogic {
     } else if (key instanceof ConnectionProtocol.Timer t) {
       protocol.timer(t);
     } else if (CONNECT_TIMER.equals(key)) {
-      if (attempt != null) {
-        attempt.deadlinePassed();
-      } else {
-        fail(failure("not connected within " + settings.connectTimeout() + " ("
-            + settings.path() + ".connect-timeout)"));
-      }
+      attempt.deadlinePassed(); // a client's: a server's is its accept's
     }
   }
 
