@@ -29,10 +29,10 @@ import org.slf4j.LoggerFactory;
 /**
  * The running half of a {@link ConnectionStage}: it sets the connection up (listens, runs a
  * client's {@link ConnectAttempt} or takes over what a binding accepted, with the CM events the
- * CM dispatcher hands it), and from then on connects the connection's {@link ConnectionProtocol} to the stage: its
- * ports, the CQ's wake-ups (it polls the CQ on the stage's own thread) and the CM's events
- * become the protocol's events, and the protocol's actions become the stage's. What it opens
- * is {@link ConnectionResources}'.
+ * CM dispatcher hands it), and from then on connects the connection's {@link
+ * ConnectionProtocol} to the stage: its ports, the CQ's wake-ups (it polls the CQ on the stage's
+ * own thread) and the CM's events become the protocol's events, and the protocol's actions
+ * become the stage's. What it opens is {@link ConnectionResources}'.
  */
 final class ConnectionLogic extends TimerGraphStageLogic {
   private static final Logger log = LoggerFactory.getLogger(ConnectionStage.class);
