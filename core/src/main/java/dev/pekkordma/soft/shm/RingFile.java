@@ -234,14 +234,15 @@ public final class RingFile implements java.io.Closeable {
 
   /**
    * Whether the file still has every byte the mapping covers, before anything touches it: a
-   * shrunk file is {@code what}'s violation (one system call, fstat).
+   * shrunk file is {@code what}'s violation (one system call, fstat). A descriptor closed with
+   * the link is a plain IOException: closing is no one's violation.
    */
-  void checkIntact(String what) throws RingViolation {
+  void checkIntact(String what) throws IOException {
     long now;
     try {
       now = channel.size();
     } catch (IOException e) {
-      throw new RingViolation(what + ": its file cannot be checked (" + e + ")");
+      throw new IOException(what + ": the link was closed (" + e + ")", e);
     }
     long size = size(capacity);
     if (now < size) {

@@ -62,7 +62,7 @@ final class SharedRing {
    * does at the start of a burst it writes or of a wait for bytes, at most once a millisecond (a
    * system call each time would cost a busy link more than its frames do).
    */
-  void checkIntact() throws RingViolation {
+  void checkIntact() throws java.io.IOException {
     long now = System.nanoTime();
     if (checked && now - lastCheck < CHECK_EVERY_NANOS) return;
     file.checkIntact(name);

@@ -2,6 +2,7 @@ package dev.pekkordma.soft.shm;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -118,6 +119,20 @@ class RingLinkTest {
       p.connecting.close();
       Throwable t = writer.get(30, TimeUnit.SECONDS);
       assertTrue(t instanceof IOException && t.getMessage().contains("closed"), "" + t);
+    }
+  }
+
+  @Test
+  void aLinkClosedHereIsClosedNotThePeersViolation() throws Exception {
+    try (RingPair p = new RingPair(dir, CAPACITY, TimeUnit.SECONDS.toNanos(30))) {
+      p.connecting.close();
+      IOException w = assertThrows(IOException.class, () -> {
+        p.connecting.out().write(new byte[8]);
+        p.connecting.out().flush();
+      });
+      assertFalse(w instanceof RingViolation, "closing is no one's violation: " + w);
+      IOException r = assertThrows(IOException.class, () -> p.connecting.in().read());
+      assertFalse(r instanceof RingViolation, "closing is no one's violation: " + r);
     }
   }
 
